@@ -1,0 +1,129 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "countersign",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "device-broker", targets: ["device-broker"]),
+        .executable(name: "device-agent", targets: ["device-agent"]),
+        .library(name: "CountersignClient", targets: ["CountersignClient"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        .target(
+            name: "CountersignCore",
+            dependencies: [
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CountersignStore",
+            dependencies: ["CountersignCore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CountersignSQLite",
+            dependencies: [
+                "CountersignCore",
+                "CountersignStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CountersignStoreTesting",
+            dependencies: ["CountersignCore", "CountersignStore", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CountersignBroker",
+            dependencies: [
+                "CountersignCore",
+                "CountersignStore",
+                "CountersignSQLite",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CountersignClient",
+            dependencies: [
+                "CountersignCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "device-broker",
+            dependencies: [
+                "CountersignBroker",
+                "CountersignStore",
+                "CountersignSQLite",
+                "CountersignCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "device-agent",
+            dependencies: [
+                "CountersignClient",
+                "CountersignCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CountersignCoreTests",
+            dependencies: ["CountersignCore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CountersignSQLiteTests",
+            dependencies: ["CountersignSQLite", "CountersignStore", "CountersignStoreTesting", "CountersignCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CountersignBrokerTests",
+            dependencies: [
+                "CountersignBroker", "CountersignCore", "CountersignStore", "CountersignSQLite", "CountersignClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["CountersignCore", "CountersignClient", .product(name: "JWTKit", package: "jwt-kit")],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

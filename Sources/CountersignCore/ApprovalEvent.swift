@@ -1,0 +1,118 @@
+public import Foundation
+
+/// Where an event stands. `expired` is never written by a decision: a
+/// pending event whose window has closed reads as expired.
+public enum EventStatus: String, Codable, Sendable, CaseIterable {
+    case pending
+    case approved
+    case rejected
+    case expired
+}
+
+/// How an event was (or is to be) authenticated.
+public enum AuthMethod: String, Codable, Sendable {
+    case trustedDevice = "TRUSTED_DEVICE"
+    case totp = "TOTP"
+}
+
+/// Well-known event names; apps may use their own.
+public enum EventName {
+    public static let login = "LOGIN"
+    public static let transaction = "TRANSACTION"
+    public static let enrollNewTrustedDevice = "ENROLL_NEW_TRUSTED_DEVICE"
+
+    /// Event names are upper-case words joined by underscores, ≤ 64 chars.
+    public static func isValid(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy {
+                ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                    || $0 == UInt8(ascii: "_")
+            }
+    }
+}
+
+/// An authentication event: a login or transaction that a trusted device
+/// approves or rejects, as the broker stores it.
+public struct ApprovalEvent: Sendable, Equatable {
+    /// Random, unguessable id.
+    public var id: String
+    public var createdAt: Date
+    public var updatedAt: Date
+    /// The API key id of the app the event belongs to.
+    public var issuer: String
+    /// The app's id for the user.
+    public var clientUserID: String
+    /// `LOGIN`, `TRANSACTION`, … .
+    public var name: String
+    /// The requester's address as the broker saw it.
+    public var ip: String
+    public var location: String
+    public var method: AuthMethod
+    /// The status as last written; see ``status(at:)`` for the one to show.
+    public var storedStatus: EventStatus
+    /// The end of the approval window, by the broker's clock.
+    public var expiresAt: Date
+    /// What a transaction is about, shown to the approver.
+    public var details: String?
+    /// The requesting machine's name, shown to the approver.
+    public var requesterName: String?
+    /// Per-event server nonce every decision must carry.
+    public var nonce: String
+    /// The number the requester shows and the approver must type, if asked.
+    public var matchNumber: String?
+    /// Wrong numbers typed so far.
+    public var wrongMatches: Int
+    /// SHA-256 of the requester's secret, for collecting the outcome.
+    public var requesterTokenDigest: Data?
+    /// The deciding device.
+    public var decidedBy: String?
+    public var decidedAt: Date?
+    /// The device's decision JWS, verbatim.
+    public var decision: String?
+
+    public init(
+        id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
+        location: String, method: AuthMethod, storedStatus: EventStatus, expiresAt: Date, details: String?,
+        requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
+        decidedBy: String?, decidedAt: Date?, decision: String?
+    ) {
+        self.id = id
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.issuer = issuer
+        self.clientUserID = clientUserID
+        self.name = name
+        self.ip = ip
+        self.location = location
+        self.method = method
+        self.storedStatus = storedStatus
+        self.expiresAt = expiresAt
+        self.details = details
+        self.requesterName = requesterName
+        self.nonce = nonce
+        self.matchNumber = matchNumber
+        self.wrongMatches = wrongMatches
+        self.requesterTokenDigest = requesterTokenDigest
+        self.decidedBy = decidedBy
+        self.decidedAt = decidedAt
+        self.decision = decision
+    }
+
+    /// The status at `now`: a pending event past its window is expired.
+    public func status(at now: Date) -> EventStatus {
+        storedStatus == .pending && now >= expiresAt ? .expired : storedStatus
+    }
+
+    /// Whether the outcome is final at `now`.
+    public func isSettled(at now: Date) -> Bool { status(at: now) != .pending }
+}
+
+extension ApprovalEvent {
+    /// A new random event id.
+    public static func newID() -> String { "ev_" + SecretToken.generate(bytes: 16) }
+
+    /// A two-digit number for number matching, 10…99 so it never reads as one digit.
+    public static func newMatchNumber() -> String {
+        String(Int.random(in: 10...99))
+    }
+}

@@ -1,0 +1,93 @@
+public import Foundation
+public import Crypto
+public import JWTKit
+
+/// What a trusted device answers to a pending event.
+public enum Verdict: String, Codable, Sendable, CaseIterable {
+    case approve
+    case reject
+}
+
+/// Claims of a decision: a compact JWS a trusted device signs to approve or
+/// reject one pending event. The broker stores it verbatim.
+public struct DecisionClaims: JWTPayload, Equatable {
+    /// The event id.
+    public var evt: String
+    /// The per-event server nonce the broker showed in the inbox.
+    public var nonce: String
+    /// `approve` or `reject`.
+    public var decision: Verdict
+    /// The number the user typed from the requester's screen; required to
+    /// approve an event that asks for number matching.
+    public var match: String?
+    /// The broker origin the device talks to.
+    public var aud: String
+    /// Issued-at, seconds since 1970.
+    public var iat: Int
+    /// A unique id; a decision is accepted at most once.
+    public var jti: String
+
+    /// Creates decision claims.
+    public init(evt: String, nonce: String, decision: Verdict, match: String?, aud: String, iat: Int, jti: String) {
+        self.evt = evt
+        self.nonce = nonce
+        self.decision = decision
+        self.match = match
+        self.aud = aud
+        self.iat = iat
+        self.jti = jti
+    }
+
+    public func verify(using _: some JWTAlgorithm) async throws {}
+}
+
+/// Making and checking decisions. The exact format is in proto/signing.md.
+public enum DecisionProof {
+    /// The JOSE `typ` of a decision.
+    public static let type = "countersign-decision+jwt"
+
+    /// Signs a decision on one event.
+    public static func make(
+        key: P256.Signing.PrivateKey, eventID: String, nonce: String, verdict: Verdict, match: String?,
+        broker: String, now: Date
+    ) async throws -> String {
+        let claims = DecisionClaims(
+            evt: eventID, nonce: nonce, decision: verdict, match: match,
+            aud: Origin(url: broker)?.description ?? broker, iat: Int(now.timeIntervalSince1970),
+            jti: SecretToken.generate(bytes: 16))
+        return try await CompactJWS.sign(claims, type: type, key: key)
+    }
+
+    /// Verifies a decision's signature and its binding to one event: event
+    /// id, server nonce, audience and freshness. Whether the device may
+    /// decide, and what the decision does, is ``DecisionRules``' job.
+    public static func verify(
+        _ token: String,
+        key: DevicePublicKey,
+        eventID: String,
+        nonce: String,
+        acceptedOrigins: Set<Origin>,
+        now: Date,
+        leeway: TimeInterval
+    ) async throws(ProtocolError) -> DecisionClaims {
+        let claims = try await CompactJWS.verify(token, type: type, key: key, as: DecisionClaims.self)
+        guard claims.evt == eventID else {
+            throw ProtocolError(.wrongEvent, "the decision was signed for another event")
+        }
+        guard let expected = Base64URL.decode(nonce), let given = Base64URL.decode(claims.nonce),
+            SecretToken.constantTimeEquals(expected, given)
+        else {
+            throw ProtocolError(.wrongNonce, "the decision does not carry this event's nonce")
+        }
+        guard let audience = Origin(url: claims.aud), acceptedOrigins.contains(audience) else {
+            throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
+        }
+        guard !claims.jti.isEmpty, claims.jti.utf8.count <= 128 else {
+            throw ProtocolError(.malformed, "jti must have 1 to 128 characters")
+        }
+        guard abs(TimeInterval(claims.iat) - now.timeIntervalSince1970) <= leeway else {
+            throw ProtocolError(.stale, "the decision's iat is more than \(Int(leeway)) s from the broker's clock")
+        }
+        return claims
+    }
+}

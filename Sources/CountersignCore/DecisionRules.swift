@@ -1,0 +1,46 @@
+public import Foundation
+
+/// What a verified decision does to an event.
+public enum DecisionOutcome: Sendable, Equatable {
+    /// Record the verdict; the event is settled.
+    case settle(EventStatus)
+    /// The number typed was wrong; count it, and reject the event if it was
+    /// the last try.
+    case wrongMatch
+    /// Nothing changes; the reason says why.
+    case refused(Refusal)
+
+    /// Why a decision changes nothing.
+    public enum Refusal: String, Sendable, Equatable {
+        case revokedDevice = "device_revoked"
+        case otherUser = "wrong_user"
+        case alreadyDecided = "already_decided"
+        case expired = "expired"
+        case matchRequired = "match_required"
+    }
+}
+
+/// The rules that turn a verified decision into an outcome. Pure: the
+/// store applies the outcome with one conditional write.
+public enum DecisionRules {
+    /// Evaluates `claims` by `device` on `event` at `now`.
+    public static func evaluate(
+        _ claims: DecisionClaims, by device: TrustedDevice, on event: ApprovalEvent, now: Date
+    ) -> DecisionOutcome {
+        guard device.revokedAt == nil else { return .refused(.revokedDevice) }
+        guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
+        switch event.status(at: now) {
+        case .pending: break
+        case .expired: return .refused(.expired)
+        case .approved, .rejected: return .refused(.alreadyDecided)
+        }
+        switch claims.decision {
+        case .reject:
+            return .settle(.rejected)
+        case .approve:
+            guard let expected = event.matchNumber else { return .settle(.approved) }
+            guard let given = claims.match else { return .refused(.matchRequired) }
+            return given == expected ? .settle(.approved) : .wrongMatch
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import Foundation
+
+/// A web origin (scheme, host, port), used to check the `htu` of proofs and
+/// the `aud` of decisions against the addresses the broker answers on.
+public struct Origin: Sendable, Hashable, CustomStringConvertible {
+    /// `http` or `https`, lowercased.
+    public let scheme: String
+    /// Host name or address, lowercased.
+    public let host: String
+    /// Port, with the scheme's default filled in.
+    public let port: Int
+
+    /// Parses the origin part of an absolute URL; nil for anything else.
+    public init?(url: String) {
+        guard let components = URLComponents(string: url),
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
+        self.scheme = scheme
+        self.host = host
+        self.port = components.port ?? (scheme == "https" ? 443 : 80)
+    }
+
+    public var description: String {
+        let defaultPort = scheme == "https" ? 443 : 80
+        let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return port == defaultPort ? "\(scheme)://\(hostPart)" : "\(scheme)://\(hostPart):\(port)"
+    }
+}

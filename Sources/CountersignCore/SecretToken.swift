@@ -1,0 +1,26 @@
+public import Foundation
+import Crypto
+
+/// Random secrets (API secrets, enrollment and requester tokens, nonces) and
+/// the hashes the broker keeps instead of them.
+public enum SecretToken {
+    /// `bytes` random bytes from the system CSPRNG, base64url-encoded.
+    public static func generate(bytes: Int = 32) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Base64URL.encode((0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    /// SHA-256 of a secret. Every secret the broker stores has ≥128 bits of
+    /// entropy, so a fast hash is enough: there is nothing to brute-force.
+    public static func digest(_ secret: String) -> Data {
+        Data(SHA256.hash(data: Data(secret.utf8)))
+    }
+
+    /// Compares two digests in time independent of where they differ.
+    public static func constantTimeEquals(_ lhs: Data, _ rhs: Data) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(lhs, rhs) { difference |= a ^ b }
+        return difference == 0
+    }
+}

@@ -1,0 +1,40 @@
+public import Foundation
+
+/// A device whose key can approve events for one user of one app.
+public struct TrustedDevice: Sendable, Equatable {
+    /// RFC 7638 thumbprint of ``publicKey``.
+    public var id: String
+    /// The API key id of the app.
+    public var issuer: String
+    /// The app's id for the user.
+    public var clientUserID: String
+    public var publicKey: DevicePublicKey
+    /// A name a person recognises, such as the host name.
+    public var name: String
+    /// `cli`, `phone`, … .
+    public var type: String
+    public var createdAt: Date
+    public var lastSeenAt: Date?
+    /// Set once; a revoked device can do nothing.
+    public var revokedAt: Date?
+
+    public init(
+        publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String, type: String,
+        createdAt: Date, lastSeenAt: Date? = nil, revokedAt: Date? = nil
+    ) {
+        self.id = publicKey.thumbprint
+        self.issuer = issuer
+        self.clientUserID = clientUserID
+        self.publicKey = publicKey
+        self.name = name
+        self.type = type
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.revokedAt = revokedAt
+    }
+
+    /// Whether this device may act for `clientUserID` of `issuer`.
+    public func belongs(toIssuer issuer: String, user clientUserID: String) -> Bool {
+        self.issuer == issuer && self.clientUserID == clientUserID
+    }
+}

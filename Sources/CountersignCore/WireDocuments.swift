@@ -1,0 +1,160 @@
+public import Foundation
+
+/// An event as the REST API shows it. Field names follow the original
+/// "sign in with device" event object; the rest is Countersign's.
+public struct EventDocument: Codable, Sendable, Equatable {
+    public var ID: String
+    public var CreatedAt: Date
+    public var UpdatedAt: Date
+    public var DeletedAt: Date?
+    public var clientUserID: String
+    public var issuer: String
+    public var event: String
+    public var ip: String
+    public var location: String
+    /// Creation time, Unix seconds as a string.
+    public var timestamp: String
+    public var method: AuthMethod
+    /// True while pending.
+    public var new: Bool
+    public var approved: Bool
+    /// The broker-signed event token once settled.
+    public var signature: String?
+    public var status: EventStatus
+    public var expiresAt: Date
+    public var details: String?
+    public var requesterName: String?
+    public var decidedBy: String?
+    public var decidedAt: Date?
+    /// The deciding device's signed decision, verbatim.
+    public var decision: String?
+
+    enum CodingKeys: String, CodingKey {
+        case ID, CreatedAt, UpdatedAt, DeletedAt, issuer, event, ip, location, timestamp, method, new, approved
+        case signature, status, details, decision
+        case clientUserID = "client_user_id"
+        case expiresAt = "expires_at"
+        case requesterName = "requester_name"
+        case decidedBy = "decided_by"
+        case decidedAt = "decided_at"
+    }
+
+    /// The document for `event` as of `now`, with its token if settled.
+    public init(_ event: ApprovalEvent, now: Date, signature: String?) {
+        let status = event.status(at: now)
+        self.ID = event.id
+        self.CreatedAt = event.createdAt
+        self.UpdatedAt = event.updatedAt
+        self.DeletedAt = nil
+        self.clientUserID = event.clientUserID
+        self.issuer = event.issuer
+        self.event = event.name
+        self.ip = event.ip
+        self.location = event.location
+        self.timestamp = String(Int(event.createdAt.timeIntervalSince1970))
+        self.method = event.method
+        self.new = status == .pending
+        self.approved = status == .approved
+        self.signature = signature
+        self.status = status
+        self.expiresAt = event.expiresAt
+        self.details = event.details
+        self.requesterName = event.requesterName
+        self.decidedBy = event.decidedBy
+        self.decidedAt = event.decidedAt
+        self.decision = event.decision
+    }
+}
+
+/// What the requester gets back when it creates a pending event.
+public struct PendingEventTicket: Codable, Sendable {
+    public var event: EventDocument
+    /// The secret that alone lets this requester collect the outcome.
+    public var requesterToken: String
+    /// The number to show the user, if number matching is asked.
+    public var matchNumber: String?
+
+    enum CodingKeys: String, CodingKey {
+        case event
+        case requesterToken = "requester_token"
+        case matchNumber = "match_number"
+    }
+
+    public init(event: EventDocument, requesterToken: String, matchNumber: String?) {
+        self.event = event
+        self.requesterToken = requesterToken
+        self.matchNumber = matchNumber
+    }
+}
+
+/// A pending event as a trusted device's inbox shows it.
+public struct InboxItem: Codable, Sendable, Equatable {
+    public var event: EventDocument
+    /// The app's name (its API key's name).
+    public var app: String
+    /// The nonce the decision must carry.
+    public var nonce: String
+    /// Whether approving needs the number the requester shows.
+    public var matchRequired: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case event, app, nonce
+        case matchRequired = "match_required"
+    }
+
+    public init(event: EventDocument, app: String, nonce: String, matchRequired: Bool) {
+        self.event = event
+        self.app = app
+        self.nonce = nonce
+        self.matchRequired = matchRequired
+    }
+}
+
+/// A device as the REST API shows it.
+public struct DeviceDocument: Codable, Sendable, Equatable {
+    public var id: String
+    public var clientUserID: String
+    public var issuer: String
+    public var name: String
+    public var type: String
+    public var publicKey: DevicePublicKey
+    public var fingerprint: String
+    public var createdAt: Date
+    public var lastSeenAt: Date?
+    public var revokedAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case id, issuer, name, type, fingerprint
+        case clientUserID = "client_user_id"
+        case publicKey = "public_key"
+        case createdAt = "created_at"
+        case lastSeenAt = "last_seen_at"
+        case revokedAt = "revoked_at"
+    }
+
+    public init(_ device: TrustedDevice) {
+        self.id = device.id
+        self.clientUserID = device.clientUserID
+        self.issuer = device.issuer
+        self.name = device.name
+        self.type = device.type
+        self.publicKey = device.publicKey
+        self.fingerprint = device.publicKey.fingerprint
+        self.createdAt = device.createdAt
+        self.lastSeenAt = device.lastSeenAt
+        self.revokedAt = device.revokedAt
+    }
+}
+
+/// The body of every error response.
+public struct ErrorDocument: Codable, Sendable, Equatable, Error {
+    /// A stable machine-readable code, e.g. `invalid_proof`.
+    public var error: String
+    /// A sentence for a person.
+    public var message: String
+
+    public init(error: String, message: String) {
+        self.error = error
+        self.message = message
+    }
+}

@@ -1,0 +1,101 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    public func insertEnrollmentToken(_ token: EnrollmentToken) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO enrollment_tokens (digest, issuer, client_user_id, created_at, expires_at, used_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    token.digest, token.issuer, token.clientUserID, token.createdAt.timeIntervalSince1970,
+                    token.expiresAt.timeIntervalSince1970, token.usedAt?.timeIntervalSince1970,
+                ])
+        }
+    }
+
+    public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, now: Date) async throws {
+        let publicKey = try Self.encodeKey(device.publicKey)
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE enrollment_tokens SET used_at = ?
+                    WHERE digest = ? AND issuer = ? AND client_user_id = ? AND used_at IS NULL AND expires_at > ?
+                    """,
+                arguments: [
+                    now.timeIntervalSince1970, digest, device.issuer, device.clientUserID, now.timeIntervalSince1970,
+                ])
+            guard db.changesCount == 1 else {
+                throw StoreError(.notFound, "no usable enrollment token for this user")
+            }
+            // A duplicate key throws alreadyExists and rolls the token back.
+            try db.execute(
+                sql: """
+                    INSERT INTO devices (id, issuer, client_user_id, public_key, name, type, created_at, last_seen_at, revoked_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
+                    """,
+                arguments: [
+                    device.id, device.issuer, device.clientUserID, publicKey, device.name, device.type,
+                    device.createdAt.timeIntervalSince1970, device.lastSeenAt?.timeIntervalSince1970,
+                ])
+        }
+    }
+
+    public func device(id: String) async throws -> TrustedDevice? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device(row:))
+        }
+    }
+
+    public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id",
+                arguments: [issuer, clientUserID]
+            ).map(Self.device(row:))
+        }
+    }
+
+    public func revokeDevice(id: String, issuer: String, clientUserID: String, now: Date) async throws -> TrustedDevice {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE devices SET revoked_at = coalesce(revoked_at, ?)
+                    WHERE id = ? AND issuer = ? AND client_user_id = ?
+                    """,
+                arguments: [now.timeIntervalSince1970, id, issuer, clientUserID])
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM devices WHERE id = ? AND issuer = ? AND client_user_id = ?",
+                arguments: [id, issuer, clientUserID])
+            else {
+                throw StoreError(.notFound, "no such device for this user")
+            }
+            return try Self.device(row: row)
+        }
+    }
+
+    public func markDeviceSeen(id: String, now: Date) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE devices SET last_seen_at = max(coalesce(last_seen_at, 0), ?) WHERE id = ?",
+                arguments: [now.timeIntervalSince1970, id])
+        }
+    }
+
+    static func encodeKey(_ key: DevicePublicKey) throws -> String {
+        String(decoding: try JSONEncoder().encode(key), as: UTF8.self)
+    }
+
+    static func device(row: Row) throws -> TrustedDevice {
+        let key = try JSONDecoder().decode(DevicePublicKey.self, from: Data((row["public_key"] as String).utf8))
+        return TrustedDevice(
+            publicKey: key, issuer: row["issuer"], clientUserID: row["client_user_id"], name: row["name"],
+            type: row["type"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
+            lastSeenAt: (row["last_seen_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+    }
+}

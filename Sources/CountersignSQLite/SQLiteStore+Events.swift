@@ -1,0 +1,140 @@
+public import CountersignCore
+public import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
+        try await write { db in
+            let open = try Double.fetchAll(
+                db,
+                sql: """
+                    SELECT expires_at FROM events
+                    WHERE issuer = ? AND client_user_id = ? AND status = 'pending' AND expires_at > ?
+                    ORDER BY expires_at
+                    """,
+                arguments: [event.issuer, event.clientUserID, now.timeIntervalSince1970])
+            if open.count >= maxPending {
+                let retryAfter = max(1, Int((open[open.count - maxPending] - now.timeIntervalSince1970).rounded(.up)))
+                throw StoreError(.limitReached(retryAfter: retryAfter), "too many pending events for this user")
+            }
+            try Self.insert(event, into: db)
+        }
+    }
+
+    public func insertEvent(_ event: ApprovalEvent) async throws {
+        try await write { db in try Self.insert(event, into: db) }
+    }
+
+    public func event(id: String) async throws -> ApprovalEvent? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]).map(Self.event(row:))
+        }
+    }
+
+    public func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+    {
+        let now = now.timeIntervalSince1970
+        var sql = "SELECT * FROM events WHERE issuer = ? AND client_user_id = ?"
+        var arguments: StatementArguments = [issuer, clientUserID]
+        switch status {
+        case nil: break
+        case .pending:
+            sql += " AND status = 'pending' AND expires_at > ?"
+            arguments += [now]
+        case .expired:
+            sql += " AND status = 'pending' AND expires_at <= ?"
+            arguments += [now]
+        case .approved, .rejected:
+            sql += " AND status = ?"
+            arguments += [status!.rawValue]
+        }
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        arguments += [limit]
+        return try await read { [sql, arguments] db in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.event(row:))
+        }
+    }
+
+    public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE events
+                    SET status = ?, decided_by = ?, decided_at = ?, decision = ?, updated_at = ?
+                    WHERE id = ? AND status = 'pending' AND expires_at > ?
+                      AND EXISTS (SELECT 1 FROM devices d
+                                  WHERE d.id = ? AND d.revoked_at IS NULL
+                                    AND d.issuer = events.issuer AND d.client_user_id = events.client_user_id)
+                    """,
+                arguments: [
+                    decision.status.rawValue, decision.deviceID, now.timeIntervalSince1970, decision.jws,
+                    now.timeIntervalSince1970, id, now.timeIntervalSince1970, decision.deviceID,
+                ])
+            return try Self.afterConditionalWrite(id: id, in: db)
+        }
+    }
+
+    public func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE events
+                    SET wrong_matches = wrong_matches + 1, updated_at = ?,
+                        status = CASE WHEN wrong_matches + 1 >= ? THEN 'rejected' ELSE status END,
+                        decided_at = CASE WHEN wrong_matches + 1 >= ? THEN ? ELSE decided_at END
+                    WHERE id = ? AND status = 'pending' AND expires_at > ?
+                    """,
+                arguments: [
+                    now.timeIntervalSince1970, maxWrong, maxWrong, now.timeIntervalSince1970, id,
+                    now.timeIntervalSince1970,
+                ])
+            return try Self.afterConditionalWrite(id: id, in: db)
+        }
+    }
+
+    /// The row after a conditional UPDATE: it if the write happened, else
+    /// `notFound` or `conflict`.
+    private static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
+        let changed = db.changesCount == 1
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]) else {
+            throw StoreError(.notFound, "no event \(id)")
+        }
+        guard changed else { throw StoreError(.conflict, "event \(id) is no longer pending") }
+        return try event(row: row)
+    }
+
+    private static func insert(_ event: ApprovalEvent, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
+                    status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
+                    requester_token_digest, decided_by, decided_at, decision)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                event.id, event.createdAt.timeIntervalSince1970, event.updatedAt.timeIntervalSince1970, event.issuer,
+                event.clientUserID, event.name, event.ip, event.location, event.method.rawValue,
+                event.storedStatus.rawValue, event.expiresAt.timeIntervalSince1970, event.details,
+                event.requesterName, event.nonce, event.matchNumber, event.wrongMatches, event.requesterTokenDigest,
+                event.decidedBy, event.decidedAt?.timeIntervalSince1970, event.decision,
+            ])
+    }
+
+    static func event(row: Row) throws -> ApprovalEvent {
+        guard let method = AuthMethod(rawValue: row["method"]), let status = EventStatus(rawValue: row["status"]) else {
+            throw StoreError(.backend, "unreadable event row")
+        }
+        return ApprovalEvent(
+            id: row["id"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
+            updatedAt: Date(timeIntervalSince1970: row["updated_at"]), issuer: row["issuer"],
+            clientUserID: row["client_user_id"], name: row["name"], ip: row["ip"], location: row["location"],
+            method: method, storedStatus: status, expiresAt: Date(timeIntervalSince1970: row["expires_at"]),
+            details: row["details"], requesterName: row["requester_name"], nonce: row["nonce"],
+            matchNumber: row["match_number"], wrongMatches: row["wrong_matches"],
+            requesterTokenDigest: row["requester_token_digest"], decidedBy: row["decided_by"],
+            decidedAt: (row["decided_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+            decision: row["decision"])
+    }
+}

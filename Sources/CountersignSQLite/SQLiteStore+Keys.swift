@@ -1,0 +1,76 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    public func insertAPIKey(_ key: APIKey) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO api_keys (id, name, secret_digest, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [key.id, key.name, key.secretDigest, key.createdAt.timeIntervalSince1970])
+        }
+    }
+
+    public func apiKey(id: String) async throws -> APIKey? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM api_keys WHERE id = ?", arguments: [id]).map(APIKey.init(row:))
+        }
+    }
+
+    public func apiKeys() async throws -> [APIKey] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY created_at, id").map(APIKey.init(row:))
+        }
+    }
+
+    public func signingKeys() async throws -> [BrokerSigningKey] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at, id").map {
+                BrokerSigningKey(
+                    id: $0["id"], privateKeyPEM: $0["private_key_pem"],
+                    createdAt: Date(timeIntervalSince1970: $0["created_at"]))
+            }
+        }
+    }
+
+    public func insertSigningKey(_ key: BrokerSigningKey) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO signing_keys (id, private_key_pem, created_at) VALUES (?, ?, ?)",
+                arguments: [key.id, key.privateKeyPEM, key.createdAt.timeIntervalSince1970])
+        }
+    }
+
+    public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (?, ?, ?)",
+                arguments: [deviceID, jti, expiresAt.timeIntervalSince1970])
+        }
+    }
+
+    public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {
+        try await write { db in
+            let cutoff = now.timeIntervalSince1970
+            try db.execute(sql: "DELETE FROM proof_ids WHERE expires_at < ?", arguments: [cutoff])
+            var removed = db.changesCount
+            try db.execute(sql: "DELETE FROM enrollment_tokens WHERE expires_at < ?", arguments: [cutoff])
+            removed += db.changesCount
+            // Never an event whose window is still open, whatever the caller asks.
+            try db.execute(
+                sql: "DELETE FROM events WHERE expires_at < ?",
+                arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
+            removed += db.changesCount
+            return removed
+        }
+    }
+}
+
+extension APIKey {
+    init(row: Row) {
+        self.init(
+            id: row["id"], name: row["name"], secretDigest: row["secret_digest"],
+            createdAt: Date(timeIntervalSince1970: row["created_at"]))
+    }
+}

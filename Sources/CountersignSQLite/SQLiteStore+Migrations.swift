@@ -1,0 +1,78 @@
+import GRDB
+
+extension SQLiteStore {
+    /// The schema's history. A shipped migration is never edited: a change
+    /// is a new migration appended here. Migrations use no app types.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE api_keys (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        secret_digest BLOB NOT NULL,
+                        created_at REAL NOT NULL
+                    );
+                    CREATE TABLE signing_keys (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        private_key_pem TEXT NOT NULL,
+                        created_at REAL NOT NULL
+                    );
+                    CREATE TABLE enrollment_tokens (
+                        digest BLOB PRIMARY KEY NOT NULL,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        expires_at REAL NOT NULL,
+                        used_at REAL
+                    );
+                    CREATE TABLE devices (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        public_key TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        last_seen_at REAL,
+                        revoked_at REAL
+                    );
+                    CREATE INDEX devices_by_user ON devices(issuer, client_user_id);
+                    CREATE TABLE proof_ids (
+                        device_id TEXT NOT NULL,
+                        jti TEXT NOT NULL,
+                        expires_at REAL NOT NULL,
+                        PRIMARY KEY (device_id, jti)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX proof_ids_by_expiry ON proof_ids(expires_at);
+                    CREATE TABLE events (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        created_at REAL NOT NULL,
+                        updated_at REAL NOT NULL,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        ip TEXT NOT NULL,
+                        location TEXT NOT NULL,
+                        method TEXT NOT NULL,
+                        status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
+                        expires_at REAL NOT NULL,
+                        details TEXT,
+                        requester_name TEXT,
+                        nonce TEXT NOT NULL,
+                        match_number TEXT,
+                        wrong_matches INTEGER NOT NULL DEFAULT 0,
+                        requester_token_digest BLOB,
+                        decided_by TEXT,
+                        decided_at REAL,
+                        decision TEXT
+                    );
+                    CREATE INDEX events_by_user ON events(issuer, client_user_id, created_at);
+                    CREATE INDEX events_pending ON events(issuer, client_user_id, expires_at) WHERE status = 'pending';
+                    CREATE INDEX events_by_expiry ON events(expires_at);
+                    """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,76 @@
+import CountersignCore
+public import CountersignStore
+import Foundation
+import GRDB
+
+/// The embedded store: one SQLite file in WAL mode through GRDB.
+///
+/// Every write transaction is durable before it returns: the writer runs
+/// with `synchronous=FULL`, so an acknowledged decision survives a power
+/// cut, not only a crash of the broker.
+public final class SQLiteStore: CountersignStore {
+    /// How hard the store pushes writes to disk.
+    public enum Durability: String, Sendable, CaseIterable {
+        /// `synchronous=FULL`: every commit is fsynced before it returns.
+        case full
+        /// `synchronous=NORMAL`: safe against a crash of the broker, not of
+        /// the machine.
+        case relaxed
+    }
+
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    public init(path: String, durability: Durability = .full) throws {
+        var configuration = Configuration()
+        // Another process (the `device-broker apikey` command) may write
+        // while the server runs; wait for it rather than fail.
+        configuration.busyMode = .timeout(10)
+        configuration.label = "countersign"
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // DatabasePool sets synchronous=NORMAL on the writer after
+            // prepareDatabase runs, so FULL has to be set here, after opening.
+            let level = durability == .full ? "FULL" : "NORMAL"
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(level)") }
+            try Self.migrator.migrate(pool)
+        } catch let error as DatabaseError {
+            throw StoreError(.backend, "cannot open \(path): \(error.message ?? error.description)")
+        }
+    }
+
+    /// The writer's `PRAGMA synchronous` value (2 = FULL, 1 = NORMAL).
+    public func synchronousLevel() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
+    }
+
+    /// The journal mode (`wal`).
+    public func journalMode() throws -> String {
+        try pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
+    }
+
+    /// Runs a write transaction, mapping SQLite errors to ``StoreError``.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch let error as DatabaseError {
+            throw Self.storeError(error)
+        }
+    }
+
+    /// Runs a read, mapping SQLite errors to ``StoreError``.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch let error as DatabaseError {
+            throw Self.storeError(error)
+        }
+    }
+
+    static func storeError(_ error: DatabaseError) -> StoreError {
+        if error.resultCode == .SQLITE_CONSTRAINT {
+            return StoreError(.alreadyExists, error.message ?? "constraint violated")
+        }
+        return StoreError(.backend, error.description)
+    }
+}

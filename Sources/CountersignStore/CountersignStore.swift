@@ -1,0 +1,105 @@
+public import CountersignCore
+public import Foundation
+
+/// Everything the broker keeps. Every implementation must pass the
+/// conformance suite in `CountersignStoreTesting`; this is its contract.
+///
+/// - Every method is atomic: it happens entirely or not at all.
+/// - Time is always passed in (`now`), never read from a clock, so expiry
+///   is decided by the caller's clock and testable without sleeping.
+/// - Missing things are `nil` from getters and ``StoreError/Code/notFound``
+///   from writers; a duplicate identity is ``StoreError/Code/alreadyExists``.
+/// - A conditional write whose condition fails throws
+///   ``StoreError/Code/conflict`` and changes nothing.
+/// - A method returns only after its write is durable as configured.
+public protocol CountersignStore: Sendable {
+    // MARK: API keys and signing keys
+
+    /// Inserts a new API key; `alreadyExists` if the id is taken.
+    func insertAPIKey(_ key: APIKey) async throws
+    /// The API key with this id, or nil.
+    func apiKey(id: String) async throws -> APIKey?
+    /// All API keys, oldest first.
+    func apiKeys() async throws -> [APIKey]
+
+    /// The broker's signing keys, oldest first.
+    func signingKeys() async throws -> [BrokerSigningKey]
+    /// Adds a signing key; `alreadyExists` if the id is taken.
+    func insertSigningKey(_ key: BrokerSigningKey) async throws
+
+    // MARK: Devices
+
+    /// Stores an enrollment token.
+    func insertEnrollmentToken(_ token: EnrollmentToken) async throws
+
+    /// Enrolls `device` by consuming the enrollment token with this digest,
+    /// in one transaction. The token must exist, be unused, unexpired at
+    /// `now` and issued for the device's issuer and user, else `notFound`
+    /// (no state changes, the token stays usable). `alreadyExists` if a
+    /// device with the same key is enrolled (the token stays usable).
+    func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, now: Date) async throws
+
+    /// The device with this id, revoked or not; nil if unknown.
+    func device(id: String) async throws -> TrustedDevice?
+    /// The devices of one user, revoked ones included, oldest first.
+    func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice]
+    /// Revokes a device of this user at `now` and returns it; `notFound` if
+    /// the user has no such device. Revoking twice keeps the first time.
+    func revokeDevice(id: String, issuer: String, clientUserID: String, now: Date) async throws -> TrustedDevice
+    /// Records that the device was seen at `now`.
+    func markDeviceSeen(id: String, now: Date) async throws
+
+    // MARK: Replay cache
+
+    /// Records a proof or decision id (`jti`) of a device, kept until
+    /// `expiresAt`; `alreadyExists` if that device used it before.
+    func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws
+
+    // MARK: Events
+
+    /// Inserts a pending event unless its user already has `maxPending`
+    /// pending events unexpired at `now`; then throws
+    /// `limitReached(retryAfter:)` with the seconds until the oldest ends.
+    func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws
+    /// Inserts an event as it is (one that is settled at creation).
+    func insertEvent(_ event: ApprovalEvent) async throws
+    /// The event with this id, or nil.
+    func event(id: String) async throws -> ApprovalEvent?
+    /// A user's events, newest first, at most `limit`; with `status`, only
+    /// those with that status at `now` (expired = pending past its window).
+    func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+
+    /// Settles a pending event with one conditional write: only if it is
+    /// still pending, unexpired at `now`, and `decision.deviceID` is an
+    /// unrevoked device; else `conflict` and nothing changes. `notFound` for
+    /// an unknown id. Returns the settled event.
+    func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent
+
+    /// Counts one wrong match number on a pending, unexpired event; the
+    /// `maxWrong`-th one rejects it (with no deciding device). `conflict` if
+    /// the event is no longer pending. Returns the event after the write.
+    func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent
+
+    /// Deletes replay-cache entries and enrollment tokens expired before
+    /// `now`, and settled or expired events whose window ended before
+    /// `eventsEndedBefore`. Returns how many rows went.
+    @discardableResult
+    func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
+}
+
+/// A decision as the store records it.
+public struct RecordedDecision: Sendable, Equatable {
+    /// `approved` or `rejected`.
+    public var status: EventStatus
+    /// The deciding device.
+    public var deviceID: String
+    /// The device's JWS, verbatim.
+    public var jws: String?
+
+    public init(status: EventStatus, deviceID: String, jws: String?) {
+        self.status = status
+        self.deviceID = deviceID
+        self.jws = jws
+    }
+}

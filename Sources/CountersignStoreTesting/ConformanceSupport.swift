@@ -1,0 +1,68 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import Crypto
+
+/// A failed conformance check, with where it failed.
+public struct ConformanceFailure: Error, CustomStringConvertible {
+    public let message: String
+    public let location: String
+    public var description: String { "\(location): \(message)" }
+}
+
+func check(
+    _ condition: Bool, _ message: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line
+) throws {
+    if !condition { throw ConformanceFailure(message: message(), location: "\(file):\(line)") }
+}
+
+func checkThrows<T>(
+    _ code: StoreError.Code, _ what: String, file: StaticString = #fileID, line: UInt = #line,
+    _ body: () async throws -> T
+) async throws {
+    do {
+        _ = try await body()
+    } catch let error as StoreError {
+        try check(error.code == code, "\(what): expected \(code), got \(error.code)", file: file, line: line)
+        return
+    }
+    throw ConformanceFailure(message: "\(what): expected \(code), nothing was thrown", location: "\(file):\(line)")
+}
+
+/// Test data shared by the conformance cases.
+enum Fixture {
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func device(issuer: String = "ck_app", user: String = "alice", at: Date = t0) -> TrustedDevice {
+        let key = P256.Signing.PrivateKey()
+        return TrustedDevice(
+            publicKey: DevicePublicKey(key.publicKey), issuer: issuer, clientUserID: user, name: "laptop",
+            type: "cli", createdAt: at)
+    }
+
+    static func event(
+        issuer: String = "ck_app", user: String = "alice", at: Date = t0, window: TimeInterval = 60,
+        match: String? = "42"
+    ) -> ApprovalEvent {
+        ApprovalEvent(
+            id: ApprovalEvent.newID(), createdAt: at, updatedAt: at, issuer: issuer, clientUserID: user,
+            name: EventName.login, ip: "127.0.0.1", location: "Unknown", method: .trustedDevice,
+            storedStatus: .pending, expiresAt: at + window, details: nil, requesterName: "new-laptop",
+            nonce: SecretToken.generate(bytes: 16), matchNumber: match, wrongMatches: 0,
+            requesterTokenDigest: SecretToken.digest("requester"), decidedBy: nil, decidedAt: nil, decision: nil)
+    }
+
+    /// Enrolls a fresh device through a fresh token.
+    static func enrolled(
+        in store: any CountersignStore, issuer: String = "ck_app", user: String = "alice"
+    ) async throws -> TrustedDevice {
+        let device = device(issuer: issuer, user: user)
+        let secret = SecretToken.generate()
+        try await store.insertEnrollmentToken(
+            EnrollmentToken(
+                digest: SecretToken.digest(secret), issuer: issuer, clientUserID: user, createdAt: t0,
+                expiresAt: t0 + 600))
+        try await store.enrollDevice(device, consumingToken: SecretToken.digest(secret), now: t0)
+        return device
+    }
+}

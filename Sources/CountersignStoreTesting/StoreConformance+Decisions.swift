@@ -1,0 +1,90 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let decisionCases: [Case] = [
+        Case(name: "decisions: the first one wins, the next is a conflict") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let approve = RecordedDecision(status: .approved, deviceID: device.id, jws: "jws-1")
+            let settled = try await store.settleEvent(id: event.id, decision: approve, now: Fixture.t0 + 5)
+            try check(settled.storedStatus == .approved && settled.decidedBy == device.id, "approved by the device")
+            try check(settled.decision == "jws-1" && settled.decidedAt == Fixture.t0 + 5, "decision kept verbatim")
+            let reject = RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws-2")
+            try await checkThrows(.conflict, "second decision") {
+                try await store.settleEvent(id: event.id, decision: reject, now: Fixture.t0 + 6)
+            }
+            try check(try await store.event(id: event.id) == settled, "the loser changed nothing")
+            try await checkThrows(.notFound, "unknown event") {
+                try await store.settleEvent(id: "ev_unknown", decision: reject, now: Fixture.t0)
+            }
+        },
+        Case(name: "decisions: after the window, by a revoked device or another user's device: conflict") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let bobs = try await Fixture.enrolled(in: store, user: "bob")
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let approve = RecordedDecision(status: .approved, deviceID: device.id, jws: "jws")
+            try await checkThrows(.conflict, "at the end of the window") {
+                try await store.settleEvent(id: event.id, decision: approve, now: event.expiresAt)
+            }
+            try await checkThrows(.conflict, "another user's device") {
+                try await store.settleEvent(
+                    id: event.id, decision: RecordedDecision(status: .approved, deviceID: bobs.id, jws: "jws"),
+                    now: Fixture.t0 + 1)
+            }
+            try await checkThrows(.conflict, "an unknown device") {
+                try await store.settleEvent(
+                    id: event.id, decision: RecordedDecision(status: .approved, deviceID: "nobody", jws: "jws"),
+                    now: Fixture.t0 + 1)
+            }
+            _ = try await store.revokeDevice(id: device.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 1)
+            try await checkThrows(.conflict, "a device revoked after the event was created") {
+                try await store.settleEvent(id: event.id, decision: approve, now: Fixture.t0 + 2)
+            }
+            try check(try await store.event(id: event.id) == event, "nothing changed")
+        },
+        Case(name: "decisions: wrong match numbers count, the last one rejects") { store in
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let once = try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 1)
+            try check(once.wrongMatches == 1 && once.storedStatus == .pending, "one wrong, still pending")
+            _ = try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 2)
+            let third = try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 3)
+            try check(third.storedStatus == .rejected && third.decidedBy == nil, "the third rejects")
+            try check(third.decidedAt == Fixture.t0 + 3, "rejected at that time")
+            try await checkThrows(.conflict, "a fourth") {
+                try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 4)
+            }
+            try await checkThrows(.notFound, "unknown event") {
+                try await store.recordWrongMatch(id: "ev_unknown", maxWrong: 3, now: Fixture.t0)
+            }
+        },
+        Case(name: "decisions: of many concurrent answers exactly one wins") { store in
+            let devices = [try await Fixture.enrolled(in: store), try await Fixture.enrolled(in: store)]
+            for _ in 0..<5 {
+                let event = Fixture.event()
+                try await store.insertEvent(event)
+                let winners = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for attempt in 0..<16 {
+                        group.addTask {
+                            let decision = RecordedDecision(
+                                status: attempt.isMultiple(of: 2) ? .approved : .rejected,
+                                deviceID: devices[attempt % 2].id, jws: "jws-\(attempt)")
+                            do {
+                                _ = try await store.settleEvent(id: event.id, decision: decision, now: Fixture.t0 + 1)
+                                return true
+                            } catch let error as StoreError where error.code == .conflict {
+                                return false
+                            }
+                        }
+                    }
+                    return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                try check(winners == 1, "exactly one winner, got \(winners)")
+            }
+        },
+    ]
+}

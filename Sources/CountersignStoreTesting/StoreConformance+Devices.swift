@@ -1,0 +1,83 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let deviceCases: [Case] = [
+        Case(name: "enrollment: a token enrolls one device once") { store in
+            let secret = SecretToken.generate()
+            let digest = SecretToken.digest(secret)
+            try await store.insertEnrollmentToken(
+                EnrollmentToken(
+                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
+                    expiresAt: Fixture.t0 + 600))
+            let first = Fixture.device()
+            try await store.enrollDevice(first, consumingToken: digest, now: Fixture.t0 + 1)
+            try check(try await store.device(id: first.id) == first, "the device reads back")
+            try await checkThrows(.notFound, "a used token") {
+                try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 2)
+            }
+        },
+        Case(name: "enrollment: wrong user, wrong app, expired and unknown tokens enroll nothing") { store in
+            let digest = SecretToken.digest(SecretToken.generate())
+            try await store.insertEnrollmentToken(
+                EnrollmentToken(
+                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
+                    expiresAt: Fixture.t0 + 600))
+            let mallory = Fixture.device(user: "mallory")
+            try await checkThrows(.notFound, "token of another user") {
+                try await store.enrollDevice(mallory, consumingToken: digest, now: Fixture.t0)
+            }
+            try await checkThrows(.notFound, "token of another app") {
+                try await store.enrollDevice(Fixture.device(issuer: "ck_other"), consumingToken: digest, now: Fixture.t0)
+            }
+            try await checkThrows(.notFound, "expired token") {
+                try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 600)
+            }
+            try await checkThrows(.notFound, "unknown token") {
+                try await store.enrollDevice(Fixture.device(), consumingToken: Data(count: 32), now: Fixture.t0)
+            }
+            try check(try await store.device(id: mallory.id) == nil, "nothing was enrolled")
+            // The failures did not use the token up.
+            try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 1)
+        },
+        Case(name: "enrollment: an enrolled key is refused and the token stays usable") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let digest = SecretToken.digest(SecretToken.generate())
+            try await store.insertEnrollmentToken(
+                EnrollmentToken(
+                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
+                    expiresAt: Fixture.t0 + 600))
+            try await checkThrows(.alreadyExists, "same key twice") {
+                try await store.enrollDevice(device, consumingToken: digest, now: Fixture.t0)
+            }
+            try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0)
+        },
+        Case(name: "devices: listed per user, revocation keeps its first time") { store in
+            let a = try await Fixture.enrolled(in: store)
+            let b = try await Fixture.enrolled(in: store)
+            _ = try await Fixture.enrolled(in: store, user: "bob")
+            let listed = try await store.devices(issuer: "ck_app", clientUserID: "alice")
+            try check(Set(listed.map(\.id)) == [a.id, b.id], "alice has her two devices")
+            try await checkThrows(.notFound, "revoking through another user") {
+                try await store.revokeDevice(id: a.id, issuer: "ck_app", clientUserID: "bob", now: Fixture.t0)
+            }
+            try await checkThrows(.notFound, "revoking through another app") {
+                try await store.revokeDevice(id: a.id, issuer: "ck_other", clientUserID: "alice", now: Fixture.t0)
+            }
+            let revoked = try await store.revokeDevice(
+                id: a.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 5)
+            try check(revoked.revokedAt == Fixture.t0 + 5, "revoked at the given time")
+            let again = try await store.revokeDevice(
+                id: a.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 9)
+            try check(again.revokedAt == Fixture.t0 + 5, "a second revocation keeps the first time")
+            try check(try await store.device(id: b.id)?.revokedAt == nil, "the other device is untouched")
+        },
+        Case(name: "devices: last seen only moves forward") { store in
+            let device = try await Fixture.enrolled(in: store)
+            try await store.markDeviceSeen(id: device.id, now: Fixture.t0 + 10)
+            try await store.markDeviceSeen(id: device.id, now: Fixture.t0 + 5)
+            try check(try await store.device(id: device.id)?.lastSeenAt == Fixture.t0 + 10, "last seen is the latest")
+        },
+    ]
+}

@@ -1,0 +1,48 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let eventCases: [Case] = [
+        Case(name: "events: a pending event reads back exactly") { store in
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            try check(try await store.event(id: event.id) == event, "the event reads back as written")
+            try check(try await store.event(id: "ev_unknown") == nil, "an unknown id is nil")
+            try await checkThrows(.alreadyExists, "duplicate event id") { try await store.insertEvent(event) }
+        },
+        Case(name: "events: the pending cap counts only open events of that user") { store in
+            try await store.insertPendingEvent(Fixture.event(at: Fixture.t0 - 100), maxPending: 2, now: Fixture.t0)
+            try await store.insertPendingEvent(Fixture.event(at: Fixture.t0), maxPending: 2, now: Fixture.t0)
+            try await store.insertPendingEvent(Fixture.event(at: Fixture.t0 + 10), maxPending: 2, now: Fixture.t0 + 10)
+            let refused = Fixture.event(at: Fixture.t0 + 20)
+            try await checkThrows(.limitReached(retryAfter: 40), "third open event") {
+                try await store.insertPendingEvent(refused, maxPending: 2, now: Fixture.t0 + 20)
+            }
+            try check(try await store.event(id: refused.id) == nil, "the refused event was not stored")
+            try await store.insertPendingEvent(Fixture.event(user: "bob"), maxPending: 2, now: Fixture.t0 + 20)
+            try await store.insertPendingEvent(Fixture.event(at: Fixture.t0 + 60), maxPending: 2, now: Fixture.t0 + 60)
+        },
+        Case(name: "events: listed newest first, filtered by status as of now") { store in
+            let expired = Fixture.event(at: Fixture.t0 - 120)
+            let pending = Fixture.event(at: Fixture.t0 - 10)
+            var approved = Fixture.event(at: Fixture.t0 - 20)
+            approved.storedStatus = .approved
+            try await store.insertEvent(expired)
+            try await store.insertEvent(pending)
+            try await store.insertEvent(approved)
+            try await store.insertEvent(Fixture.event(user: "bob"))
+            let all = try await store.events(
+                issuer: "ck_app", clientUserID: "alice", status: nil, now: Fixture.t0, limit: 10)
+            try check(all.map(\.id) == [pending.id, approved.id, expired.id], "newest first, only alice's")
+            for (status, expected) in [(EventStatus.pending, pending), (.expired, expired), (.approved, approved)] {
+                let listed = try await store.events(
+                    issuer: "ck_app", clientUserID: "alice", status: status, now: Fixture.t0, limit: 10)
+                try check(listed.map(\.id) == [expected.id], "filter \(status)")
+            }
+            let limited = try await store.events(
+                issuer: "ck_app", clientUserID: "alice", status: nil, now: Fixture.t0, limit: 1)
+            try check(limited.map(\.id) == [pending.id], "limit applies")
+        },
+    ]
+}

@@ -1,0 +1,48 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let keyCases: [Case] = [
+        Case(name: "API keys: insert, read back, duplicate id refused") { store in
+            let key = APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0)
+            try await store.insertAPIKey(key)
+            try check(try await store.apiKey(id: "ck_one") == key, "the key reads back as written")
+            try check(try await store.apiKey(id: "ck_none") == nil, "an unknown id is nil")
+            try await checkThrows(.alreadyExists, "duplicate API key") { try await store.insertAPIKey(key) }
+            try check(try await store.apiKeys() == [key], "one key listed")
+        },
+        Case(name: "signing keys: oldest first, duplicate id refused") { store in
+            let old = BrokerSigningKey(id: "k1", privateKeyPEM: "pem1", createdAt: Fixture.t0)
+            let new = BrokerSigningKey(id: "k0", privateKeyPEM: "pem2", createdAt: Fixture.t0 + 10)
+            try await store.insertSigningKey(new)
+            try await store.insertSigningKey(old)
+            try check(try await store.signingKeys() == [old, new], "keys come oldest first")
+            try await checkThrows(.alreadyExists, "duplicate signing key") { try await store.insertSigningKey(old) }
+        },
+        Case(name: "replay cache: a jti is accepted once per device") { store in
+            try await store.consumeProofID("j1", deviceID: "d1", expiresAt: Fixture.t0 + 120, now: Fixture.t0)
+            try await checkThrows(.alreadyExists, "replayed jti") {
+                try await store.consumeProofID("j1", deviceID: "d1", expiresAt: Fixture.t0 + 120, now: Fixture.t0)
+            }
+            try await store.consumeProofID("j1", deviceID: "d2", expiresAt: Fixture.t0 + 120, now: Fixture.t0)
+        },
+        Case(name: "garbage collection: expired replay entries and tokens go, open events stay") { store in
+            try await store.consumeProofID("old", deviceID: "d1", expiresAt: Fixture.t0 - 1, now: Fixture.t0)
+            try await store.consumeProofID("new", deviceID: "d1", expiresAt: Fixture.t0 + 100, now: Fixture.t0)
+            let open = Fixture.event(at: Fixture.t0)
+            let ended = Fixture.event(at: Fixture.t0 - 3600)
+            try await store.insertEvent(open)
+            try await store.insertEvent(ended)
+            // Ask for everything ended before a time in the future: open events must stay.
+            let removed = try await store.garbageCollect(now: Fixture.t0, eventsEndedBefore: Fixture.t0 + 7200)
+            try check(removed == 2, "one replay entry and one event removed, got \(removed)")
+            try check(try await store.event(id: open.id) != nil, "an open event survives")
+            try check(try await store.event(id: ended.id) == nil, "an ended event is gone")
+            try await store.consumeProofID("old", deviceID: "d1", expiresAt: Fixture.t0 + 100, now: Fixture.t0)
+            try await checkThrows(.alreadyExists, "an unexpired entry is kept") {
+                try await store.consumeProofID("new", deviceID: "d1", expiresAt: Fixture.t0 + 100, now: Fixture.t0)
+            }
+        },
+    ]
+}
