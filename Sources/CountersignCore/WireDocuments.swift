@@ -66,11 +66,13 @@ public struct EventDocument: Codable, Sendable, Equatable {
     }
 }
 
-/// What the requester gets back when it creates a pending event.
-public struct PendingEventTicket: Codable, Sendable {
+/// What a requester gets back when it creates an event: the event, and for
+/// a pending one the secret to collect its outcome with.
+public struct EventTicket: Codable, Sendable {
     public var event: EventDocument
-    /// The secret that alone lets this requester collect the outcome.
-    public var requesterToken: String
+    /// The secret that alone lets this requester collect the outcome; nil
+    /// when the event was settled at creation.
+    public var requesterToken: String?
     /// The number to show the user, if number matching is asked.
     public var matchNumber: String?
 
@@ -80,7 +82,7 @@ public struct PendingEventTicket: Codable, Sendable {
         case matchNumber = "match_number"
     }
 
-    public init(event: EventDocument, requesterToken: String, matchNumber: String?) {
+    public init(event: EventDocument, requesterToken: String?, matchNumber: String?) {
         self.event = event
         self.requesterToken = requesterToken
         self.matchNumber = matchNumber

@@ -1,0 +1,132 @@
+public import CountersignCore
+import CountersignStore
+public import CountersignSQLite
+public import Foundation
+public import Hummingbird
+public import Logging
+import ServiceLifecycle
+
+/// Everything `device-broker serve` can be told.
+public struct BrokerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// Where the SQLite file lives.
+    public var dataDirectory: String
+    /// URLs clients reach the broker at; the first is the token issuer.
+    /// Empty means `http://host:port` (and `localhost` for a loopback host).
+    public var publicURLs: [String]
+    public var policy: ApprovalPolicy
+    public var durability: SQLiteStore.Durability
+    public var logLevel: Logger.Level
+    /// How long settled events are kept.
+    public var retention: TimeInterval
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
+        publicURLs: [String] = [], policy: ApprovalPolicy = ApprovalPolicy(),
+        durability: SQLiteStore.Durability = .full, logLevel: Logger.Level = .info, retention: TimeInterval = 30 * 86400
+    ) {
+        self.host = host
+        self.port = port
+        self.dataDirectory = dataDirectory
+        self.publicURLs = publicURLs
+        self.policy = policy
+        self.durability = durability
+        self.logLevel = logLevel
+        self.retention = retention
+    }
+
+    /// The SQLite file in the data directory.
+    public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("countersign.sqlite") }
+
+    /// The issuer URL and every origin proofs may name.
+    public func origins() throws -> (issuer: String, origins: Set<Origin>) {
+        var urls = publicURLs
+        if urls.isEmpty {
+            let bracketed = host.contains(":") ? "[\(host)]" : host
+            urls = ["http://\(bracketed):\(port)"]
+            if ["127.0.0.1", "::1", "localhost"].contains(host) {
+                urls += ["http://localhost:\(port)", "http://127.0.0.1:\(port)", "http://[::1]:\(port)"]
+            }
+        }
+        var origins: Set<Origin> = []
+        for url in urls {
+            guard let origin = Origin(url: url) else { throw BrokerSetupError("not an http(s) URL: \(url)") }
+            origins.insert(origin)
+        }
+        return (Origin(url: urls[0])!.description, origins)
+    }
+
+    /// Creates the data directory (mode 0700) and opens the store in it.
+    public func openStore() throws -> SQLiteStore {
+        try FileManager.default.createDirectory(
+            atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return try SQLiteStore(path: databasePath, durability: durability)
+    }
+}
+
+/// A configuration the broker cannot start with.
+public struct BrokerSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Builds the broker's HTTP application on the configured SQLite store.
+public func buildApplication(_ configuration: BrokerConfiguration) async throws -> some ApplicationProtocol {
+    var logger = Logger(label: "device-broker")
+    logger.logLevel = configuration.logLevel
+    let store = try configuration.openStore()
+    let (issuer, origins) = try configuration.origins()
+    let environment = BrokerEnvironment(
+        store: store, policy: configuration.policy, issuer: issuer, origins: origins,
+        keys: try await BrokerKeys.load(from: store, now: Date()))
+    var app = Application(
+        router: buildRouter(environment),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
+        logger: logger)
+    app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
+    return app
+}
+
+/// Builds the router; tests build the same one around their own environment.
+public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerRequestContext> {
+    let router = Router(context: BrokerRequestContext.self)
+    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: ErrorMapper())
+    router.get("healthz") { _, _ in JSONBody(["status": "ok"]) }
+    router.get(".well-known/jwks.json") { _, _ in
+        JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
+    }
+    let api = router.group("api/v1")
+    api.addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
+    let authenticated = api.group().add(middleware: CallerAuthenticator(environment: environment))
+    authenticated.addRoutes(EventController(environment: environment).endpoints)
+    authenticated.addRoutes(DecisionController(environment: environment).endpoints)
+    let backend = authenticated.group(context: BackendRequestContext.self)
+    backend.addRoutes(EnrollmentController(environment: environment).backendEndpoints)
+    backend.addRoutes(BackendController(environment: environment).endpoints)
+    authenticated.group(context: DeviceRequestContext.self)
+        .addRoutes(InboxController(environment: environment).endpoints)
+    return router
+}
+
+/// Deletes what has expired, once a minute, until shutdown.
+struct GarbageCollector: Service {
+    let environment: BrokerEnvironment
+    let retention: TimeInterval
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            let now = environment.now()
+            do {
+                let removed = try await environment.store.garbageCollect(now: now, eventsEndedBefore: now - retention)
+                if removed > 0 { logger.debug("garbage collected", metadata: ["rows": "\(removed)"]) }
+            } catch {
+                logger.warning("garbage collection failed", metadata: ["error": "\(error)"])
+            }
+            try? await gracefulShutdown()
+            try await Task.sleep(for: .seconds(60))
+        }
+    }
+}

@@ -1,0 +1,47 @@
+public import CountersignCore
+public import CountersignStore
+public import Foundation
+
+/// What every controller shares: the store, the rules, the broker's keys,
+/// the waiters, and the clock every expiry is judged by.
+public struct BrokerEnvironment: Sendable {
+    public let store: any CountersignStore
+    public let policy: ApprovalPolicy
+    /// The broker's issuer URL (`iss` of its tokens).
+    public let issuer: String
+    /// The origins proofs and decisions may name.
+    public let origins: Set<Origin>
+    public let keys: BrokerKeys
+    public let hub: WakeHub
+    /// The broker's clock; tests inject their own.
+    public let now: @Sendable () -> Date
+
+    public init(
+        store: any CountersignStore, policy: ApprovalPolicy, issuer: String, origins: Set<Origin>, keys: BrokerKeys,
+        hub: WakeHub = WakeHub(), now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.policy = policy
+        self.issuer = issuer
+        self.origins = origins
+        self.keys = keys
+        self.hub = hub
+        self.now = now
+    }
+
+    /// The API document of an event, with its event token if settled.
+    func document(for event: ApprovalEvent, withToken: Bool) async throws -> EventDocument {
+        let now = now()
+        var signature: String? = nil
+        if withToken, [.approved, .rejected].contains(event.status(at: now)) {
+            signature = try await keys.sign(
+                EventTokenClaims(event: event, issuer: issuer, now: now, lifetime: policy.eventTokenLifetime))
+        }
+        return EventDocument(event, now: now, signature: signature)
+    }
+}
+
+extension WakeHub {
+    static func eventKey(_ id: String) -> String { "event:" + id }
+    static func inboxKey(issuer: String, user: String) -> String { "inbox:\(issuer)\u{1F}\(user)" }
+}

@@ -1,0 +1,75 @@
+public import CountersignCore
+public import Hummingbird
+import NIOCore
+
+/// Who is calling, as the authentication middleware established it.
+public enum CallerIdentity: Sendable {
+    /// An app backend: API key id and its secret.
+    case backend(APIKey)
+    /// A client that named an existing API key id but holds no secret:
+    /// a requester on a machine that is not trusted yet.
+    case app(APIKey)
+    /// A trusted device, by a valid proof.
+    case device(TrustedDevice, APIKey)
+    /// A requester presenting the secret it got when it created an event.
+    case requester(secret: String)
+}
+
+/// The context of every broker request.
+public struct BrokerRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The peer's address, or nil in tests without a socket.
+    public let remoteAddress: String?
+    /// Set by ``CallerAuthenticator``.
+    public var identity: CallerIdentity?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress?.ipAddress
+        self.identity = nil
+    }
+
+    /// Bodies are small JSON documents.
+    public var maxUploadSize: Int { 64 * 1024 }
+
+    /// The caller's address as shown on events.
+    var clientAddress: String { remoteAddress ?? "unknown" }
+}
+
+/// A request authenticated with an API key id and its secret. Its
+/// existence is the proof: it cannot be made without a backend identity.
+public struct BackendRequestContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The authenticated API key.
+    public let apiKey: APIKey
+
+    public init(context: BrokerRequestContext) throws {
+        guard case .backend(let key) = context.identity else {
+            throw APIError.unauthorized("this call needs an API key id and its secret key")
+        }
+        self.coreContext = context.coreContext
+        self.apiKey = key
+    }
+
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// A request authenticated with a trusted device's proof.
+public struct DeviceRequestContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The authenticated, unrevoked device.
+    public let device: TrustedDevice
+    /// Its app's API key.
+    public let apiKey: APIKey
+
+    public init(context: BrokerRequestContext) throws {
+        guard case .device(let device, let key) = context.identity else {
+            throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
+        }
+        self.coreContext = context.coreContext
+        self.device = device
+        self.apiKey = key
+    }
+
+    public var maxUploadSize: Int { 64 * 1024 }
+}

@@ -1,0 +1,132 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+extension HTTPField.Name {
+    /// The API key id header of the original API.
+    static let apiKeyID = Self("API_KEY_ID")!
+    /// The API secret key header of the original API.
+    static let apiSecretKey = Self("API_SECRET_KEY")!
+    /// A device's proof JWT.
+    static let deviceProof = Self("Device-Proof")!
+}
+
+/// Establishes who is calling from the request's credentials and puts it in
+/// the context. Credentials that are present but wrong end the request with
+/// 401; absent credentials leave the identity empty for the route to judge.
+struct CallerAuthenticator: RouterMiddleware {
+    typealias Context = BrokerRequestContext
+    let environment: BrokerEnvironment
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        var context = context
+        context.identity = try await identify(request)
+        return try await next(request, context)
+    }
+
+    func identify(_ request: Request) async throws -> CallerIdentity? {
+        if let proof = request.headers[.deviceProof] {
+            return try await device(proof: proof, request: request)
+        }
+        if let credentials = try APIKeyCredentials(headers: request.headers) {
+            return try await apiKey(credentials)
+        }
+        if let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
+            let secret = String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: .whitespaces)
+            guard !secret.isEmpty else { throw APIError.unauthorized("empty bearer token") }
+            return .requester(secret: secret)
+        }
+        return nil
+    }
+
+    private func apiKey(_ credentials: APIKeyCredentials) async throws -> CallerIdentity {
+        guard let key = try await environment.store.apiKey(id: credentials.id) else {
+            throw APIError.unauthorized("unknown API key id")
+        }
+        guard let secret = credentials.secret else { return .app(key) }
+        guard SecretToken.constantTimeEquals(SecretToken.digest(secret), key.secretDigest) else {
+            throw APIError.unauthorized("wrong API secret key")
+        }
+        return .backend(key)
+    }
+
+    private func device(proof: String, request: Request) async throws -> CallerIdentity {
+        let now = environment.now()
+        let deviceID: String
+        do {
+            deviceID = try DeviceProof.deviceID(in: proof)
+        } catch {
+            throw APIError(.unauthorized, "invalid_proof", error.message)
+        }
+        guard let device = try await environment.store.device(id: deviceID) else {
+            throw APIError(.unauthorized, "unknown_device", "no device with this key is enrolled")
+        }
+        guard device.revokedAt == nil else {
+            throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
+        }
+        try await ProofCheck(environment: environment).verify(proof, key: device.publicKey, request: request, now: now)
+        guard let key = try await environment.store.apiKey(id: device.issuer) else {
+            throw APIError(.unauthorized, "unknown_device", "the device's app no longer exists")
+        }
+        if device.lastSeenAt.map({ now.timeIntervalSince($0) > 60 }) ?? true {
+            try await environment.store.markDeviceSeen(id: device.id, now: now)
+        }
+        return .device(device, key)
+    }
+}
+
+/// Checks a device proof for this request and spends its `jti`.
+struct ProofCheck {
+    let environment: BrokerEnvironment
+
+    func verify(_ proof: String, key: DevicePublicKey, request: Request, now: Date) async throws {
+        let claims: DeviceProofClaims
+        do {
+            claims = try await DeviceProof.verify(
+                proof, key: key, method: request.method.rawValue, path: request.uri.path,
+                acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
+        } catch {
+            throw APIError(.unauthorized, "invalid_proof", error.message)
+        }
+        do {
+            // Kept past the leeway on both sides, after which iat alone refuses it.
+            try await environment.store.consumeProofID(
+                "proof:" + claims.jti, deviceID: key.thumbprint,
+                expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.iat)) + environment.policy.proofLeeway * 2,
+                now: now)
+        } catch let error as StoreError where error.code == .alreadyExists {
+            throw APIError(.unauthorized, "replayed_proof", "this proof was used before; sign a new one per request")
+        }
+    }
+}
+
+/// API key credentials from `API_KEY_ID`/`API_SECRET_KEY` or HTTP Basic.
+struct APIKeyCredentials: Equatable {
+    var id: String
+    var secret: String?
+
+    /// nil when the request carries no API key at all.
+    init?(headers: HTTPFields) throws {
+        if let authorization = headers[.authorization], authorization.lowercased().hasPrefix("basic ") {
+            let encoded = authorization.dropFirst("basic ".count).trimmingCharacters(in: .whitespaces)
+            guard let data = Data(base64Encoded: encoded), let text = String(data: data, encoding: .utf8),
+                let colon = text.firstIndex(of: ":")
+            else {
+                throw APIError.unauthorized("Basic credentials must be base64 of id:secret")
+            }
+            id = String(text[..<colon])
+            secret = String(text[text.index(after: colon)...])
+        } else if let keyID = headers[.apiKeyID] {
+            id = keyID
+            secret = headers[.apiSecretKey]
+        } else {
+            return nil
+        }
+        guard !id.isEmpty else { throw APIError.unauthorized("empty API key id") }
+        if secret?.isEmpty == true { secret = nil }
+    }
+}

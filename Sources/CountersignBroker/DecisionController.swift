@@ -1,0 +1,104 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import Hummingbird
+
+/// Trusted devices' answers to pending events.
+///
+/// A decision authenticates itself: it is a JWS by the device's key, bound
+/// to the event id and its server nonce. The first valid decision settles
+/// the event with one conditional write; everything else changes nothing.
+struct DecisionController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("events/:id/decision", use: decide)
+    }
+
+    struct DecisionRequest: Decodable {
+        let decision: String
+    }
+
+    @Sendable func decide(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+        let id = try context.parameters.require("id")
+        let body = try await request.decodeJSON(DecisionRequest.self, context: context)
+        let now = environment.now()
+        let deviceID = try DeviceProof.deviceID(in: body.decision)
+        guard let device = try await environment.store.device(id: deviceID) else {
+            throw APIError.forbidden("unknown_device", "no device with this key is enrolled")
+        }
+        guard let event = try await environment.store.event(id: id) else {
+            throw APIError.notFound("no such event")
+        }
+        let claims: DecisionClaims
+        do {
+            claims = try await DecisionProof.verify(
+                body.decision, key: device.publicKey, eventID: event.id, nonce: event.nonce,
+                acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
+        } catch {
+            throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
+        }
+        do {
+            try await environment.store.consumeProofID(
+                "decision:" + claims.jti, deviceID: device.id,
+                expiresAt: max(event.expiresAt, now + environment.policy.proofLeeway * 2), now: now)
+        } catch let error as StoreError where error.code == .alreadyExists {
+            throw APIError.conflict("replayed_decision", "this decision was submitted before")
+        }
+        let settled = try await apply(claims, jws: body.decision, by: device, on: event, now: now)
+        environment.hub.notify(WakeHub.eventKey(event.id))
+        return JSONBody(try await environment.document(for: settled, withToken: false))
+    }
+
+    private func apply(
+        _ claims: DecisionClaims, jws: String, by device: TrustedDevice, on event: ApprovalEvent, now: Date
+    ) async throws -> ApprovalEvent {
+        switch DecisionRules.evaluate(claims, by: device, on: event, now: now) {
+        case .settle(let status):
+            do {
+                return try await environment.store.settleEvent(
+                    id: event.id, decision: RecordedDecision(status: status, deviceID: device.id, jws: jws), now: now)
+            } catch let error as StoreError where error.code == .conflict {
+                throw try await conflict(eventID: event.id, now: now)
+            }
+        case .wrongMatch:
+            let after: ApprovalEvent
+            do {
+                after = try await environment.store.recordWrongMatch(
+                    id: event.id, maxWrong: environment.policy.maxWrongMatches, now: now)
+            } catch let error as StoreError where error.code == .conflict {
+                throw try await conflict(eventID: event.id, now: now)
+            }
+            environment.hub.notify(WakeHub.eventKey(event.id))
+            let left = environment.policy.maxWrongMatches - after.wrongMatches
+            throw APIError(
+                .unprocessableContent, "wrong_match",
+                left > 0
+                    ? "that is not the number the requesting machine shows; \(left) tries left"
+                    : "that is not the number the requesting machine shows; the request is now rejected")
+        case .refused(let refusal):
+            throw Self.error(for: refusal)
+        }
+    }
+
+    /// The error for a decision that lost a race: why the event is closed.
+    private func conflict(eventID: String, now: Date) async throws -> APIError {
+        let current = try await environment.store.event(id: eventID)
+        switch current?.status(at: now) {
+        case .expired: return Self.error(for: .expired)
+        case .pending: return Self.error(for: .revokedDevice)
+        default: return Self.error(for: .alreadyDecided)
+        }
+    }
+
+    static func error(for refusal: DecisionOutcome.Refusal) -> APIError {
+        switch refusal {
+        case .revokedDevice: .forbidden(refusal.rawValue, "this device was removed from the account")
+        case .otherUser: .forbidden(refusal.rawValue, "this device does not belong to the event's user")
+        case .alreadyDecided: .conflict(refusal.rawValue, "the event was already decided; the first decision stands")
+        case .expired: APIError(.gone, refusal.rawValue, "the approval window has closed")
+        case .matchRequired: .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
+        }
+    }
+}

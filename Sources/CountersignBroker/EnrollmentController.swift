@@ -1,0 +1,113 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import Hummingbird
+
+/// Enrollment of a user's first device: the app backend asks for a one-time
+/// token, the device presents it with its new public key and a proof that
+/// it holds the private key.
+struct EnrollmentController {
+    let environment: BrokerEnvironment
+
+    /// Routes that need the app's secret key.
+    var backendEndpoints: RouteCollection<BackendRequestContext> {
+        RouteCollection(context: BackendRequestContext.self)
+            .post("users/:user/enrollment-tokens", use: createToken)
+    }
+
+    /// The route a new device calls; it has no identity yet.
+    var deviceEndpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("enrollments", use: enroll)
+    }
+
+    struct TokenResponse: Encodable, Sendable {
+        let token: String
+        let clientUserID: String
+        let expiresAt: Date
+        enum CodingKeys: String, CodingKey {
+            case token
+            case clientUserID = "client_user_id"
+            case expiresAt = "expires_at"
+        }
+    }
+
+    @Sendable func createToken(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<TokenResponse> {
+        let user = try context.parameters.userID()
+        let now = environment.now()
+        let token = SecretToken.generate(bytes: 32)
+        let record = EnrollmentToken(
+            digest: SecretToken.digest(token), issuer: context.apiKey.id, clientUserID: user, createdAt: now,
+            expiresAt: now + environment.policy.enrollmentTokenLifetime)
+        try await environment.store.insertEnrollmentToken(record)
+        return JSONBody(TokenResponse(token: token, clientUserID: user, expiresAt: record.expiresAt), status: .created)
+    }
+
+    struct EnrollRequest: Decodable {
+        let clientUserID: String
+        let enrollmentToken: String
+        let publicKey: DevicePublicKey
+        let name: String
+        let type: String?
+        enum CodingKeys: String, CodingKey {
+            case name, type
+            case clientUserID = "client_user_id"
+            case enrollmentToken = "enrollment_token"
+            case publicKey = "public_key"
+        }
+    }
+
+    @Sendable func enroll(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<DeviceDocument> {
+        guard let credentials = try APIKeyCredentials(headers: request.headers),
+            let key = try await environment.store.apiKey(id: credentials.id)
+        else {
+            throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
+        }
+        let body = try await request.decodeJSON(EnrollRequest.self, context: context)
+        guard ClientUserID.isValid(body.clientUserID) else { throw APIError.badRequest("invalid client_user_id") }
+        let name = try DeviceName.validate(body.name)
+        let type = try DeviceName.validate(body.type ?? "cli", field: "type")
+        guard let proof = request.headers[.deviceProof] else {
+            throw APIError.unauthorized("sign a Device-Proof with the new key to show you hold it")
+        }
+        let now = environment.now()
+        try await ProofCheck(environment: environment).verify(proof, key: body.publicKey, request: request, now: now)
+        let device = TrustedDevice(
+            publicKey: body.publicKey, issuer: key.id, clientUserID: body.clientUserID, name: name, type: type,
+            createdAt: now, lastSeenAt: now)
+        do {
+            try await environment.store.enrollDevice(
+                device, consumingToken: SecretToken.digest(body.enrollmentToken), now: now)
+        } catch let error as StoreError where error.code == .notFound {
+            throw APIError(
+                .forbidden, "invalid_enrollment_token",
+                "the enrollment token is unknown, used, expired or for another user")
+        } catch let error as StoreError where error.code == .alreadyExists {
+            throw APIError.conflict("device_exists", "this key is enrolled already")
+        }
+        return JSONBody(DeviceDocument(device), status: .created)
+    }
+}
+
+/// Validation of names people give devices.
+enum DeviceName {
+    static func validate(_ text: String, field: String = "name") throws -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty, trimmed.count <= 128,
+            trimmed.unicodeScalars.allSatisfy({ !CharacterSet.controlCharacters.contains($0) })
+        else {
+            throw APIError.badRequest("\(field) must be 1 to 128 printable characters")
+        }
+        return trimmed
+    }
+}
+
+extension Parameters {
+    /// The `:user` path parameter, validated.
+    func userID() throws -> String {
+        guard let user = self.get("user")?.removingPercentEncoding, ClientUserID.isValid(user) else {
+            throw APIError.badRequest("invalid client_user_id in the path")
+        }
+        return user
+    }
+}

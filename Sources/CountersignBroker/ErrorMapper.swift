@@ -1,0 +1,51 @@
+import CountersignCore
+import CountersignStore
+import Hummingbird
+import Logging
+
+/// Turns every error a handler throws into an ``APIError`` JSON response:
+/// bad input is a clear 4xx, an unexpected failure a 500 without details.
+struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            throw error
+        } catch let error as ProtocolError {
+            throw APIError(.badRequest, error.code.rawValue, error.message)
+        } catch let error as StoreError {
+            throw Self.map(error, context: context)
+        } catch let error as HTTPError {
+            throw APIError(error.status, Self.code(for: error.status), error.body ?? error.status.reasonPhrase)
+        } catch {
+            context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
+            throw APIError(.internalServerError, "internal_error", "the broker failed to handle this request")
+        }
+    }
+
+    static func map(_ error: StoreError, context: Context) -> APIError {
+        switch error.code {
+        case .notFound: return .notFound(error.message)
+        case .alreadyExists: return .conflict("already_exists", error.message)
+        case .conflict: return .conflict("conflict", error.message)
+        case .limitReached(let retryAfter):
+            return APIError(
+                .tooManyRequests, "too_many_pending", error.message, headers: [.retryAfter: String(retryAfter)])
+        case .backend:
+            context.logger.error("store failed", metadata: ["error": "\(error.message)"])
+            return APIError(.serviceUnavailable, "store_unavailable", "the broker's store is unavailable")
+        }
+    }
+
+    static func code(for status: HTTPResponse.Status) -> String {
+        switch status {
+        case .contentTooLarge: "body_too_large"
+        case .unsupportedMediaType: "unsupported_media_type"
+        case .notFound: "not_found"
+        case .methodNotAllowed: "method_not_allowed"
+        default: status.code < 500 ? "invalid_request" : "internal_error"
+        }
+    }
+}

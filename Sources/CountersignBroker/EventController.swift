@@ -1,0 +1,168 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import Hummingbird
+
+/// Creating events and collecting their outcome.
+///
+/// A trusted device's own request is approved at once. Anyone else creates
+/// a pending event that a trusted device of the user must decide; only the
+/// creator (by its requester token) and the app backend can read it.
+struct EventController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("events", use: create)
+            .get("events/:id", use: show)
+    }
+
+    struct CreateRequest: Decodable {
+        var clientUserID: String?
+        var event: String?
+        var details: String?
+        var requesterName: String?
+        var ip: String?
+        var location: String?
+        var numberMatching: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case event, details, ip, location
+            case clientUserID = "client_user_id"
+            case requesterName = "requester_name"
+            case numberMatching = "number_matching"
+        }
+    }
+
+    @Sendable func create(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventTicket> {
+        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        let name = body.event ?? EventName.login
+        guard EventName.isValid(name) else {
+            throw APIError.badRequest("event must be 1 to 64 of A-Z, 0-9 and _")
+        }
+        if let details = body.details, details.utf8.count > 1024 {
+            throw APIError.badRequest("details may be at most 1024 bytes")
+        }
+        let requesterName = try body.requesterName.map { try DeviceName.validate($0, field: "requester_name") }
+        switch context.identity {
+        case .device(let device, _):
+            if let user = body.clientUserID, user != device.clientUserID {
+                throw APIError.forbidden("wrong_user", "this device belongs to another user")
+            }
+            return try await approveOwnRequest(by: device, name: name, body: body, context: context)
+        case .backend(let key):
+            return try await createPending(
+                issuer: key, name: name, body: body, requesterName: requesterName, ip: body.ip ?? context.clientAddress,
+                context: context)
+        case .app(let key):
+            guard name == EventName.login else {
+                throw APIError.forbidden("secret_required", "only LOGIN events may be created without the secret key")
+            }
+            guard body.details == nil, body.ip == nil, body.location == nil, body.numberMatching == nil else {
+                throw APIError.forbidden("secret_required", "details, ip, location and number_matching need the secret key")
+            }
+            return try await createPending(
+                issuer: key, name: name, body: body, requesterName: requesterName, ip: context.clientAddress,
+                context: context)
+        case .requester, nil:
+            throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
+        }
+    }
+
+    /// Seed case 1: the request comes from a trusted device itself.
+    private func approveOwnRequest(
+        by device: TrustedDevice, name: String, body: CreateRequest, context: BrokerRequestContext
+    ) async throws -> JSONBody<EventTicket> {
+        let now = environment.now()
+        let event = ApprovalEvent(
+            id: ApprovalEvent.newID(), createdAt: now, updatedAt: now, issuer: device.issuer,
+            clientUserID: device.clientUserID, name: name, ip: context.clientAddress, location: "Unknown",
+            method: .trustedDevice, storedStatus: .approved, expiresAt: now, details: body.details,
+            requesterName: device.name, nonce: SecretToken.generate(bytes: 16), matchNumber: nil, wrongMatches: 0,
+            requesterTokenDigest: nil, decidedBy: device.id, decidedAt: now, decision: nil)
+        try await environment.store.insertEvent(event)
+        let document = try await environment.document(for: event, withToken: true)
+        return JSONBody(EventTicket(event: document, requesterToken: nil, matchNumber: nil), status: .created)
+    }
+
+    /// Seed case 2: a machine that is not trusted asks; a trusted device decides.
+    private func createPending(
+        issuer key: APIKey, name: String, body: CreateRequest, requesterName: String?, ip: String,
+        context: BrokerRequestContext
+    ) async throws -> JSONBody<EventTicket> {
+        guard let user = body.clientUserID, ClientUserID.isValid(user) else {
+            throw APIError.badRequest("client_user_id is missing or invalid")
+        }
+        let devices = try await environment.store.devices(issuer: key.id, clientUserID: user)
+        guard devices.contains(where: { $0.revokedAt == nil }) else {
+            throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
+        }
+        let now = environment.now()
+        let requesterToken = SecretToken.generate(bytes: 32)
+        let event = ApprovalEvent(
+            id: ApprovalEvent.newID(), createdAt: now, updatedAt: now, issuer: key.id, clientUserID: user, name: name,
+            ip: ip, location: body.location ?? "Unknown", method: .trustedDevice, storedStatus: .pending,
+            expiresAt: now + environment.policy.window, details: body.details, requesterName: requesterName,
+            nonce: SecretToken.generate(bytes: 16),
+            matchNumber: body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(), wrongMatches: 0,
+            requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil, decision: nil)
+        try await environment.store.insertPendingEvent(event, maxPending: environment.policy.maxPendingPerUser, now: now)
+        environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))
+        let document = try await environment.document(for: event, withToken: false)
+        return JSONBody(
+            EventTicket(event: document, requesterToken: requesterToken, matchNumber: event.matchNumber),
+            status: .created)
+    }
+
+    /// The event, held up to `?wait=N` seconds until it is settled.
+    @Sendable func show(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+        let id = try context.parameters.require("id")
+        let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        guard let event = try await environment.store.event(id: id) else {
+            throw APIError.notFound("no such event")
+        }
+        switch context.identity {
+        case .backend(let key) where key.id == event.issuer:
+            break
+        case .requester(let secret):
+            guard let digest = event.requesterTokenDigest,
+                SecretToken.constantTimeEquals(digest, SecretToken.digest(secret))
+            else {
+                // The same answer as for an unknown id: a guessed id tells nothing.
+                throw APIError.notFound("no such event")
+            }
+        case .backend, .app, .device:
+            throw APIError.notFound("no such event")
+        case nil:
+            throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
+        }
+        let settled = try await LongPoll(environment: environment).awaitSettled(event, wait: wait)
+        return JSONBody(try await environment.document(for: settled, withToken: true))
+    }
+}
+
+/// Holding a request until an event settles.
+struct LongPoll {
+    let environment: BrokerEnvironment
+
+    /// Returns the event once settled, expired, or when `wait` runs out.
+    func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval) async throws -> ApprovalEvent {
+        let deadline = environment.now() + wait
+        var event = event
+        while !event.isSettled(at: environment.now()) {
+            let now = environment.now()
+            let until = min(deadline, event.expiresAt)
+            guard until > now else { break }
+            let subscription = environment.hub.subscribe([WakeHub.eventKey(event.id)])
+            // Re-read after subscribing so a decision in between is not missed.
+            guard let current = try await environment.store.event(id: event.id) else { break }
+            event = current
+            if event.isSettled(at: now) { break }
+            await subscription.wait(timeout: .milliseconds(Int64(until.timeIntervalSince(now) * 1000) + 1))
+            guard let reread = try await environment.store.event(id: event.id) else { break }
+            event = reread
+            if Task.isCancelled { break }
+        }
+        return event
+    }
+}

@@ -1,0 +1,57 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import Hummingbird
+
+/// A trusted device's view: the pending events it may decide.
+struct InboxController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<DeviceRequestContext> {
+        RouteCollection(context: DeviceRequestContext.self)
+            .get("inbox", use: inbox)
+            .get("devices/self", use: me)
+    }
+
+    struct Inbox: Encodable, Sendable { let events: [InboxItem] }
+
+    /// Pending events of the device's user; held up to `?wait=N` seconds
+    /// while there are none.
+    @Sendable func inbox(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<Inbox> {
+        let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        let deadline = environment.now() + wait
+        let key = WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
+        var pending = try await pendingEvents(context)
+        while pending.isEmpty, !Task.isCancelled {
+            let now = environment.now()
+            guard deadline > now else { break }
+            let subscription = environment.hub.subscribe([key])
+            pending = try await pendingEvents(context)
+            guard pending.isEmpty else { break }
+            await subscription.wait(timeout: .milliseconds(Int64(deadline.timeIntervalSince(now) * 1000) + 1))
+            // A device revoked while it waited gets nothing more.
+            guard try await environment.store.device(id: context.device.id)?.revokedAt == nil else {
+                throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
+            }
+            pending = try await pendingEvents(context)
+        }
+        let items = pending.map {
+            InboxItem(
+                event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
+                nonce: $0.nonce, matchRequired: $0.matchNumber != nil)
+        }
+        return JSONBody(Inbox(events: items))
+    }
+
+    /// The calling device itself: a way to check it is still enrolled.
+    @Sendable func me(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
+        JSONBody(DeviceDocument(context.device))
+    }
+
+    private func pendingEvents(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
+        try await environment.store.events(
+            issuer: context.device.issuer, clientUserID: context.device.clientUserID, status: .pending,
+            now: environment.now(), limit: 20
+        ).reversed()
+    }
+}

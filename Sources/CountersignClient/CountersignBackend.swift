@@ -1,0 +1,68 @@
+public import CountersignCore
+public import Foundation
+import NIOHTTP1
+
+/// The calls an app backend makes with its API key id and secret key.
+public struct CountersignBackend: Sendable {
+    public let connection: BrokerConnection
+    let authorization: (String, String)
+
+    public init(broker: String, apiKeyID: String, apiSecretKey: String) {
+        self.connection = BrokerConnection(baseURL: broker)
+        self.authorization = ("Authorization", "Basic " + Data("\(apiKeyID):\(apiSecretKey)".utf8).base64EncodedString())
+    }
+
+    /// A one-time token that lets `user` enroll a first device.
+    public struct EnrollmentGrant: Decodable, Sendable {
+        public let token: String
+        public let clientUserID: String
+        public let expiresAt: Date
+        enum CodingKeys: String, CodingKey {
+            case token
+            case clientUserID = "client_user_id"
+            case expiresAt = "expires_at"
+        }
+    }
+
+    /// Asks for a one-time enrollment token for `user`.
+    public func createEnrollmentToken(user: String) async throws -> EnrollmentGrant {
+        try await connection.send(
+            .POST, "/api/v1/users/\(Self.escape(user))/enrollment-tokens", headers: [authorization],
+            body: [String: String](), as: EnrollmentGrant.self)
+    }
+
+    /// One event, held up to `wait` seconds until it is settled.
+    public func event(id: String, wait: Int = 0) async throws -> EventDocument {
+        try await connection.send(
+            .GET, "/api/v1/events/\(id)?wait=\(wait)", headers: [authorization], timeout: TimeInterval(wait + 15),
+            as: EventDocument.self)
+    }
+
+    /// A user's events, newest first.
+    public func events(user: String, status: EventStatus? = nil) async throws -> [EventDocument] {
+        struct List: Decodable { let events: [EventDocument] }
+        let query = status.map { "?status=\($0.rawValue)" } ?? ""
+        return try await connection.send(
+            .GET, "/api/v1/users/\(Self.escape(user))/events\(query)", headers: [authorization], as: List.self
+        ).events
+    }
+
+    /// A user's devices, revoked ones included.
+    public func devices(user: String) async throws -> [DeviceDocument] {
+        struct List: Decodable { let devices: [DeviceDocument] }
+        return try await connection.send(
+            .GET, "/api/v1/users/\(Self.escape(user))/devices", headers: [authorization], as: List.self
+        ).devices
+    }
+
+    /// Revokes a device at once; its pending approvals are refused from now on.
+    public func revokeDevice(user: String, deviceID: String) async throws -> DeviceDocument {
+        try await connection.send(
+            .DELETE, "/api/v1/users/\(Self.escape(user))/devices/\(deviceID)", headers: [authorization],
+            as: DeviceDocument.self)
+    }
+
+    static func escape(_ segment: String) -> String {
+        segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? segment
+    }
+}

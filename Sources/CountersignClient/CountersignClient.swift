@@ -1,0 +1,138 @@
+public import CountersignCore
+import Crypto
+import Foundation
+import NIOHTTP1
+
+/// The calls a requester and a trusted device make.
+///
+/// A requester (a machine not trusted yet) creates a pending event with the
+/// app's API key id and waits for its outcome; a trusted device signs a
+/// proof for each call and decisions for the events it answers.
+public struct CountersignClient: Sendable {
+    public let connection: BrokerConnection
+    /// The app's API key id.
+    public let apiKeyID: String
+
+    public init(broker: String, apiKeyID: String) {
+        self.connection = BrokerConnection(baseURL: broker)
+        self.apiKeyID = apiKeyID
+    }
+
+    // MARK: Requester
+
+    struct CreateEvent: Encodable {
+        var clientUserID: String?
+        var event: String?
+        var requesterName: String?
+        var details: String?
+        enum CodingKeys: String, CodingKey {
+            case event, details
+            case clientUserID = "client_user_id"
+            case requesterName = "requester_name"
+        }
+    }
+
+    /// Asks a trusted device of `user` to approve a login from this machine.
+    public func requestLogin(user: String, requesterName: String?) async throws -> EventTicket {
+        try await connection.send(
+            .POST, "/api/v1/events", headers: [("API_KEY_ID", apiKeyID)],
+            body: CreateEvent(clientUserID: user, event: EventName.login, requesterName: requesterName),
+            as: EventTicket.self)
+    }
+
+    /// Reads a pending event, held by the broker up to `wait` seconds until
+    /// it is decided.
+    public func poll(eventID: String, requesterToken: String, wait: Int) async throws -> EventDocument {
+        try await connection.send(
+            .GET, "/api/v1/events/\(eventID)?wait=\(wait)", headers: [("Authorization", "Bearer \(requesterToken)")],
+            timeout: TimeInterval(wait + 15), as: EventDocument.self)
+    }
+
+    /// Waits until the event is settled or its window closes, polling in
+    /// slices of at most 25 s (under common proxies' 60 s timeout).
+    public func awaitOutcome(of ticket: EventTicket) async throws -> EventDocument {
+        guard let token = ticket.requesterToken else { return ticket.event }
+        var event = ticket.event
+        while event.status == .pending {
+            event = try await poll(eventID: event.ID, requesterToken: token, wait: 25)
+        }
+        return event
+    }
+
+    // MARK: Trusted device
+
+    struct EnrollRequest: Encodable {
+        let clientUserID: String
+        let enrollmentToken: String
+        let publicKey: DevicePublicKey
+        let name: String
+        let type: String
+        enum CodingKeys: String, CodingKey {
+            case name, type
+            case clientUserID = "client_user_id"
+            case enrollmentToken = "enrollment_token"
+            case publicKey = "public_key"
+        }
+    }
+
+    /// Enrolls `credential`'s key as a trusted device with a one-time token.
+    public func enroll(_ credential: DeviceCredential, enrollmentToken: String, type: String = "cli") async throws
+        -> DeviceDocument
+    {
+        let path = "/api/v1/enrollments"
+        return try await connection.send(
+            .POST, path,
+            headers: [("API_KEY_ID", apiKeyID), try await proofHeader(credential, .POST, path)],
+            body: EnrollRequest(
+                clientUserID: credential.clientUserID, enrollmentToken: enrollmentToken,
+                publicKey: credential.publicKey, name: credential.name, type: type),
+            as: DeviceDocument.self)
+    }
+
+    /// A login from the trusted device itself: approved at once.
+    public func loginAsTrustedDevice(_ credential: DeviceCredential, event: String = EventName.login) async throws
+        -> EventTicket
+    {
+        let path = "/api/v1/events"
+        return try await connection.send(
+            .POST, path, headers: [try await proofHeader(credential, .POST, path)],
+            body: CreateEvent(clientUserID: credential.clientUserID, event: event), as: EventTicket.self)
+    }
+
+    /// The pending events this device may decide; held up to `wait` seconds
+    /// while there are none.
+    public func inbox(_ credential: DeviceCredential, wait: Int) async throws -> [InboxItem] {
+        struct Inbox: Decodable { let events: [InboxItem] }
+        let path = "/api/v1/inbox"
+        return try await connection.send(
+            .GET, path + "?wait=\(wait)", headers: [try await proofHeader(credential, .GET, path)],
+            timeout: TimeInterval(wait + 15), as: Inbox.self
+        ).events
+    }
+
+    /// This device as the broker knows it; fails if it was removed.
+    public func whoAmI(_ credential: DeviceCredential) async throws -> DeviceDocument {
+        let path = "/api/v1/devices/self"
+        return try await connection.send(
+            .GET, path, headers: [try await proofHeader(credential, .GET, path)], as: DeviceDocument.self)
+    }
+
+    /// Signs and sends a decision on one inbox item.
+    public func decide(
+        _ item: InboxItem, verdict: Verdict, match: String?, credential: DeviceCredential
+    ) async throws -> EventDocument {
+        struct Body: Encodable { let decision: String }
+        let jws = try await DecisionProof.make(
+            key: credential.privateKey, eventID: item.event.ID, nonce: item.nonce, verdict: verdict, match: match,
+            broker: connection.baseURL, now: Date())
+        return try await connection.send(
+            .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws), as: EventDocument.self)
+    }
+
+    private func proofHeader(_ credential: DeviceCredential, _ method: HTTPMethod, _ path: String) async throws
+        -> (String, String)
+    {
+        ("Device-Proof", try await DeviceProof.make(
+            key: credential.privateKey, method: method.rawValue, url: connection.url(path), now: Date()))
+    }
+}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import CountersignClient
+import CountersignCore
+import Foundation
+
+extension DeviceAgent {
+    struct Approve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Approve or reject requests waiting for this trusted device.",
+            discussion: """
+                Waits for a pending request of the user, shows it, asks whether to approve, and \
+                for the number the requesting machine shows. `--watch` keeps waiting for more. \
+                `--event ID --yes --match N` (or `--reject`) answers without asking.
+
+                Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
+                5 no pending request arrived in time; 64 bad command line.
+                """)
+
+        @OptionGroup var account: AccountOptions
+
+        @Flag(help: "Keep waiting for new requests after answering one.")
+        var watch = false
+
+        @Option(help: "Answer this event id without waiting for a prompt.")
+        var event: String?
+
+        @Flag(help: "Approve without asking (with --event).")
+        var yes = false
+
+        @Flag(help: "Reject without asking (with --event).")
+        var reject = false
+
+        @Option(help: "The number the requesting machine shows.")
+        var match: String?
+
+        @Option(help: "How long to wait for a request, in seconds (without --watch).")
+        var timeout = 60
+
+        func validate() throws {
+            guard !(yes && reject) else { throw ValidationError("choose --yes or --reject, not both") }
+            if yes || reject, event == nil { throw ValidationError("--yes and --reject need --event ID") }
+            guard timeout >= 0 else { throw ValidationError("--timeout must be ≥ 0") }
+        }
+
+        func run() async throws {
+            let credential = try account.enrolledCredential()
+            let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+            var seen = Set<String>()
+            let deadline = Date() + TimeInterval(timeout)
+            repeat {
+                let wait = watch ? 25 : max(0, min(25, Int(deadline.timeIntervalSinceNow.rounded(.up))))
+                let items = try await client.inbox(credential, wait: wait).filter { !seen.contains($0.event.ID) }
+                let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
+                for item in chosen {
+                    seen.insert(item.event.ID)
+                    try await answer(item, client: client, credential: credential)
+                    if !watch { return }
+                }
+                if !watch, Date() >= deadline {
+                    if let event {
+                        FileHandle.standardError.write(Data("No pending request \(event) for this device.\n".utf8))
+                    } else {
+                        FileHandle.standardError.write(Data("No request arrived within \(timeout) s.\n".utf8))
+                    }
+                    throw ExitCode(5)
+                }
+            } while true
+        }
+
+        private func answer(_ item: InboxItem, client: CountersignClient, credential: DeviceCredential) async throws {
+            show(item, user: credential.clientUserID)
+            let verdict: Verdict
+            var number = match
+            if yes {
+                verdict = .approve
+            } else if reject {
+                verdict = .reject
+            } else {
+                guard let reply = prompt("Approve this request? [y/n] ") else {
+                    throw AgentFailure("no answer on standard input; use --event ID --yes|--reject")
+                }
+                verdict = ["y", "yes"].contains(reply.lowercased()) ? .approve : .reject
+            }
+            if verdict == .approve, item.matchRequired, number == nil {
+                number = prompt("Number shown on the requesting machine: ")
+            }
+            do {
+                let decided = try await client.decide(item, verdict: verdict, match: number, credential: credential)
+                print(decided.status == .approved ? "Approved." : "Rejected.")
+            } catch let error as CountersignError where error.code == "wrong_match" && !yes {
+                print(error.message)
+                // Asked again while tries remain; the broker counts them.
+                try await answer(item, client: client, credential: credential)
+            }
+        }
+
+        private func show(_ item: InboxItem, user: String) {
+            let event = item.event
+            let left = max(0, Int(event.expiresAt.timeIntervalSinceNow.rounded(.down)))
+            print("")
+            print("\(event.event) request for \(user) at \(item.app)")
+            print("  from:      \(event.requesterName ?? "an unnamed machine") (\(event.ip), \(event.location))")
+            print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard)) (\(left) s left)")
+            if let details = event.details { print("  details:   \(details)") }
+            print("  event id:  \(event.ID)")
+            fflush(nil)
+        }
+
+        private func prompt(_ text: String) -> String? {
+            print(text, terminator: "")
+            fflush(nil)
+            return readLine()?.trimmingCharacters(in: .whitespaces)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+public import ArgumentParser
+import CountersignBroker
+import CountersignCore
+public import CountersignSQLite
+import Foundation
+import Hummingbird
+public import Logging
+
+extension DeviceBroker {
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the broker (SQLite file under --data-dir by default).")
+
+        @OptionGroup var store: StoreOptions
+
+        @Option(help: "Address to listen on.")
+        var host = "127.0.0.1"
+
+        @Option(help: "Port to listen on.")
+        var port = 8080
+
+        @Option(
+            name: .customLong("public-url"),
+            help: "URL clients use to reach the broker; repeat for several. The first is the token issuer.")
+        var publicURLs: [String] = []
+
+        @Option(help: "How long a pending request waits for a decision, e.g. 60s, 2m.")
+        var approvalWindow: DurationArgument = DurationArgument(seconds: 60)
+
+        @Option(help: "Pending requests one user may have at once.")
+        var maxPending = 3
+
+        @Option(help: "full: fsync every commit (survives power loss); relaxed: survives a broker crash only.")
+        var durability: SQLiteStore.Durability = .full
+
+        @Option(help: "How long decided events are kept, e.g. 30d.")
+        var retention: DurationArgument = DurationArgument(seconds: 30 * 86400)
+
+        @Option(help: "trace, debug, info, notice, warning, error or critical.")
+        var logLevel: Logger.Level = .info
+
+        func validate() throws {
+            guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
+            guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
+            guard approvalWindow.seconds >= 1, approvalWindow.seconds <= 600 else {
+                throw ValidationError("--approval-window must be between 1s and 10m")
+            }
+        }
+
+        func run() async throws {
+            var policy = ApprovalPolicy()
+            policy.window = approvalWindow.seconds
+            policy.maxPendingPerUser = maxPending
+            let configuration = BrokerConfiguration(
+                host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
+                durability: durability, logLevel: logLevel, retention: retention.seconds)
+            let app = try await buildApplication(configuration)
+            try await app.runService()
+        }
+    }
+}
+
+extension SQLiteStore.Durability: ExpressibleByArgument {}
+extension Logger.Level: @retroactive ExpressibleByArgument {}
