@@ -118,6 +118,7 @@ let package = Package(
                 "CountersignBroker", "CountersignCore", "CountersignStore", "CountersignSQLite", "CountersignClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -125,7 +126,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["CountersignCore", "CountersignClient", .product(name: "JWTKit", package: "jwt-kit")],
+            dependencies: [
+                "CountersignCore", "CountersignClient", "device-broker", "device-agent",
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -125,8 +125,7 @@ struct GarbageCollector: Service {
             } catch {
                 logger.warning("garbage collection failed", metadata: ["error": "\(error)"])
             }
-            try? await gracefulShutdown()
-            try await Task.sleep(for: .seconds(60))
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
         }
     }
 }

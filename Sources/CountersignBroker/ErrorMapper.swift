@@ -1,5 +1,6 @@
 import CountersignCore
 import CountersignStore
+import HTTPTypes
 import Hummingbird
 import Logging
 
@@ -19,6 +20,8 @@ struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
             throw Self.map(error, context: context)
         } catch let error as HTTPError {
             throw APIError(error.status, Self.code(for: error.status), error.body ?? error.status.reasonPhrase)
+        } catch let error as any HTTPResponseError {
+            throw APIError(error.status, Self.code(for: error.status), Self.message(for: error.status, context: context))
         } catch {
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError(.internalServerError, "internal_error", "the broker failed to handle this request")
@@ -37,6 +40,10 @@ struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
             context.logger.error("store failed", metadata: ["error": "\(error.message)"])
             return APIError(.serviceUnavailable, "store_unavailable", "the broker's store is unavailable")
         }
+    }
+
+    static func message(for status: HTTPResponse.Status, context: Context) -> String {
+        status == .contentTooLarge ? "the body is larger than \(context.maxUploadSize) bytes" : status.reasonPhrase
     }
 
     static func code(for status: HTTPResponse.Status) -> String {

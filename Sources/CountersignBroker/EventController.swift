@@ -146,22 +146,25 @@ struct LongPoll {
     let environment: BrokerEnvironment
 
     /// Returns the event once settled, expired, or when `wait` runs out.
+    ///
+    /// The hold is measured on the monotonic clock; expiry on the broker's
+    /// clock, which tests move by hand.
     func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval) async throws -> ApprovalEvent {
-        let deadline = environment.now() + wait
+        let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
         var event = event
-        while !event.isSettled(at: environment.now()) {
-            let now = environment.now()
-            let until = min(deadline, event.expiresAt)
-            guard until > now else { break }
+        while !event.isSettled(at: environment.now()), !Task.isCancelled {
+            let hold = holdEnds - ContinuousClock.now
+            guard hold > .zero else { break }
             let subscription = environment.hub.subscribe([WakeHub.eventKey(event.id)])
             // Re-read after subscribing so a decision in between is not missed.
             guard let current = try await environment.store.event(id: event.id) else { break }
             event = current
+            let now = environment.now()
             if event.isSettled(at: now) { break }
-            await subscription.wait(timeout: .milliseconds(Int64(until.timeIntervalSince(now) * 1000) + 1))
+            let untilExpiry = Duration.milliseconds(Int64(event.expiresAt.timeIntervalSince(now) * 1000) + 1)
+            await subscription.wait(timeout: min(hold, untilExpiry))
             guard let reread = try await environment.store.event(id: event.id) else { break }
             event = reread
-            if Task.isCancelled { break }
         }
         return event
     }

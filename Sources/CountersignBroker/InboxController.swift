@@ -19,16 +19,16 @@ struct InboxController {
     /// while there are none.
     @Sendable func inbox(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<Inbox> {
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
-        let deadline = environment.now() + wait
+        let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
         let key = WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
         var pending = try await pendingEvents(context)
         while pending.isEmpty, !Task.isCancelled {
-            let now = environment.now()
-            guard deadline > now else { break }
+            let hold = holdEnds - ContinuousClock.now
+            guard hold > .zero else { break }
             let subscription = environment.hub.subscribe([key])
             pending = try await pendingEvents(context)
             guard pending.isEmpty else { break }
-            await subscription.wait(timeout: .milliseconds(Int64(deadline.timeIntervalSince(now) * 1000) + 1))
+            await subscription.wait(timeout: hold)
             // A device revoked while it waited gets nothing more.
             guard try await environment.store.device(id: context.device.id)?.revokedAt == nil else {
                 throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")

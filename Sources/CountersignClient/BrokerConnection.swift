@@ -60,6 +60,12 @@ public struct BrokerConnection: Sendable {
         }
     }
 
+    /// Whether the broker answers its health check.
+    public func health() async throws -> Bool {
+        struct Health: Decodable { let status: String }
+        return try await send(.GET, "/healthz", timeout: 5, as: Health.self).status == "ok"
+    }
+
     /// An empty body type for requests without one.
     struct Empty: Encodable {}
 }

@@ -61,10 +61,11 @@ public enum CompactJWS {
         await keys.add(ecdsa: publicKey, kid: JWKIdentifier(string: key.thumbprint))
         do {
             return try await keys.verify(token, as: Claims.self)
-        } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-            throw ProtocolError(.badSignature, "the signature does not verify with the device key")
+        } catch let error as JWTError where error.errorType == .malformedToken {
+            throw ProtocolError(.malformed, "the claims could not be read: \(error.reason ?? "\(error)")")
         } catch {
-            throw ProtocolError(.malformed, "the claims could not be read: \(error)")
+            // A failed check, or a signature that is not 64 bytes of r || s.
+            throw ProtocolError(.badSignature, "the signature does not verify with the device key")
         }
     }
 

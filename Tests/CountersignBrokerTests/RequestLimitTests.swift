@@ -1,0 +1,139 @@
+import CountersignBroker
+import CountersignCore
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite("long-polls, limits and bad input")
+struct RequestLimitTests {
+    @Test("a waiter on another event is not woken by this event's decision")
+    func otherWaiterSleeps() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let decided = try await broker.requestLogin(client)
+            let bystander = try await broker.requestLogin(client)
+            let started = ContinuousClock.now
+            async let waited = broker.poll(client, bystander, wait: 2)
+            try await Task.sleep(for: .milliseconds(200))
+            let item = try #require(try await broker.inbox(client, alice.device).first { $0.event.ID == decided.event.ID })
+            _ = try await broker.submit(
+                client, eventID: item.event.ID,
+                decision: try await alice.device.decision(on: item, .reject, match: nil, now: broker.clock.now))
+            let event = try await waited
+            #expect(event.status == .pending)
+            #expect(ContinuousClock.now - started >= .seconds(2), "held for its full wait")
+        }
+    }
+
+    @Test("wait is capped by the broker's maximum hold")
+    func waitCap() async throws {
+        var policy = ApprovalPolicy()
+        policy.maxWait = 1
+        let broker = try await TestBroker(policy: policy)
+        try await broker.test { client in
+            _ = try await broker.enroll(client)
+            let ticket = try await broker.requestLogin(client)
+            let started = ContinuousClock.now
+            #expect(try await broker.poll(client, ticket, wait: 600).status == .pending)
+            #expect(ContinuousClock.now - started < .seconds(5))
+            try await client.execute(
+                uri: "/api/v1/events/\(ticket.event.ID)?wait=-1", method: .get,
+                headers: [.authorization: "Bearer \(ticket.requesterToken!)"]
+            ) { #expect($0.status == .badRequest) }
+        }
+    }
+
+    @Test("the inbox long-poll wakes when a request for the user arrives")
+    func inboxWakes() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let started = ContinuousClock.now
+            async let items = broker.inbox(client, alice.device, wait: 20)
+            try await Task.sleep(for: .milliseconds(200))
+            let ticket = try await broker.requestLogin(client)
+            #expect(try await items.map(\.event.ID) == [ticket.event.ID])
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
+    @Test("prompt bombing: past the cap of pending requests, 429 with Retry-After")
+    func pendingCap() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            _ = try await broker.enroll(client)
+            for _ in 0..<3 { _ = try await broker.requestLogin(client) }
+            broker.clock.advance(by: 10)
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders, body: json(["client_user_id": "alice"])
+            ) { response in
+                #expect(response.status == .tooManyRequests && errorCode(response) == "too_many_pending")
+                #expect(response.headers[.retryAfter] == "50")
+            }
+            broker.clock.advance(by: 50)
+            _ = try await broker.requestLogin(client)
+        }
+    }
+
+    @Test("without a secret only LOGIN can be asked; a user without devices gets a clear conflict")
+    func requesterLimits() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders, body: json(["client_user_id": "alice"])
+            ) { #expect($0.status == .conflict && errorCode($0) == "no_trusted_device") }
+            _ = try await broker.enroll(client)
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
+                body: json(["client_user_id": "alice", "event": "TRANSACTION", "details": "pay 1000 EUR"])
+            ) { #expect($0.status == .forbidden && errorCode($0) == "secret_required") }
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json(["client_user_id": "alice", "event": "TRANSACTION", "details": "pay 1000 EUR"])
+            ) { response in
+                #expect(response.status == .created)
+                let ticket = try decode(EventTicket.self, response)
+                #expect(ticket.event.details == "pay 1000 EUR")
+            }
+        }
+    }
+
+    @Test("bad input gets a clear 4xx JSON error and changes nothing")
+    func badInput() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let ticket = try await broker.requestLogin(client)
+            var plainText = broker.appHeaders
+            plainText[.contentType] = "text/plain"
+            let cases: [(String, HTTPRequest.Method, HTTPFields, ByteBuffer?, HTTPResponse.Status)] = [
+                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: "{not json"), .badRequest),
+                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: #"{"client_user_id": 5}"#), .badRequest),
+                ("/api/v1/events", .post, plainText, ByteBuffer(string: #"{"client_user_id":"alice"}"#), .unsupportedMediaType),
+                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(repeating: UInt8(ascii: " "), count: 70_000), .contentTooLarge),
+                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: #"{"client_user_id":"alice","event":"lower case"}"#), .badRequest),
+                ("/api/v1/events/ev_unknown", .get, broker.backendHeaders, nil, .notFound),
+                ("/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
+                 ByteBuffer(string: #"{"decision":"e30.e30.***"}"#), .badRequest),
+                ("/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
+                 ByteBuffer(string: #"{"decision":"only.two"}"#), .badRequest),
+                ("/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
+                 ByteBuffer(string: #"{}"#), .badRequest),
+                ("/api/v1/users/alice/events?status=bogus", .get, broker.backendHeaders, nil, .badRequest),
+                ("/api/v1/users/alice/events?limit=100000", .get, broker.backendHeaders, nil, .badRequest),
+            ]
+            for (uri, method, headers, body, status) in cases {
+                try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in
+                    #expect(response.status == status, "\(method) \(uri): \(String(buffer: response.body))")
+                    #expect(response.headers[.contentType] == "application/json", "\(uri)")
+                    #expect(errorCode(response) != nil, "\(uri) answers an error document")
+                }
+            }
+            #expect(try await broker.inbox(client, alice.device).map(\.event.ID) == [ticket.event.ID])
+            #expect(try await broker.poll(client, ticket).status == .pending)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import CountersignCore
+import Foundation
+
+/// Loads a vector file from proto/vectors, as swift-crypto loads Wycheproof.
+enum Vectors {
+    static let directory = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("proto/vectors")
+
+    static func load<T: Decodable>(_ name: String, as _: T.Type) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(contentsOf: directory.appendingPathComponent(name)))
+    }
+}
+
+struct ProofVectors: Decodable {
+    struct Test: Decodable, CustomStringConvertible, Sendable {
+        let tcId: Int
+        let comment: String
+        let proof: String
+        let method: String
+        let path: String
+        let result: String
+        let error: String?
+        var description: String { "#\(tcId) \(comment)" }
+    }
+    let deviceKey: DevicePublicKey
+    let deviceId: String
+    let now: Int
+    let origins: [String]
+    let tests: [Test]
+}
+
+struct DecisionVectors: Decodable {
+    struct Test: Decodable, CustomStringConvertible, Sendable {
+        let tcId: Int
+        let comment: String
+        let decision: String
+        let result: String
+        let error: String?
+        var description: String { "#\(tcId) \(comment)" }
+    }
+    let deviceKey: DevicePublicKey
+    let deviceId: String
+    let eventId: String
+    let nonce: String
+    let now: Int
+    let origins: [String]
+    let tests: [Test]
+}
+
+struct ThumbprintVectors: Decodable {
+    struct Test: Decodable, CustomStringConvertible, Sendable {
+        let tcId: Int
+        let comment: String
+        let jwk: DevicePublicKey
+        let thumbprint: String
+        let result: String
+        var description: String { "#\(tcId) \(comment)" }
+    }
+    let tests: [Test]
+}

@@ -1,0 +1,139 @@
+import CountersignClient
+import CountersignCore
+import Foundation
+import Testing
+
+/// The real `device-broker` and two real `device-agent` machines (separate
+/// config directories) over loopback HTTP.
+@Suite("end to end: real broker and agent processes", .serialized)
+struct ApprovalEndToEndTests {
+    struct LoginOutput: Decodable {
+        let event: EventDocument
+        let token: String?
+    }
+
+    /// Starts `login --json` on machine B and returns it with the event id
+    /// and the number it shows.
+    func startLogin(_ broker: LiveBroker, machine: URL) async throws -> (RunningProcess, String, String) {
+        let login = try broker.agent(["login", "--json", "--name", "machine-B"], configDirectory: machine)
+        let eventID = try await login.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
+        let number = try await login.waitFor(#"Match number: (\d\d)"#)
+        return (login, eventID, number)
+    }
+
+    func output(of process: RunningProcess) throws -> LoginOutput {
+        let text = process.text
+        guard let start = text.firstIndex(of: "{"), let end = text.lastIndex(of: "}") else {
+            throw ProcessFailure("no JSON in:\n\(text)")
+        }
+        return try WireCoding.decoder().decode(LoginOutput.self, from: Data(text[start...end].utf8))
+    }
+
+    @Test("approve: B waits, A approves with the number, B wakes with a token the JWKS verifies")
+    func approve() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let machineB = try temporaryDirectory("agent-B")
+        let (login, eventID, number) = try await startLogin(broker, machine: machineB)
+
+        let started = ContinuousClock.now
+        let approve = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+        #expect(ContinuousClock.now - started < .seconds(10), "B woke on the decision, not at the end of the window")
+
+        let result = try output(of: login)
+        #expect(result.event.ID == eventID && result.event.status == .approved && result.event.approved)
+        #expect(!result.event.new && result.event.method == .trustedDevice)
+        let token = try #require(result.token)
+        let claims = try await EventTokenVerifier.fetch(broker: broker.url).verify(token, apiKeyID: broker.apiKeyID)
+        #expect(claims.jti == eventID && claims.approved && claims.sub == "alice")
+
+        // A JOSE library of another ecosystem verifies it with the JWKS alone.
+        let python = try RunningProcess(
+            "/usr/bin/env",
+            ["python3", Self.scripts.appendingPathComponent("verify-event-token.py").path, broker.url, broker.apiKeyID, token])
+        #expect(try await python.exitCode() == 0, "\(python.text)")
+        #expect(python.text.contains(#""approved": true"#))
+
+        // The backend sees the same outcome.
+        let event = try await broker.backend.event(id: eventID)
+        #expect(event.status == .approved && event.decidedBy != nil)
+    }
+
+    @Test("interactive approve: y, then the number typed at the prompt")
+    func interactiveApprove() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let (login, _, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let approve = try broker.agent(["approve"], configDirectory: machineA, stdin: "y\n\(number)\n")
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("LOGIN request for alice at demo"))
+        #expect(approve.text.contains("machine-B"))
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+    }
+
+    @Test("reject: B exits 3 with a clear message")
+    func reject() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let (login, eventID, _) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let reject = try broker.agent(["approve", "--event", eventID, "--reject"], configDirectory: machineA)
+        #expect(try await reject.exitCode() == 0, "\(reject.text)")
+        #expect(try await login.exitCode() == 3, "\(login.text)")
+        #expect(login.text.contains("Rejected"))
+        #expect(try output(of: login).event.status == .rejected)
+    }
+
+    @Test("expire: nobody answers within the window; B exits 4")
+    func expire() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2s"])
+        defer { broker.stop() }
+        _ = try await broker.enrollMachine(name: "laptop-A")
+        let (login, _, _) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        #expect(try await login.exitCode(timeout: .seconds(30)) == 4, "\(login.text)")
+        #expect(login.text.contains("Expired"))
+        #expect(try output(of: login).event.status == .expired)
+    }
+
+    @Test("a trusted device logs itself in at once; a wrong number is refused")
+    func trustedSelfLoginAndWrongNumber() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let own = try broker.agent(["login", "--json"], configDirectory: machineA)
+        #expect(try await own.exitCode() == 0, "\(own.text)")
+        let result = try output(of: own)
+        #expect(result.event.approved && !result.event.new && result.event.method == .trustedDevice)
+        #expect(result.token != nil)
+
+        let (login, eventID, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let wrong = number == "10" ? "11" : "10"
+        let refused = try broker.agent(["approve", "--event", eventID, "--yes", "--match", wrong], configDirectory: machineA)
+        #expect(try await refused.exitCode() == 1)
+        #expect(refused.text.contains("not the number"))
+        let approve = try broker.agent(["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+    }
+
+    @Test("the agent keeps its key in a file only its owner can read")
+    func keyFileMode() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let files = try FileManager.default.contentsOfDirectory(atPath: machineA.path)
+        #expect(files.count == 1)
+        let attributes = try FileManager.default.attributesOfItem(atPath: machineA.appendingPathComponent(files[0]).path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let directory = try FileManager.default.attributesOfItem(atPath: machineA.path)
+        #expect((directory[.posixPermissions] as? Int) == 0o700)
+    }
+
+    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts")
+}

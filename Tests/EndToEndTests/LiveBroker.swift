@@ -1,0 +1,69 @@
+import CountersignClient
+import CountersignCore
+import Foundation
+
+/// A real `device-broker serve` process on a free loopback port, with an
+/// API key made by the real `device-broker apikey create`.
+struct LiveBroker {
+    let process: RunningProcess
+    let url: String
+    let dataDirectory: URL
+    let apiKeyID: String
+    let apiSecret: String
+
+    static func start(arguments: [String] = []) async throws -> LiveBroker {
+        let data = try temporaryDirectory("broker-data")
+        let port = try freePort()
+        let process = try RunningProcess(
+            "device-broker",
+            ["serve", "--data-dir", data.path, "--port", String(port), "--log-level", "warning"] + arguments)
+        let url = "http://127.0.0.1:\(port)"
+        try await waitUntilUp(url, process: process)
+        // Created while the server runs: two processes share the SQLite file.
+        let create = try RunningProcess(
+            "device-broker", ["apikey", "create", "--name", "demo", "--json", "--data-dir", data.path])
+        guard try await create.exitCode(timeout: .seconds(30)) == 0 else {
+            throw ProcessFailure("apikey create failed: \(create.text)")
+        }
+        let key = try JSONDecoder().decode([String: String].self, from: Data(create.text.utf8))
+        return LiveBroker(
+            process: process, url: url, dataDirectory: data, apiKeyID: key["api_key_id"]!,
+            apiSecret: key["api_secret_key"]!)
+    }
+
+    private static func waitUntilUp(_ url: String, process: RunningProcess) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if (try? await BrokerConnection(baseURL: url).health()) == true { return }
+            guard process.process.isRunning else { throw ProcessFailure("broker exited:\n\(process.text)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessFailure("broker did not come up:\n\(process.text)")
+    }
+
+    var backend: CountersignBackend { CountersignBackend(broker: url, apiKeyID: apiKeyID, apiSecretKey: apiSecret) }
+
+    /// Runs `device-agent` with this broker's account options.
+    func agent(_ arguments: [String], configDirectory: URL, user: String = "alice", stdin: String? = nil) throws
+        -> RunningProcess
+    {
+        try RunningProcess(
+            "device-agent",
+            arguments + ["--broker", url, "--api-key", apiKeyID, "--user", user, "--config-dir", configDirectory.path],
+            stdin: stdin)
+    }
+
+    /// Enrolls a machine (a config directory) as a trusted device of `user`.
+    func enrollMachine(user: String = "alice", name: String) async throws -> URL {
+        // Not created here: the agent makes it, with mode 0700.
+        let directory = try temporaryDirectory("machine-\(name)").appendingPathComponent("countersign")
+        let token = try await backend.createEnrollmentToken(user: user).token
+        let enroll = try agent(["enroll", "--token", token, "--name", name], configDirectory: directory, user: user)
+        guard try await enroll.exitCode(timeout: .seconds(30)) == 0 else {
+            throw ProcessFailure("enroll failed: \(enroll.text)")
+        }
+        return directory
+    }
+
+    func stop() { process.stop() }
+}

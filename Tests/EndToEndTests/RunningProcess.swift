@@ -1,0 +1,132 @@
+import Foundation
+import Synchronization
+
+/// A real child process whose output the test reads line by line.
+final class RunningProcess: Sendable {
+    let process: Process
+    private let output = OutputBuffer()
+    let name: String
+
+    /// Starts `executable` (a product of this package) with `arguments`.
+    init(_ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws {
+        let process = Process()
+        process.executableURL =
+            executable.hasPrefix("/")
+            ? URL(fileURLWithPath: executable) : Binaries.directory.appendingPathComponent(executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { $1 }
+        process.environment = env
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        let input = Pipe()
+        process.standardInput = input
+        self.process = process
+        self.name = ([executable] + arguments.prefix(1)).joined(separator: " ")
+        let output = self.output
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { output.append(data) }
+        }
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+    }
+
+    /// Everything printed so far (standard output and error together).
+    var text: String { output.text }
+
+    /// Waits for a line matching `pattern` and returns its first capture group.
+    func waitFor(_ pattern: String, timeout: Duration = .seconds(20)) async throws -> String {
+        let regex = try Regex<AnyRegexOutput>(pattern)
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let match = text.firstMatch(of: regex) {
+                return match.output.count > 1 ? String(match.output[1].substring ?? "") : String(match.output[0].substring ?? "")
+            }
+            if !process.isRunning, text.firstMatch(of: regex) == nil {
+                throw ProcessFailure("\(name) exited (\(process.terminationStatus)) without printing /\(pattern)/:\n\(text)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw ProcessFailure("\(name) did not print /\(pattern)/ in \(timeout):\n\(text)")
+    }
+
+    /// Waits for the process to exit and returns its status.
+    @discardableResult
+    func exitCode(timeout: Duration = .seconds(90)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                process.terminate()
+                throw ProcessFailure("\(name) did not exit in \(timeout):\n\(text)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // Let the last output arrive.
+        try await Task.sleep(for: .milliseconds(50))
+        return process.terminationStatus
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
+
+/// Output collected from a pipe's reading thread.
+final class OutputBuffer: Sendable {
+    private let content = Mutex("")
+    func append(_ data: Data) { content.withLock { $0 += String(decoding: data, as: UTF8.self) } }
+    var text: String { content.withLock { $0 } }
+}
+
+struct ProcessFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Where `swift build` put this package's executables.
+enum Binaries {
+    static let directory: URL = {
+        if let explicit = ProcessInfo.processInfo.environment["COUNTERSIGN_BIN_DIR"] {
+            return URL(fileURLWithPath: explicit)
+        }
+        // The test bundle lives in the same build directory as the executables.
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("device-broker").path) {
+                return url
+            }
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug")
+    }()
+}
+
+/// A fresh temporary directory.
+func temporaryDirectory(_ name: String) throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// A TCP port nobody listens on right now.
+func freePort() throws -> Int {
+    let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(socketFD) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
+    }
+    guard bound else { throw ProcessFailure("no free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Writes proto/vectors/*.json: known-good and known-bad device proofs,
+decisions, event tokens and key thumbprints.
+
+An implementation independent of the Swift code (Python's `cryptography`)
+makes the signatures, so the Swift tests that load these files check the
+broker against the written contract, not against itself. ECDSA signatures
+are randomised: regenerating changes the bytes, never the verdicts.
+Run only when proto/signing.md changes: python3 scripts/generate-vectors.py
+"""
+import base64
+import hashlib
+import hmac
+import json
+import pathlib
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+OUT = pathlib.Path(__file__).resolve().parent.parent / "proto" / "vectors"
+NOW = 1_800_000_000
+ORIGIN = "http://127.0.0.1:8080"
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def jwk_of(key: ec.EllipticCurvePrivateKey) -> dict:
+    numbers = key.public_key().public_numbers()
+    return {"kty": "EC", "crv": "P-256",
+            "x": b64url(numbers.x.to_bytes(32, "big")), "y": b64url(numbers.y.to_bytes(32, "big"))}
+
+
+def thumbprint(jwk: dict) -> str:
+    canonical = json.dumps({k: jwk[k] for k in ("crv", "kty", "x", "y")}, separators=(",", ":"), sort_keys=True)
+    return b64url(hashlib.sha256(canonical.encode()).digest())
+
+
+def raw_signature(key, signing_input: bytes) -> bytes:
+    r, s = decode_dss_signature(key.sign(signing_input, ec.ECDSA(hashes.SHA256())))
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def jws(header: dict, claims: dict, key, *, der=False, hmac_key=None) -> str:
+    signing_input = (b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(claims).encode())).encode()
+    if hmac_key is not None:
+        signature = hmac.new(hmac_key, signing_input, hashlib.sha256).digest()
+    elif der:
+        signature = key.sign(signing_input, ec.ECDSA(hashes.SHA256()))
+    else:
+        signature = raw_signature(key, signing_input)
+    return signing_input.decode() + "." + b64url(signature)
+
+
+def swap_payload(token: str, claims: dict) -> str:
+    header, _, signature = token.split(".")
+    return header + "." + b64url(json.dumps(claims).encode()) + "." + signature
+
+
+def write(name: str, document: dict) -> None:
+    for number, test in enumerate(document["tests"], start=1):
+        test["tcId"] = number
+    (OUT / name).write_text(json.dumps(document, indent=2) + "\n")
+
+
+device = ec.generate_private_key(ec.SECP256R1())
+other = ec.generate_private_key(ec.SECP256R1())
+device_jwk, other_jwk = jwk_of(device), jwk_of(other)
+device_id = thumbprint(device_jwk)
+
+
+def proof_case(comment, result, *, error=None, header=None, claims=None, key=device, method="POST",
+               path="/api/v1/events", token=None, **signing):
+    h = {"typ": "countersign-proof+jwt", "alg": "ES256", "kid": device_id}
+    h.update(header or {})
+    c = {"jti": "proof-" + comment.replace(" ", "-"), "htm": "POST", "htu": ORIGIN + "/api/v1/events", "iat": NOW}
+    c.update(claims or {})
+    case = {"comment": comment, "proof": token or jws(h, c, key, **signing), "method": method, "path": path,
+            "result": result}
+    if error:
+        case["error"] = error
+    return case
+
+
+valid_proof = jws({"typ": "countersign-proof+jwt", "alg": "ES256", "kid": device_id},
+                  {"jti": "tampered", "htm": "POST", "htu": ORIGIN + "/api/v1/events", "iat": NOW}, device)
+public_pem_bytes = json.dumps(device_jwk).encode()
+write("device-proofs.json", {
+    "description": "Device proofs (proto/signing.md §1). Verify each at `now` for the request `method` `path` "
+                   "on a broker answering at `origins`, with the key `deviceKey`; `error` is the reason code.",
+    "deviceKey": device_jwk, "deviceId": device_id, "now": NOW, "origins": [ORIGIN],
+    "tests": [
+        proof_case("valid proof", "valid"),
+        proof_case("valid GET proof, query not part of htu", "valid", method="GET", path="/api/v1/inbox",
+                   claims={"htm": "GET", "htu": ORIGIN + "/api/v1/inbox"}),
+        proof_case("iat 59 s in the past is still fresh", "valid", claims={"iat": NOW - 59}),
+        proof_case("iat 59 s in the future is still fresh", "valid", claims={"iat": NOW + 59}),
+        proof_case("iat 61 s in the past", "invalid", error="stale", claims={"iat": NOW - 61}),
+        proof_case("iat 61 s in the future", "invalid", error="stale", claims={"iat": NOW + 61}),
+        proof_case("typ JWT instead of countersign-proof+jwt", "invalid", error="wrong_type", header={"typ": "JWT"}),
+        proof_case("a decision used as a proof", "invalid", error="wrong_type",
+                   header={"typ": "countersign-decision+jwt"}),
+        proof_case("alg none with a signature part", "invalid", error="wrong_algorithm", header={"alg": "none"}),
+        proof_case("alg HS256 keyed with the public key", "invalid", error="wrong_algorithm",
+                   header={"alg": "HS256"}, hmac_key=public_pem_bytes),
+        proof_case("kid names another key", "invalid", error="wrong_device", header={"kid": thumbprint(other_jwk)}),
+        proof_case("signed by another key under this device's kid", "invalid", error="bad_signature", key=other),
+        proof_case("DER signature instead of raw r||s", "invalid", error="bad_signature", der=True),
+        proof_case("claims changed after signing", "invalid", error="bad_signature",
+                   token=swap_payload(valid_proof, {"jti": "tampered", "htm": "DELETE",
+                                                    "htu": ORIGIN + "/api/v1/events", "iat": NOW})),
+        proof_case("htm GET for a POST", "invalid", error="wrong_method", claims={"htm": "GET"}),
+        proof_case("htu names another path", "invalid", error="wrong_url", claims={"htu": ORIGIN + "/api/v1/inbox"}),
+        proof_case("htu carries a query", "invalid", error="wrong_url",
+                   claims={"htu": ORIGIN + "/api/v1/events?x=1"}),
+        proof_case("htu names another origin", "invalid", error="wrong_url",
+                   claims={"htu": "http://evil.example:8080/api/v1/events"}),
+        proof_case("only two parts", "invalid", error="malformed", token=".".join(valid_proof.split(".")[:2])),
+        proof_case("signature is not base64url", "invalid", error="malformed",
+                   token=valid_proof.rsplit(".", 1)[0] + ".***"),
+        proof_case("header is not JSON", "invalid", error="malformed",
+                   token=b64url(b"not json") + "." + valid_proof.split(".", 1)[1]),
+    ],
+})
+
+
+EVENT_ID, NONCE = "ev_vectors0000000000000", b64url(b"\x01" * 16)
+
+
+def decision_case(comment, result, *, error=None, header=None, claims=None, key=device, token=None):
+    h = {"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device_id}
+    h.update(header or {})
+    c = {"evt": EVENT_ID, "nonce": NONCE, "decision": "approve", "match": "42", "aud": ORIGIN, "iat": NOW,
+         "jti": "decision-" + comment.replace(" ", "-")}
+    c.update(claims or {})
+    c = {k: v for k, v in c.items() if v is not None}
+    case = {"comment": comment, "decision": token or jws(h, c, key), "result": result}
+    if error:
+        case["error"] = error
+    return case
+
+
+reject_claims = {"evt": EVENT_ID, "nonce": NONCE, "decision": "reject", "aud": ORIGIN, "iat": NOW, "jti": "flip"}
+signed_reject = jws({"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device_id}, reject_claims, device)
+write("decisions.json", {
+    "description": "Decisions (proto/signing.md §2) on event `eventId` with server nonce `nonce`, verified at `now` "
+                   "by a broker answering at `origins`, with `deviceKey`. Whether the verdict then settles the "
+                   "event (number matching, revocation, window) is not part of these vectors.",
+    "deviceKey": device_jwk, "deviceId": device_id, "eventId": EVENT_ID, "nonce": NONCE, "now": NOW,
+    "origins": [ORIGIN],
+    "tests": [
+        decision_case("valid approval with match number", "valid"),
+        decision_case("valid rejection without match number", "valid", claims={"decision": "reject", "match": None}),
+        decision_case("signed for another event", "invalid", error="wrong_event", claims={"evt": "ev_other"}),
+        decision_case("another nonce", "invalid", error="wrong_nonce", claims={"nonce": b64url(b"\x02" * 16)}),
+        decision_case("addressed to another broker", "invalid", error="wrong_audience",
+                      claims={"aud": "https://broker.example"}),
+        decision_case("iat 61 s in the past", "invalid", error="stale", claims={"iat": NOW - 61}),
+        decision_case("a proof used as a decision", "invalid", error="wrong_type",
+                      header={"typ": "countersign-proof+jwt"}),
+        decision_case("signed by another key", "invalid", error="bad_signature", key=other),
+        decision_case("rejection flipped to approval under the old signature", "invalid", error="bad_signature",
+                      token=swap_payload(signed_reject, dict(reject_claims, decision="approve"))),
+        decision_case("alg none", "invalid", error="wrong_algorithm", header={"alg": "none"}),
+    ],
+})
+
+
+broker = ec.generate_private_key(ec.SECP256R1())
+broker_jwk = jwk_of(broker)
+broker_kid = thumbprint(broker_jwk)
+ISSUER, AUDIENCE, FAR = ORIGIN, "ck_vectors", 4_102_444_800  # 2100-01-01
+
+
+def token_case(comment, result, *, header=None, claims=None, key=broker, token=None, **signing):
+    h = {"typ": "JWT", "alg": "ES256", "kid": broker_kid}
+    h.update(header or {})
+    c = {"iss": ISSUER, "sub": "alice", "aud": AUDIENCE, "iat": NOW, "exp": FAR, "jti": EVENT_ID, "event": "LOGIN",
+         "status": "approved", "approved": True, "method": "TRUSTED_DEVICE", "decided_by": device_id}
+    c.update(claims or {})
+    return {"comment": comment, "token": token or jws(h, c, key, **signing), "result": result}
+
+
+good_token = token_case("valid", "valid")["token"]
+write("event-tokens.json", {
+    "description": "Event tokens (proto/signing.md §3), verified with the JWKS `jwks`, for issuer `issuer` and the "
+                   "app `audience`, at the current time (valid tokens expire in 2100).",
+    "jwks": {"keys": [dict(broker_jwk, kid=broker_kid, use="sig", alg="ES256")]},
+    "issuer": ISSUER, "audience": AUDIENCE,
+    "tests": [
+        token_case("valid approval token", "valid"),
+        token_case("valid rejection token", "valid", claims={"status": "rejected", "approved": False}),
+        token_case("expired", "invalid", claims={"iat": 1_600_000_000, "exp": 1_600_000_300}),
+        token_case("another issuer", "invalid", claims={"iss": "https://other.example"}),
+        token_case("another app", "invalid", claims={"aud": "ck_other"}),
+        token_case("unknown kid", "invalid", header={"kid": "unknown"}, key=other),
+        token_case("signed by a key not in the JWKS under the broker's kid", "invalid", key=other),
+        token_case("alg none", "invalid", header={"alg": "none"}),
+        token_case("HS256 keyed with the JWKS public key", "invalid", header={"alg": "HS256"},
+                   hmac_key=json.dumps(broker_jwk).encode()),
+        token_case("claims changed after signing", "invalid",
+                   token=swap_payload(good_token, {"iss": ISSUER, "sub": "mallory", "aud": AUDIENCE, "iat": NOW,
+                                                   "exp": FAR, "jti": EVENT_ID, "event": "LOGIN",
+                                                   "status": "approved", "approved": True,
+                                                   "method": "TRUSTED_DEVICE"})),
+    ],
+})
+
+write("thumbprints.json", {
+    "description": "RFC 7638 thumbprints of P-256 JWKs: base64url(SHA-256 of {\"crv\",\"kty\",\"x\",\"y\"} in that "
+                   "order, no white space). The device id is this value.",
+    "tests": [{"comment": "device key", "jwk": device_jwk, "thumbprint": device_id, "result": "valid"},
+              {"comment": "broker key", "jwk": broker_jwk, "thumbprint": broker_kid, "result": "valid"},
+              {"comment": "member order or white space changed: not the thumbprint", "jwk": device_jwk,
+               "thumbprint": b64url(hashlib.sha256(json.dumps(device_jwk).encode()).digest()), "result": "invalid"}],
+})
+print("wrote", ", ".join(sorted(p.name for p in OUT.glob("*.json"))))
