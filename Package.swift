@@ -104,12 +104,18 @@ let package = Package(
         ),
         .testTarget(
             name: "CountersignCoreTests",
-            dependencies: ["CountersignCore", .product(name: "JWTKit", package: "jwt-kit"), .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "CountersignCore", .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CountersignSQLiteTests",
-            dependencies: ["CountersignSQLite", "CountersignStore", "CountersignStoreTesting", "CountersignCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "CountersignSQLite", "CountersignStore", "CountersignStoreTesting", "CountersignCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

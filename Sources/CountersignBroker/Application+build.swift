@@ -1,6 +1,6 @@
 public import CountersignCore
-import CountersignStore
 public import CountersignSQLite
+import CountersignStore
 public import Foundation
 public import Hummingbird
 public import Logging
@@ -82,7 +82,8 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
         keys: try await BrokerKeys.load(from: store, now: Date()))
     var app = Application(
         router: buildRouter(environment),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
         logger: logger)
     app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
     return app

@@ -40,13 +40,16 @@ struct BackendController {
         return JSONBody(EventList(events: documents))
     }
 
-    @Sendable func listDevices(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<DeviceList> {
+    @Sendable func listDevices(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<DeviceList>
+    {
         let user = try context.parameters.userID()
         let devices = try await environment.store.devices(issuer: context.apiKey.id, clientUserID: user)
         return JSONBody(DeviceList(devices: devices.map(DeviceDocument.init)))
     }
 
-    @Sendable func revokeDevice(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<DeviceDocument> {
+    @Sendable func revokeDevice(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<
+        DeviceDocument
+    > {
         let user = try context.parameters.userID()
         let deviceID = try context.parameters.require("device")
         let device = try await environment.store.revokeDevice(

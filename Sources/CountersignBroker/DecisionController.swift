@@ -98,7 +98,8 @@ struct DecisionController {
         case .otherUser: .forbidden(refusal.rawValue, "this device does not belong to the event's user")
         case .alreadyDecided: .conflict(refusal.rawValue, "the event was already decided; the first decision stands")
         case .expired: APIError(.gone, refusal.rawValue, "the approval window has closed")
-        case .matchRequired: .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
+        case .matchRequired:
+            .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
         }
     }
 }

@@ -32,7 +32,9 @@ struct EnrollmentController {
         }
     }
 
-    @Sendable func createToken(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<TokenResponse> {
+    @Sendable func createToken(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<
+        TokenResponse
+    > {
         let user = try context.parameters.userID()
         let now = environment.now()
         let token = SecretToken.generate(bytes: 32)

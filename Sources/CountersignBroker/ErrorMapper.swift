@@ -21,7 +21,8 @@ struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
         } catch let error as HTTPError {
             throw APIError(error.status, Self.code(for: error.status), error.body ?? error.status.reasonPhrase)
         } catch let error as any HTTPResponseError {
-            throw APIError(error.status, Self.code(for: error.status), Self.message(for: error.status, context: context))
+            throw APIError(
+                error.status, Self.code(for: error.status), Self.message(for: error.status, context: context))
         } catch {
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
             throw APIError(.internalServerError, "internal_error", "the broker failed to handle this request")

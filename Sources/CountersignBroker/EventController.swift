@@ -59,7 +59,8 @@ struct EventController {
                 throw APIError.forbidden("secret_required", "only LOGIN events may be created without the secret key")
             }
             guard body.details == nil, body.ip == nil, body.location == nil, body.numberMatching == nil else {
-                throw APIError.forbidden("secret_required", "details, ip, location and number_matching need the secret key")
+                throw APIError.forbidden(
+                    "secret_required", "details, ip, location and number_matching need the secret key")
             }
             return try await createPending(
                 issuer: key, name: name, body: body, requesterName: requesterName, ip: context.clientAddress,
@@ -106,7 +107,8 @@ struct EventController {
             nonce: SecretToken.generate(bytes: 16),
             matchNumber: body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(), wrongMatches: 0,
             requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil, decision: nil)
-        try await environment.store.insertPendingEvent(event, maxPending: environment.policy.maxPendingPerUser, now: now)
+        try await environment.store.insertPendingEvent(
+            event, maxPending: environment.policy.maxPendingPerUser, now: now)
         environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))
         let document = try await environment.document(for: event, withToken: false)
         return JSONBody(

@@ -9,7 +9,9 @@ public struct CountersignBackend: Sendable {
 
     public init(broker: String, apiKeyID: String, apiSecretKey: String) {
         self.connection = BrokerConnection(baseURL: broker)
-        self.authorization = ("Authorization", "Basic " + Data("\(apiKeyID):\(apiSecretKey)".utf8).base64EncodedString())
+        self.authorization = (
+            "Authorization", "Basic " + Data("\(apiKeyID):\(apiSecretKey)".utf8).base64EncodedString()
+        )
     }
 
     /// A one-time token that lets `user` enroll a first device.

@@ -132,7 +132,10 @@ public struct CountersignClient: Sendable {
     private func proofHeader(_ credential: DeviceCredential, _ method: HTTPMethod, _ path: String) async throws
         -> (String, String)
     {
-        ("Device-Proof", try await DeviceProof.make(
-            key: credential.privateKey, method: method.rawValue, url: connection.url(path), now: Date()))
+        (
+            "Device-Proof",
+            try await DeviceProof.make(
+                key: credential.privateKey, method: method.rawValue, url: connection.url(path), now: Date())
+        )
     }
 }

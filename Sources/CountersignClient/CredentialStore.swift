@@ -47,14 +47,17 @@ public struct CredentialStore: Sendable {
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let file = File(
             broker: credential.broker, apiKeyID: credential.apiKeyID, clientUserID: credential.clientUserID,
-            name: credential.name, deviceID: credential.deviceID, privateKeyPEM: credential.privateKey.pemRepresentation)
+            name: credential.name, deviceID: credential.deviceID, privateKeyPEM: credential.privateKey.pemRepresentation
+        )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(file)
         let target = url(broker: credential.broker, apiKeyID: credential.apiKeyID, user: credential.clientUserID)
         let temporary = directory.appendingPathComponent(".\(UUID().uuidString).tmp")
         // Created with 0600 from the start: the key is never readable by others, not even briefly.
-        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
         else {
             throw CountersignError(status: 0, code: "config_unwritable", message: "cannot write \(temporary.path)")
         }
@@ -75,7 +78,8 @@ public struct CredentialStore: Sendable {
     /// The credentials matching every filter given.
     public func matching(broker: String?, apiKeyID: String?, user: String?) throws -> [DeviceCredential] {
         try all().filter {
-            (broker == nil || Origin(url: $0.broker) == Origin(url: broker!)) && (apiKeyID == nil || $0.apiKeyID == apiKeyID)
+            (broker == nil || Origin(url: $0.broker) == Origin(url: broker!))
+                && (apiKeyID == nil || $0.apiKeyID == apiKeyID)
                 && (user == nil || $0.clientUserID == user)
         }
     }

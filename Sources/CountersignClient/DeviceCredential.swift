@@ -15,7 +15,9 @@ public struct DeviceCredential: Sendable {
     /// The name the device enrolled with.
     public var name: String
 
-    public init(broker: String, apiKeyID: String, clientUserID: String, privateKey: P256.Signing.PrivateKey, name: String) {
+    public init(
+        broker: String, apiKeyID: String, clientUserID: String, privateKey: P256.Signing.PrivateKey, name: String
+    ) {
         self.broker = broker
         self.apiKeyID = apiKeyID
         self.clientUserID = clientUserID

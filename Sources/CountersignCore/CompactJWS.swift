@@ -1,5 +1,5 @@
-import Foundation
 public import Crypto
+import Foundation
 public import JWTKit
 
 /// The protected header fields Countersign reads from a compact JWS.

@@ -1,5 +1,5 @@
-public import Foundation
 public import Crypto
+public import Foundation
 public import JWTKit
 
 /// What a trusted device answers to a pending event.

@@ -1,5 +1,5 @@
-public import Foundation
 public import Crypto
+public import Foundation
 public import JWTKit
 
 /// Claims of a device proof: an RFC 9449 (DPoP)-shaped JWT that a device

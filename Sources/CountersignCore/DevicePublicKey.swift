@@ -1,5 +1,5 @@
-import Foundation
 public import Crypto
+import Foundation
 
 /// A device's public key as an RFC 7517 JWK: ECDSA P-256 only.
 ///

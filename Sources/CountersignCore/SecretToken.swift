@@ -1,5 +1,5 @@
-public import Foundation
 import Crypto
+public import Foundation
 
 /// Random secrets (API secrets, enrollment and requester tokens, nonces) and
 /// the hashes the broker keeps instead of them.

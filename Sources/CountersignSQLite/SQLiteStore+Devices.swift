@@ -60,7 +60,8 @@ extension SQLiteStore {
         }
     }
 
-    public func revokeDevice(id: String, issuer: String, clientUserID: String, now: Date) async throws -> TrustedDevice {
+    public func revokeDevice(id: String, issuer: String, clientUserID: String, now: Date) async throws -> TrustedDevice
+    {
         try await write { db in
             try db.execute(
                 sql: """
@@ -68,9 +69,10 @@ extension SQLiteStore {
                     WHERE id = ? AND issuer = ? AND client_user_id = ?
                     """,
                 arguments: [now.timeIntervalSince1970, id, issuer, clientUserID])
-            guard let row = try Row.fetchOne(
-                db, sql: "SELECT * FROM devices WHERE id = ? AND issuer = ? AND client_user_id = ?",
-                arguments: [id, issuer, clientUserID])
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM devices WHERE id = ? AND issuer = ? AND client_user_id = ?",
+                    arguments: [id, issuer, clientUserID])
             else {
                 throw StoreError(.notFound, "no such device for this user")
             }

@@ -1,7 +1,7 @@
 import CountersignCore
 import CountersignStore
-import Foundation
 import Crypto
+import Foundation
 
 /// A failed conformance check, with where it failed.
 public struct ConformanceFailure: Error, CustomStringConvertible {

@@ -40,7 +40,8 @@ extension StoreConformance {
                     id: event.id, decision: RecordedDecision(status: .approved, deviceID: "nobody", jws: "jws"),
                     now: Fixture.t0 + 1)
             }
-            _ = try await store.revokeDevice(id: device.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 1)
+            _ = try await store.revokeDevice(
+                id: device.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 1)
             try await checkThrows(.conflict, "a device revoked after the event was created") {
                 try await store.settleEvent(id: event.id, decision: approve, now: Fixture.t0 + 2)
             }

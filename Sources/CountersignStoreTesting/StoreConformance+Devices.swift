@@ -29,7 +29,8 @@ extension StoreConformance {
                 try await store.enrollDevice(mallory, consumingToken: digest, now: Fixture.t0)
             }
             try await checkThrows(.notFound, "token of another app") {
-                try await store.enrollDevice(Fixture.device(issuer: "ck_other"), consumingToken: digest, now: Fixture.t0)
+                try await store.enrollDevice(
+                    Fixture.device(issuer: "ck_other"), consumingToken: digest, now: Fixture.t0)
             }
             try await checkThrows(.notFound, "expired token") {
                 try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 600)

@@ -1,5 +1,5 @@
-public import CountersignStore
 import CountersignCore
+public import CountersignStore
 import Foundation
 
 /// The one conformance suite every ``CountersignStore`` runs, unchanged.

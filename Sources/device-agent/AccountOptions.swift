@@ -20,7 +20,8 @@ struct AccountOptions: ParsableArguments {
     var configDirectory: String?
 
     var credentials: CredentialStore {
-        CredentialStore(directory: configDirectory.map { URL(fileURLWithPath: $0) } ?? CredentialStore.defaultDirectory())
+        CredentialStore(
+            directory: configDirectory.map { URL(fileURLWithPath: $0) } ?? CredentialStore.defaultDirectory())
     }
 
     var resolvedBroker: String? { broker ?? Self.environment("COUNTERSIGN_BROKER") }

@@ -1,10 +1,10 @@
-import CountersignClient
 import CountersignBroker
+import CountersignClient
 import CountersignCore
-import NIOCore
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 @Suite("approval flows over the router")
@@ -36,10 +36,13 @@ struct ApprovalFlowTests {
             #expect(try CompactJWS.header(of: decision).kid == alice.device.id, "the decision is stored verbatim")
 
             let verifier = try await EventTokenVerifier(
-                jwksJSON: String(decoding: try WireCoding.encoder().encode(broker.environment.keys.jwks), as: UTF8.self),
+                jwksJSON: String(
+                    decoding: try WireCoding.encoder().encode(broker.environment.keys.jwks), as: UTF8.self),
                 issuer: TestBroker.origin)
             let claims = try await verifier.verify(try #require(event.signature), apiKeyID: broker.apiKeyID)
-            #expect(claims.jti == event.ID && claims.approved && claims.sub == "alice" && claims.decidedBy == alice.device.id)
+            #expect(
+                claims.jti == event.ID && claims.approved && claims.sub == "alice"
+                    && claims.decidedBy == alice.device.id)
         }
     }
 

@@ -17,7 +17,9 @@ struct AuthenticationTests {
                 HTTPField.Name("API_KEY_ID")!: broker.apiKeyID, HTTPField.Name("API_SECRET_KEY")!: broker.apiSecret,
             ]
             try await client.execute(uri: uri, method: .get, headers: headers) { #expect($0.status == .ok) }
-            try await client.execute(uri: uri, method: .get, headers: broker.backendHeaders) { #expect($0.status == .ok) }
+            try await client.execute(uri: uri, method: .get, headers: broker.backendHeaders) {
+                #expect($0.status == .ok)
+            }
             for bad in [
                 TestBroker.backend(broker.apiKeyID, "wrong"), TestBroker.backend("ck_unknown", broker.apiSecret),
                 [.authorization: "Basic !!!"], [HTTPField.Name("API_KEY_ID")!: broker.apiKeyID], [:],
@@ -38,7 +40,8 @@ struct AuthenticationTests {
             _ = try await broker.enroll(client)
             let ticket = try await broker.requestLogin(client)
             try await client.execute(
-                uri: "/api/v1/events/\(ticket.event.ID)", method: .get, headers: TestBroker.backend(other.id, other.secret)
+                uri: "/api/v1/events/\(ticket.event.ID)", method: .get,
+                headers: TestBroker.backend(other.id, other.secret)
             ) { #expect($0.status == .notFound) }
             struct Devices: Decodable { let devices: [DeviceDocument] }
             let devices = try await client.execute(
@@ -99,7 +102,8 @@ struct AuthenticationTests {
             func enroll(token: String, user: String, device: TestDevice, signer: TestDevice? = nil) async throws
                 -> (HTTPResponse.Status, String?)
             {
-                var headers = try await (signer ?? device).proofHeaders(.post, "/api/v1/enrollments", now: broker.clock.now)
+                var headers = try await (signer ?? device).proofHeaders(
+                    .post, "/api/v1/enrollments", now: broker.clock.now)
                 headers[HTTPField.Name("API_KEY_ID")!] = broker.apiKeyID
                 let body: [String: AnyEncodable] = [
                     "client_user_id": .init(user), "enrollment_token": .init(token), "public_key": .init(device.jwk),
@@ -111,13 +115,24 @@ struct AuthenticationTests {
             }
             let token = try await broker.enrollmentToken(client, user: "alice")
             #expect(token.count >= 43, "at least 256 bits, base64url")
-            #expect(try await enroll(token: token, user: "bob", device: TestDevice()) == (.forbidden, "invalid_enrollment_token"))
-            #expect(try await enroll(token: token, user: "alice", device: TestDevice(), signer: TestDevice()).0 == .unauthorized)
+            #expect(
+                try await enroll(token: token, user: "bob", device: TestDevice()) == (
+                    .forbidden, "invalid_enrollment_token"
+                ))
+            #expect(
+                try await enroll(token: token, user: "alice", device: TestDevice(), signer: TestDevice()).0
+                    == .unauthorized)
             #expect(try await enroll(token: token, user: "alice", device: TestDevice()).0 == .created)
-            #expect(try await enroll(token: token, user: "alice", device: TestDevice()) == (.forbidden, "invalid_enrollment_token"))
+            #expect(
+                try await enroll(token: token, user: "alice", device: TestDevice()) == (
+                    .forbidden, "invalid_enrollment_token"
+                ))
             let late = try await broker.enrollmentToken(client, user: "alice")
             broker.clock.advance(by: 600)
-            #expect(try await enroll(token: late, user: "alice", device: TestDevice()) == (.forbidden, "invalid_enrollment_token"))
+            #expect(
+                try await enroll(token: late, user: "alice", device: TestDevice()) == (
+                    .forbidden, "invalid_enrollment_token"
+                ))
         }
     }
 }

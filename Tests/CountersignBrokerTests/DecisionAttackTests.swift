@@ -1,9 +1,9 @@
 import CountersignBroker
 import CountersignCore
-import NIOCore
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// Every decision here is refused with a clear 4xx and changes nothing.
@@ -185,7 +185,8 @@ struct DecisionAttackTests {
             let stranger = TestDevice()
             let response = try await broker.submit(
                 client, eventID: s.item.event.ID,
-                decision: try await stranger.decision(on: s.item, .approve, match: s.ticket.matchNumber, now: broker.clock.now))
+                decision: try await stranger.decision(
+                    on: s.item, .approve, match: s.ticket.matchNumber, now: broker.clock.now))
             #expect(response.status == .forbidden && errorCode(response) == "unknown_device")
             try await expectUnchanged(s, client)
         }

@@ -18,7 +18,8 @@ struct RequestLimitTests {
             let started = ContinuousClock.now
             async let waited = broker.poll(client, bystander, wait: 2)
             try await Task.sleep(for: .milliseconds(200))
-            let item = try #require(try await broker.inbox(client, alice.device).first { $0.event.ID == decided.event.ID })
+            let item = try #require(
+                try await broker.inbox(client, alice.device).first { $0.event.ID == decided.event.ID })
             _ = try await broker.submit(
                 client, eventID: item.event.ID,
                 decision: try await alice.device.decision(on: item, .reject, match: nil, now: broker.clock.now))
@@ -68,7 +69,8 @@ struct RequestLimitTests {
             for _ in 0..<3 { _ = try await broker.requestLogin(client) }
             broker.clock.advance(by: 10)
             try await client.execute(
-                uri: "/api/v1/events", method: .post, headers: broker.appHeaders, body: json(["client_user_id": "alice"])
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
+                body: json(["client_user_id": "alice"])
             ) { response in
                 #expect(response.status == .tooManyRequests && errorCode(response) == "too_many_pending")
                 #expect(response.headers[.retryAfter] == "50")
@@ -83,7 +85,8 @@ struct RequestLimitTests {
         let broker = try await TestBroker()
         try await broker.test { client in
             try await client.execute(
-                uri: "/api/v1/events", method: .post, headers: broker.appHeaders, body: json(["client_user_id": "alice"])
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
+                body: json(["client_user_id": "alice"])
             ) { #expect($0.status == .conflict && errorCode($0) == "no_trusted_device") }
             _ = try await broker.enroll(client)
             try await client.execute(
@@ -111,17 +114,35 @@ struct RequestLimitTests {
             plainText[.contentType] = "text/plain"
             let cases: [(String, HTTPRequest.Method, HTTPFields, ByteBuffer?, HTTPResponse.Status)] = [
                 ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: "{not json"), .badRequest),
-                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: #"{"client_user_id": 5}"#), .badRequest),
-                ("/api/v1/events", .post, plainText, ByteBuffer(string: #"{"client_user_id":"alice"}"#), .unsupportedMediaType),
-                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(repeating: UInt8(ascii: " "), count: 70_000), .contentTooLarge),
-                ("/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: #"{"client_user_id":"alice","event":"lower case"}"#), .badRequest),
+                (
+                    "/api/v1/events", .post, broker.appHeaders, ByteBuffer(string: #"{"client_user_id": 5}"#),
+                    .badRequest
+                ),
+                (
+                    "/api/v1/events", .post, plainText, ByteBuffer(string: #"{"client_user_id":"alice"}"#),
+                    .unsupportedMediaType
+                ),
+                (
+                    "/api/v1/events", .post, broker.appHeaders, ByteBuffer(repeating: UInt8(ascii: " "), count: 70_000),
+                    .contentTooLarge
+                ),
+                (
+                    "/api/v1/events", .post, broker.appHeaders,
+                    ByteBuffer(string: #"{"client_user_id":"alice","event":"lower case"}"#), .badRequest
+                ),
                 ("/api/v1/events/ev_unknown", .get, broker.backendHeaders, nil, .notFound),
-                ("/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
-                 ByteBuffer(string: #"{"decision":"e30.e30.***"}"#), .badRequest),
-                ("/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
-                 ByteBuffer(string: #"{"decision":"only.two"}"#), .badRequest),
-                ("/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
-                 ByteBuffer(string: #"{}"#), .badRequest),
+                (
+                    "/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
+                    ByteBuffer(string: #"{"decision":"e30.e30.***"}"#), .badRequest
+                ),
+                (
+                    "/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
+                    ByteBuffer(string: #"{"decision":"only.two"}"#), .badRequest
+                ),
+                (
+                    "/api/v1/events/\(ticket.event.ID)/decision", .post, [.contentType: "application/json"],
+                    ByteBuffer(string: #"{}"#), .badRequest
+                ),
                 ("/api/v1/users/alice/events?status=bogus", .get, broker.backendHeaders, nil, .badRequest),
                 ("/api/v1/users/alice/events?limit=100000", .get, broker.backendHeaders, nil, .badRequest),
             ]

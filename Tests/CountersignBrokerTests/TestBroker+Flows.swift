@@ -1,9 +1,9 @@
 import CountersignBroker
 import CountersignCore
-import NIOCore
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// The steps most tests share, each checking its own answer.
@@ -31,7 +31,8 @@ extension TestBroker {
 
     func enrollmentToken(_ client: some TestClientProtocol, user: String) async throws -> String {
         try await client.execute(
-            uri: "/api/v1/users/\(user)/enrollment-tokens", method: .post, headers: backendHeaders, body: json([String: String]())
+            uri: "/api/v1/users/\(user)/enrollment-tokens", method: .post, headers: backendHeaders,
+            body: json([String: String]())
         ) { response in
             #expect(response.status == .created)
             return try decode([String: String].self, response)["token"]!

@@ -72,7 +72,10 @@ struct TestBroker {
     var backendHeaders: HTTPFields { Self.backend(apiKeyID, apiSecret) }
 
     static func backend(_ id: String, _ secret: String) -> HTTPFields {
-        [.authorization: "Basic " + Data("\(id):\(secret)".utf8).base64EncodedString(), .contentType: "application/json"]
+        [
+            .authorization: "Basic " + Data("\(id):\(secret)".utf8).base64EncodedString(),
+            .contentType: "application/json",
+        ]
     }
 
     var appHeaders: HTTPFields { [HTTPField.Name("API_KEY_ID")!: apiKeyID, .contentType: "application/json"] }

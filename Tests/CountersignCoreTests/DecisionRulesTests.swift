@@ -27,24 +27,34 @@ struct DecisionRulesTests {
 
     @Test("approve with the right number settles approved; reject needs no number")
     func settles() {
-        #expect(DecisionRules.evaluate(claims(.approve, match: "42"), by: device(), on: event(), now: t0) == .settle(.approved))
+        #expect(
+            DecisionRules.evaluate(claims(.approve, match: "42"), by: device(), on: event(), now: t0)
+                == .settle(.approved))
         #expect(DecisionRules.evaluate(claims(.reject), by: device(), on: event(), now: t0) == .settle(.rejected))
-        #expect(DecisionRules.evaluate(claims(.approve), by: device(), on: event(match: nil), now: t0) == .settle(.approved))
+        #expect(
+            DecisionRules.evaluate(claims(.approve), by: device(), on: event(match: nil), now: t0) == .settle(.approved)
+        )
     }
 
     @Test("a wrong or missing number does not approve")
     func matching() {
-        #expect(DecisionRules.evaluate(claims(.approve, match: "24"), by: device(), on: event(), now: t0) == .wrongMatch)
-        #expect(DecisionRules.evaluate(claims(.approve), by: device(), on: event(), now: t0) == .refused(.matchRequired))
+        #expect(
+            DecisionRules.evaluate(claims(.approve, match: "24"), by: device(), on: event(), now: t0) == .wrongMatch)
+        #expect(
+            DecisionRules.evaluate(claims(.approve), by: device(), on: event(), now: t0) == .refused(.matchRequired))
     }
 
     @Test("revoked, foreign, late and second decisions are refused")
     func refusals() {
         let approve = claims(.approve, match: "42")
-        #expect(DecisionRules.evaluate(approve, by: device(revoked: true), on: event(), now: t0) == .refused(.revokedDevice))
+        #expect(
+            DecisionRules.evaluate(approve, by: device(revoked: true), on: event(), now: t0) == .refused(.revokedDevice)
+        )
         #expect(DecisionRules.evaluate(approve, by: device(user: "bob"), on: event(), now: t0) == .refused(.otherUser))
         #expect(DecisionRules.evaluate(approve, by: device(), on: event(), now: t0 + 60) == .refused(.expired))
-        #expect(DecisionRules.evaluate(approve, by: device(), on: event(status: .rejected), now: t0) == .refused(.alreadyDecided))
+        #expect(
+            DecisionRules.evaluate(approve, by: device(), on: event(status: .rejected), now: t0)
+                == .refused(.alreadyDecided))
     }
 
     @Test("a pending event reads as expired from the end of its window")

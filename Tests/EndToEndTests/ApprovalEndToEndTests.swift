@@ -54,7 +54,10 @@ struct ApprovalEndToEndTests {
         // A JOSE library of another ecosystem verifies it with the JWKS alone.
         let python = try RunningProcess(
             "/usr/bin/env",
-            ["python3", Self.scripts.appendingPathComponent("verify-event-token.py").path, broker.url, broker.apiKeyID, token])
+            [
+                "python3", Self.scripts.appendingPathComponent("verify-event-token.py").path, broker.url,
+                broker.apiKeyID, token,
+            ])
         #expect(try await python.exitCode() == 0, "\(python.text)")
         #expect(python.text.contains(#""approved": true"#))
 
@@ -113,10 +116,12 @@ struct ApprovalEndToEndTests {
 
         let (login, eventID, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
         let wrong = number == "10" ? "11" : "10"
-        let refused = try broker.agent(["approve", "--event", eventID, "--yes", "--match", wrong], configDirectory: machineA)
+        let refused = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", wrong], configDirectory: machineA)
         #expect(try await refused.exitCode() == 1)
         #expect(refused.text.contains("not the number"))
-        let approve = try broker.agent(["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
+        let approve = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
         #expect(try await approve.exitCode() == 0, "\(approve.text)")
         #expect(try await login.exitCode() == 0, "\(login.text)")
     }
@@ -128,7 +133,8 @@ struct ApprovalEndToEndTests {
         let machineA = try await broker.enrollMachine(name: "laptop-A")
         let files = try FileManager.default.contentsOfDirectory(atPath: machineA.path)
         #expect(files.count == 1)
-        let attributes = try FileManager.default.attributesOfItem(atPath: machineA.appendingPathComponent(files[0]).path)
+        let attributes = try FileManager.default.attributesOfItem(
+            atPath: machineA.appendingPathComponent(files[0]).path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         let directory = try FileManager.default.attributesOfItem(atPath: machineA.path)
         #expect((directory[.posixPermissions] as? Int) == 0o700)

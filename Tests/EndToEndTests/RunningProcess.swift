@@ -8,7 +8,8 @@ final class RunningProcess: Sendable {
     let name: String
 
     /// Starts `executable` (a product of this package) with `arguments`.
-    init(_ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws {
+    init(_ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws
+    {
         let process = Process()
         process.executableURL =
             executable.hasPrefix("/")
@@ -43,10 +44,12 @@ final class RunningProcess: Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let match = text.firstMatch(of: regex) {
-                return match.output.count > 1 ? String(match.output[1].substring ?? "") : String(match.output[0].substring ?? "")
+                return match.output.count > 1
+                    ? String(match.output[1].substring ?? "") : String(match.output[0].substring ?? "")
             }
             if !process.isRunning, text.firstMatch(of: regex) == nil {
-                throw ProcessFailure("\(name) exited (\(process.terminationStatus)) without printing /\(pattern)/:\n\(text)")
+                throw ProcessFailure(
+                    "\(name) exited (\(process.terminationStatus)) without printing /\(pattern)/:\n\(text)")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -125,7 +128,9 @@ func freePort() throws -> Int {
     address.sin_port = 0
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+        }
     }
     guard bound else { throw ProcessFailure("no free port") }
     return Int(UInt16(bigEndian: address.sin_port))

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every check CI runs: formatting, the API contract, then the whole
+# Swift suite (unit, store conformance, router, and real processes end to end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/check-format.sh
+
+# The end-to-end suite verifies event tokens with a Python JOSE library too;
+# the contract check validates proto/openapi.yaml as OpenAPI 3.1.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml" 2>/dev/null; then
+    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml
+fi
+python3 scripts/check-openapi.py
+
+swift build --build-tests
+swift test
