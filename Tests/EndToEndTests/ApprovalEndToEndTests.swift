@@ -126,6 +126,24 @@ struct ApprovalEndToEndTests {
         #expect(try await login.exitCode() == 0, "\(login.text)")
     }
 
+    @Test("an acknowledged decision survives the broker being killed")
+    func durableDecision() async throws {
+        let broker = try await LiveBroker.start()
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let (login, eventID, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let approve = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+        let restarted = try await broker.killAndRestart()
+        defer { restarted.stop() }
+        let event = try await restarted.backend.event(id: eventID)
+        #expect(event.status == .approved && event.decision != nil && event.signature != nil)
+        // The signing key survived too: the new process's tokens verify with the old JWKS kid.
+        let claims = try await EventTokenVerifier.fetch(broker: restarted.url).verify(event.signature!)
+        #expect(claims.jti == eventID)
+    }
+
     @Test("the agent keeps its key in a file only its owner can read")
     func keyFileMode() async throws {
         let broker = try await LiveBroker.start()

@@ -14,11 +14,8 @@ struct LiveBroker {
     static func start(arguments: [String] = []) async throws -> LiveBroker {
         let data = try temporaryDirectory("broker-data")
         let port = try freePort()
-        let process = try RunningProcess(
-            "device-broker",
-            ["serve", "--data-dir", data.path, "--port", String(port), "--log-level", "warning"] + arguments)
         let url = "http://127.0.0.1:\(port)"
-        try await waitUntilUp(url, process: process)
+        let process = try await serve(data: data, port: port, arguments: arguments)
         // Created while the server runs: two processes share the SQLite file.
         let create = try RunningProcess(
             "device-broker", ["apikey", "create", "--name", "demo", "--json", "--data-dir", data.path])
@@ -29,6 +26,25 @@ struct LiveBroker {
         return LiveBroker(
             process: process, url: url, dataDirectory: data, apiKeyID: key["api_key_id"]!,
             apiSecret: key["api_secret_key"]!)
+    }
+
+    private static func serve(data: URL, port: Int, arguments: [String] = []) async throws -> RunningProcess {
+        let process = try RunningProcess(
+            "device-broker",
+            ["serve", "--data-dir", data.path, "--port", String(port), "--log-level", "warning"] + arguments)
+        try await waitUntilUp("http://127.0.0.1:\(port)", process: process)
+        return process
+    }
+
+    /// Kills the broker with SIGKILL (no chance to flush anything) and
+    /// starts a new one on the same data directory and port.
+    func killAndRestart() async throws -> LiveBroker {
+        kill(process.process.processIdentifier, SIGKILL)
+        process.process.waitUntilExit()
+        let port = Int(url.split(separator: ":").last!)!
+        let restarted = try await Self.serve(data: dataDirectory, port: port)
+        return LiveBroker(
+            process: restarted, url: url, dataDirectory: dataDirectory, apiKeyID: apiKeyID, apiSecret: apiSecret)
     }
 
     private static func waitUntilUp(_ url: String, process: RunningProcess) async throws {
