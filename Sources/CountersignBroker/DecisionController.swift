@@ -72,11 +72,14 @@ struct DecisionController {
             }
             environment.hub.notify(WakeHub.eventKey(event.id))
             let left = environment.policy.maxWrongMatches - after.wrongMatches
+            guard left > 0 else {
+                throw APIError(
+                    .unprocessableContent, "too_many_wrong_matches",
+                    "that is not the number the requesting machine shows; the request is now rejected")
+            }
             throw APIError(
                 .unprocessableContent, "wrong_match",
-                left > 0
-                    ? "that is not the number the requesting machine shows; \(left) tries left"
-                    : "that is not the number the requesting machine shows; the request is now rejected")
+                "that is not the number the requesting machine shows; \(left) \(left == 1 ? "try" : "tries") left")
         case .refused(let refusal):
             throw Self.error(for: refusal)
         }

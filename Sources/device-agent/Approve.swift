@@ -70,27 +70,42 @@ extension DeviceAgent {
         private func answer(_ item: InboxItem, client: CountersignClient, credential: DeviceCredential) async throws {
             show(item, user: credential.clientUserID)
             let verdict: Verdict
-            var number = match
             if yes {
                 verdict = .approve
             } else if reject {
                 verdict = .reject
             } else {
-                guard let reply = prompt("Approve this request? [y/n] ") else {
-                    throw AgentFailure("no answer on standard input; use --event ID --yes|--reject")
-                }
-                verdict = ["y", "yes"].contains(reply.lowercased()) ? .approve : .reject
+                verdict = try askVerdict()
             }
+            var number = match
             if verdict == .approve, item.matchRequired, number == nil {
                 number = prompt("Number shown on the requesting machine: ")
             }
-            do {
-                let decided = try await client.decide(item, verdict: verdict, match: number, credential: credential)
-                print(decided.status == .approved ? "Approved." : "Rejected.")
-            } catch let error as CountersignError where error.code == "wrong_match" && !yes {
-                print(error.message)
-                // Asked again while tries remain; the broker counts them.
-                try await answer(item, client: client, credential: credential)
+            while true {
+                do {
+                    let decided = try await client.decide(item, verdict: verdict, match: number, credential: credential)
+                    print(decided.status == .approved ? "Approved." : "Rejected.")
+                    return
+                } catch let error as CountersignError where error.code == "wrong_match" && !yes {
+                    // Asked again while tries remain; the broker counts them and
+                    // rejects the request after the last.
+                    print(error.message)
+                    guard let retry = prompt("Number shown on the requesting machine: ") else { throw ExitCode.failure }
+                    number = retry
+                }
+            }
+        }
+
+        /// Asks until the answer is yes or no: anything else is asked again,
+        /// never taken as either.
+        private func askVerdict() throws -> Verdict {
+            while true {
+                guard let reply = prompt("Approve this request? [y/n] ")?.lowercased() else {
+                    throw AgentFailure("no answer on standard input; use --event ID --yes|--reject")
+                }
+                if ["y", "yes"].contains(reply) { return .approve }
+                if ["n", "no"].contains(reply) { return .reject }
+                print("Please answer y or n.")
             }
         }
 

@@ -66,14 +66,19 @@ struct ApprovalEndToEndTests {
         #expect(event.status == .approved && event.decidedBy != nil)
     }
 
-    @Test("interactive approve: y, then the number typed at the prompt")
+    @Test("interactive approve: y, then the number typed at the prompt, with one wrong try")
     func interactiveApprove() async throws {
         let broker = try await LiveBroker.start()
         defer { broker.stop() }
         let machineA = try await broker.enrollMachine(name: "laptop-A")
         let (login, _, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
-        let approve = try broker.agent(["approve"], configDirectory: machineA, stdin: "y\n\(number)\n")
+        // An unclear answer is asked again, never taken as a no; a wrong number
+        // (numbers run 10-99) is asked again while tries remain.
+        let approve = try broker.agent(["approve"], configDirectory: machineA, stdin: "maybe\ny\n00\n\(number)\n")
         #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("Please answer y or n."))
+        #expect(approve.text.contains("2 tries left"))
+        #expect(approve.text.contains("Approved."))
         #expect(approve.text.contains("LOGIN request for alice at demo"))
         #expect(approve.text.contains("machine-B"))
         #expect(try await login.exitCode() == 0, "\(login.text)")
