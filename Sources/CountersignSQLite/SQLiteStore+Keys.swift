@@ -24,6 +24,29 @@ extension SQLiteStore {
         }
     }
 
+    public func setRedirectURLs(_ urls: [String], apiKeyID: String) async throws {
+        try await write { db in
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM api_keys WHERE id = ?", arguments: [apiKeyID]) == true
+            else {
+                throw StoreError(.notFound, "no API key \(apiKeyID)")
+            }
+            try db.execute(sql: "DELETE FROM api_key_redirect_urls WHERE api_key_id = ?", arguments: [apiKeyID])
+            for (position, url) in urls.enumerated() {
+                try db.execute(
+                    sql: "INSERT INTO api_key_redirect_urls (api_key_id, position, url) VALUES (?, ?, ?)",
+                    arguments: [apiKeyID, position, url])
+            }
+        }
+    }
+
+    public func redirectURLs(apiKeyID: String) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                db, sql: "SELECT url FROM api_key_redirect_urls WHERE api_key_id = ? ORDER BY position",
+                arguments: [apiKeyID])
+        }
+    }
+
     public func signingKeys() async throws -> [BrokerSigningKey] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at, id").map {

@@ -73,6 +73,18 @@ extension SQLiteStore {
                     CREATE INDEX events_by_expiry ON events(expires_at);
                     """)
         }
+        migrator.registerMigration("v2-redirect-urls") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE api_key_redirect_urls (
+                        api_key_id TEXT NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+                        position INTEGER NOT NULL,
+                        url TEXT NOT NULL,
+                        PRIMARY KEY (api_key_id, position),
+                        UNIQUE (api_key_id, url)
+                    );
+                    """)
+        }
         return migrator
     }
 }

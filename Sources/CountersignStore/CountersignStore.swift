@@ -22,6 +22,13 @@ public protocol CountersignStore: Sendable {
     /// All API keys, oldest first.
     func apiKeys() async throws -> [APIKey]
 
+    /// Replaces the redirect URLs registered for an API key, keeping their
+    /// order; `notFound` for an unknown key, `alreadyExists` for a URL given
+    /// twice (then nothing changes).
+    func setRedirectURLs(_ urls: [String], apiKeyID: String) async throws
+    /// The redirect URLs registered for an API key, in the order given.
+    func redirectURLs(apiKeyID: String) async throws -> [String]
+
     /// The broker's signing keys, oldest first.
     func signingKeys() async throws -> [BrokerSigningKey]
     /// Adds a signing key; `alreadyExists` if the id is taken.

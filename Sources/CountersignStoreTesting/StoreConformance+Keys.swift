@@ -12,6 +12,23 @@ extension StoreConformance {
             try await checkThrows(.alreadyExists, "duplicate API key") { try await store.insertAPIKey(key) }
             try check(try await store.apiKeys() == [key], "one key listed")
         },
+        Case(name: "redirect URLs: replaced as a whole, in order, per API key") { store in
+            let key = APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0)
+            try await store.insertAPIKey(key)
+            try check(try await store.redirectURLs(apiKeyID: "ck_one") == [], "none at first")
+            let urls = ["https://app.example/cb", "http://127.0.0.1/cli", "com.example.app:/done"]
+            try await store.setRedirectURLs(urls, apiKeyID: "ck_one")
+            try check(try await store.redirectURLs(apiKeyID: "ck_one") == urls, "read back in order")
+            try await checkThrows(.alreadyExists, "a URL given twice") {
+                try await store.setRedirectURLs(["https://a.example", "https://a.example"], apiKeyID: "ck_one")
+            }
+            try check(try await store.redirectURLs(apiKeyID: "ck_one") == urls, "a refused update changes nothing")
+            try await store.setRedirectURLs(["https://b.example/cb"], apiKeyID: "ck_one")
+            try check(try await store.redirectURLs(apiKeyID: "ck_one") == ["https://b.example/cb"], "replaced")
+            try await checkThrows(.notFound, "unknown API key") {
+                try await store.setRedirectURLs(urls, apiKeyID: "ck_none")
+            }
+        },
         Case(name: "signing keys: oldest first, duplicate id refused") { store in
             let old = BrokerSigningKey(id: "k1", privateKeyPEM: "pem1", createdAt: Fixture.t0)
             let new = BrokerSigningKey(id: "k0", privateKeyPEM: "pem2", createdAt: Fixture.t0 + 10)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CountersignCore
 import CountersignSQLite
+import CountersignStore
 import Foundation
 
 extension DeviceBroker {
@@ -8,7 +9,7 @@ extension DeviceBroker {
         static let configuration = CommandConfiguration(
             commandName: "apikey",
             abstract: "Manage the API keys apps use.",
-            subcommands: [Create.self, List.self])
+            subcommands: [Create.self, List.self, SetRedirectURLs.self])
     }
 }
 
@@ -22,8 +23,15 @@ extension DeviceBroker.APIKeyCommand {
         @Option(help: "A name approvers see as the app's name.")
         var name: String
 
+        @Option(
+            name: .customLong("redirect-url"),
+            help: "Where the hosted verification page may send users back to; repeat for several.")
+        var redirectURLs: [String] = []
+
         @Flag(help: "Print the key as JSON.")
         var json = false
+
+        func validate() throws { try RedirectURLArguments.validate(redirectURLs) }
 
         func run() async throws {
             let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -35,9 +43,13 @@ extension DeviceBroker.APIKeyCommand {
             let key = APIKey(
                 id: APIKey.newID(), name: trimmed, secretDigest: SecretToken.digest(secret), createdAt: Date())
             try await store.insertAPIKey(key)
+            try await store.setRedirectURLs(redirectURLs, apiKeyID: key.id)
             if json {
-                let document = ["api_key_id": key.id, "api_secret_key": secret, "name": key.name]
-                let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])
+                let document: [String: Any] = [
+                    "api_key_id": key.id, "api_secret_key": secret, "name": key.name, "redirect_urls": redirectURLs,
+                ]
+                let data = try JSONSerialization.data(
+                    withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
                 print(String(decoding: data, as: UTF8.self))
             } else {
                 print("API key id:     \(key.id)")
@@ -55,8 +67,48 @@ extension DeviceBroker.APIKeyCommand {
         func run() async throws {
             let store = try BrokerStoreOpener.open(store.dataDirectory)
             for key in try await store.apiKeys() {
-                print("\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))")
+                let urls = try await store.redirectURLs(apiKeyID: key.id).joined(separator: " ")
+                print("\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(urls)")
             }
         }
+    }
+
+    struct SetRedirectURLs: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-redirect-urls",
+            abstract: "Replace the redirect URLs registered for an API key (none given: remove all).")
+
+        @OptionGroup var store: StoreOptions
+
+        @Argument(help: "The API key id.")
+        var apiKeyID: String
+
+        @Argument(help: "The redirect URLs: https, http://127.0.0.1 (any port), or com.example.app:/path.")
+        var redirectURLs: [String] = []
+
+        func validate() throws { try RedirectURLArguments.validate(redirectURLs) }
+
+        func run() async throws {
+            let store = try BrokerStoreOpener.open(store.dataDirectory)
+            do {
+                try await store.setRedirectURLs(redirectURLs, apiKeyID: apiKeyID)
+            } catch let error as StoreError where error.code == .notFound {
+                throw ValidationError("no API key \(apiKeyID)")
+            } catch let error as StoreError where error.code == .alreadyExists {
+                throw ValidationError("a redirect URL is given twice")
+            }
+            print("\(apiKeyID): \(redirectURLs.count) redirect URL(s) registered")
+        }
+    }
+}
+
+enum RedirectURLArguments {
+    static func validate(_ urls: [String]) throws {
+        for url in urls {
+            if let problem = RedirectURL.problem(registering: url) {
+                throw ValidationError("--redirect-url \(url): \(problem.rawValue)")
+            }
+        }
+        guard Set(urls).count == urls.count else { throw ValidationError("a redirect URL is given twice") }
     }
 }

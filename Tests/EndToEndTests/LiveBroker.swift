@@ -22,10 +22,13 @@ struct LiveBroker {
         guard try await create.exitCode(timeout: .seconds(30)) == 0 else {
             throw ProcessFailure("apikey create failed: \(create.text)")
         }
-        let key = try JSONDecoder().decode([String: String].self, from: Data(create.text.utf8))
+        struct CreatedKey: Decodable {
+            let api_key_id: String
+            let api_secret_key: String
+        }
+        let key = try JSONDecoder().decode(CreatedKey.self, from: Data(create.text.utf8))
         return LiveBroker(
-            process: process, url: url, dataDirectory: data, apiKeyID: key["api_key_id"]!,
-            apiSecret: key["api_secret_key"]!)
+            process: process, url: url, dataDirectory: data, apiKeyID: key.api_key_id, apiSecret: key.api_secret_key)
     }
 
     private static func serve(data: URL, port: Int, arguments: [String] = []) async throws -> RunningProcess {
