@@ -85,6 +85,12 @@ extension SQLiteStore {
                 sql: "DELETE FROM events WHERE expires_at < ?",
                 arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
             removed += db.changesCount
+            // Kept a day: longer than any code, authorization code or send-limit window.
+            try db.execute(
+                sql: "DELETE FROM verification_challenges WHERE created_at < ?", arguments: [cutoff - 86400])
+            removed += db.changesCount
+            try db.execute(sql: "DELETE FROM refresh_tokens WHERE expires_at < ?", arguments: [cutoff])
+            removed += db.changesCount
             return removed
         }
     }

@@ -85,6 +85,54 @@ extension SQLiteStore {
                     );
                     """)
         }
+        migrator.registerMigration("v3-verification") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE verification_challenges (
+                        id INTEGER PRIMARY KEY NOT NULL,
+                        api_key_id TEXT NOT NULL,
+                        identifier_type TEXT NOT NULL,
+                        identifier TEXT NOT NULL,
+                        code_digest BLOB NOT NULL,
+                        code_expires_at REAL NOT NULL,
+                        code_challenge TEXT NOT NULL,
+                        redirect_url TEXT NOT NULL,
+                        state TEXT,
+                        created_at REAL NOT NULL,
+                        failed_attempts INTEGER NOT NULL DEFAULT 0,
+                        sends INTEGER NOT NULL DEFAULT 1,
+                        verified_at REAL,
+                        authorization_code_digest BLOB,
+                        authorization_code_expires_at REAL,
+                        redeemed_at REAL,
+                        user_agent TEXT NOT NULL,
+                        ip TEXT NOT NULL
+                    );
+                    CREATE INDEX challenges_by_identifier ON verification_challenges(identifier, created_at);
+                    CREATE INDEX challenges_by_ip ON verification_challenges(ip, created_at);
+                    CREATE TABLE verified_identities (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user_id TEXT NOT NULL,
+                        api_key_id TEXT NOT NULL,
+                        identifier_type TEXT NOT NULL,
+                        identifier TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        updated_at REAL NOT NULL,
+                        UNIQUE (api_key_id, identifier_type, identifier)
+                    );
+                    CREATE TABLE refresh_tokens (
+                        digest BLOB PRIMARY KEY NOT NULL,
+                        family_id TEXT NOT NULL,
+                        api_key_id TEXT NOT NULL,
+                        identity_id TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        expires_at REAL NOT NULL,
+                        rotated_at REAL,
+                        revoked_at REAL
+                    );
+                    CREATE INDEX refresh_tokens_by_family ON refresh_tokens(family_id);
+                    """)
+        }
         return migrator
     }
 }

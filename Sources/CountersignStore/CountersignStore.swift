@@ -88,11 +88,67 @@ public protocol CountersignStore: Sendable {
     /// the event is no longer pending. Returns the event after the write.
     func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent
 
-    /// Deletes replay-cache entries and enrollment tokens expired before
-    /// `now`, and settled or expired events whose window ended before
-    /// `eventsEndedBefore`. Returns how many rows went.
+    // MARK: Email and phone verification
+
+    /// Inserts a challenge unless, since `now - limits.window`, its
+    /// identifier started `limits.perIdentifier` challenges or its address
+    /// `limits.perAddress`; then `limitReached(retryAfter:)`.
+    func insertChallenge(_ challenge: VerificationChallenge, limits: ChallengeLimits, now: Date) async throws
+    /// The challenge with this id, or nil.
+    func challenge(id: Int64) async throws -> VerificationChallenge?
+    /// Replaces the code of a challenge that is unverified and not dead
+    /// (fewer than `maxAttempts` failures), counting the send; the failure
+    /// count is kept. `conflict` if verified or dead, `limitReached` once it
+    /// was sent `maxSends` times, `notFound` for an unknown id.
+    func resendCode(
+        challengeID: Int64, codeDigest: Data, codeExpiresAt: Date, maxSends: Int, maxAttempts: Int, now: Date
+    ) async throws -> VerificationChallenge
+    /// Checks a typed code in one transaction. If the challenge is verified,
+    /// dead or its code expired: `conflict`, nothing changes. A matching
+    /// digest verifies it and stores the authorization code's digest; any
+    /// other counts a failure. Returns the challenge after the write.
+    func submitCode(
+        challengeID: Int64, codeDigest: Data, authorizationCodeDigest: Data, authorizationCodeExpiresAt: Date,
+        maxAttempts: Int, now: Date
+    ) async throws -> VerificationChallenge
+    /// Redeems the authorization code once. `notFound` if the challenge has
+    /// no authorization code with this digest; `conflict` if it was redeemed
+    /// before or has expired (nothing changes).
+    func redeemAuthorizationCode(challengeID: Int64, digest: Data, now: Date) async throws -> VerificationChallenge
+
+    /// The identity of this identifier for this app, created (with a new
+    /// user) the first time; `updatedAt` moves to `now`.
+    func verifiedIdentity(
+        apiKeyID: String, type: IdentifierType, identifier: String, now: Date
+    ) async throws -> VerifiedIdentity
+
+    /// Stores a refresh token; `alreadyExists` for a digest seen before.
+    func insertRefreshToken(_ token: RefreshTokenRecord) async throws
+    /// The refresh token with this digest, or nil.
+    func refreshToken(digest: Data) async throws -> RefreshTokenRecord?
+    /// Revokes every token of a family at `now`; returns how many were live.
+    @discardableResult
+    func revokeRefreshTokenFamily(_ familyID: String, now: Date) async throws -> Int
+
+    /// Deletes replay-cache entries, enrollment tokens and refresh tokens
+    /// expired before `now`, verifications older than a day, and settled or
+    /// expired events whose window ended before `eventsEndedBefore`.
+    /// Returns how many rows went.
     @discardableResult
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
+}
+
+/// Per-identifier and per-address limits on starting verifications.
+public struct ChallengeLimits: Sendable {
+    public var perIdentifier: Int
+    public var perAddress: Int
+    public var window: TimeInterval
+
+    public init(perIdentifier: Int, perAddress: Int, window: TimeInterval) {
+        self.perIdentifier = perIdentifier
+        self.perAddress = perAddress
+        self.window = window
+    }
 }
 
 /// A decision as the store records it.

@@ -23,5 +23,5 @@ public enum StoreConformance {
     }
 
     /// Every check of the contract.
-    public static let cases: [Case] = keyCases + deviceCases + eventCases + decisionCases
+    public static let cases: [Case] = keyCases + deviceCases + eventCases + decisionCases + verificationCases
 }

@@ -1,0 +1,203 @@
+public import CountersignCore
+public import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    public func insertChallenge(_ challenge: VerificationChallenge, limits: ChallengeLimits, now: Date) async throws {
+        try await write { db in
+            let since = (now - limits.window).timeIntervalSince1970
+            for (column, value, limit) in [
+                ("identifier", challenge.identifier, limits.perIdentifier), ("ip", challenge.ip, limits.perAddress),
+            ] {
+                let recent = try Double.fetchAll(
+                    db,
+                    sql:
+                        "SELECT created_at FROM verification_challenges WHERE \(column) = ? AND created_at > ? ORDER BY created_at",
+                    arguments: [value, since])
+                if recent.count >= limit {
+                    let retryAfter = Int(
+                        (recent[recent.count - limit] + limits.window - now.timeIntervalSince1970).rounded(.up))
+                    throw StoreError(
+                        .limitReached(retryAfter: max(1, retryAfter)), "too many codes sent to this \(column)")
+                }
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO verification_challenges (id, api_key_id, identifier_type, identifier, code_digest,
+                        code_expires_at, code_challenge, redirect_url, state, created_at, failed_attempts, sends,
+                        verified_at, authorization_code_digest, authorization_code_expires_at, redeemed_at, user_agent, ip)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    challenge.id, challenge.apiKeyID, challenge.identifierType.rawValue, challenge.identifier,
+                    challenge.codeDigest, challenge.codeExpiresAt.timeIntervalSince1970, challenge.codeChallenge,
+                    challenge.redirectURL, challenge.state, challenge.createdAt.timeIntervalSince1970,
+                    challenge.failedAttempts, challenge.sends, challenge.verifiedAt?.timeIntervalSince1970,
+                    challenge.authorizationCodeDigest, challenge.authorizationCodeExpiresAt?.timeIntervalSince1970,
+                    challenge.redeemedAt?.timeIntervalSince1970, challenge.userAgent, challenge.ip,
+                ])
+        }
+    }
+
+    public func challenge(id: Int64) async throws -> VerificationChallenge? {
+        try await read { db in try Self.challenge(id: id, in: db) }
+    }
+
+    public func resendCode(
+        challengeID: Int64, codeDigest: Data, codeExpiresAt: Date, maxSends: Int, maxAttempts: Int, now: Date
+    ) async throws -> VerificationChallenge {
+        try await write { db in
+            guard let current = try Self.challenge(id: challengeID, in: db) else {
+                throw StoreError(.notFound, "no such verification")
+            }
+            guard current.verifiedAt == nil, current.failedAttempts < maxAttempts else {
+                throw StoreError(.conflict, "the verification is finished")
+            }
+            guard current.sends < maxSends else {
+                let retryAfter = max(1, Int(current.codeExpiresAt.timeIntervalSince(now).rounded(.up)))
+                throw StoreError(.limitReached(retryAfter: retryAfter), "the code was sent \(maxSends) times")
+            }
+            try db.execute(
+                sql: """
+                    UPDATE verification_challenges SET code_digest = ?, code_expires_at = ?, sends = sends + 1
+                    WHERE id = ?
+                    """,
+                arguments: [codeDigest, codeExpiresAt.timeIntervalSince1970, challengeID])
+            return try Self.challenge(id: challengeID, in: db)!
+        }
+    }
+
+    public func submitCode(
+        challengeID: Int64, codeDigest: Data, authorizationCodeDigest: Data, authorizationCodeExpiresAt: Date,
+        maxAttempts: Int, now: Date
+    ) async throws -> VerificationChallenge {
+        try await write { db in
+            guard let current = try Self.challenge(id: challengeID, in: db) else {
+                throw StoreError(.notFound, "no such verification")
+            }
+            guard current.verifiedAt == nil, current.failedAttempts < maxAttempts, current.codeExpiresAt > now else {
+                throw StoreError(.conflict, "the verification is finished or its code expired")
+            }
+            if SecretToken.constantTimeEquals(current.codeDigest, codeDigest) {
+                try db.execute(
+                    sql: """
+                        UPDATE verification_challenges
+                        SET verified_at = ?, authorization_code_digest = ?, authorization_code_expires_at = ?
+                        WHERE id = ?
+                        """,
+                    arguments: [
+                        now.timeIntervalSince1970, authorizationCodeDigest,
+                        authorizationCodeExpiresAt.timeIntervalSince1970, challengeID,
+                    ])
+            } else {
+                try db.execute(
+                    sql: "UPDATE verification_challenges SET failed_attempts = failed_attempts + 1 WHERE id = ?",
+                    arguments: [challengeID])
+            }
+            return try Self.challenge(id: challengeID, in: db)!
+        }
+    }
+
+    public func redeemAuthorizationCode(challengeID: Int64, digest: Data, now: Date) async throws
+        -> VerificationChallenge
+    {
+        try await write { db in
+            guard let current = try Self.challenge(id: challengeID, in: db),
+                let stored = current.authorizationCodeDigest, SecretToken.constantTimeEquals(stored, digest)
+            else {
+                throw StoreError(.notFound, "no such authorization code")
+            }
+            guard current.redeemedAt == nil, let expiry = current.authorizationCodeExpiresAt, expiry > now else {
+                throw StoreError(.conflict, "the authorization code was used or has expired")
+            }
+            try db.execute(
+                sql: "UPDATE verification_challenges SET redeemed_at = ? WHERE id = ?",
+                arguments: [now.timeIntervalSince1970, challengeID])
+            return try Self.challenge(id: challengeID, in: db)!
+        }
+    }
+
+    public func verifiedIdentity(
+        apiKeyID: String, type: IdentifierType, identifier: String, now: Date
+    ) async throws -> VerifiedIdentity {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO verified_identities (id, user_id, api_key_id, identifier_type, identifier, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (api_key_id, identifier_type, identifier) DO UPDATE SET updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    UUID().uuidString.lowercased(), UUID().uuidString.lowercased(), apiKeyID, type.rawValue, identifier,
+                    now.timeIntervalSince1970, now.timeIntervalSince1970,
+                ])
+            let row = try Row.fetchOne(
+                db,
+                sql:
+                    "SELECT * FROM verified_identities WHERE api_key_id = ? AND identifier_type = ? AND identifier = ?",
+                arguments: [apiKeyID, type.rawValue, identifier])!
+            return VerifiedIdentity(
+                id: row["id"], userID: row["user_id"], apiKeyID: row["api_key_id"], identifierType: type,
+                identifier: row["identifier"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
+                updatedAt: Date(timeIntervalSince1970: row["updated_at"]))
+        }
+    }
+
+    public func insertRefreshToken(_ token: RefreshTokenRecord) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
+                        rotated_at, revoked_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    token.digest, token.familyID, token.apiKeyID, token.identityID,
+                    token.createdAt.timeIntervalSince1970,
+                    token.expiresAt.timeIntervalSince1970, token.rotatedAt?.timeIntervalSince1970,
+                    token.revokedAt?.timeIntervalSince1970,
+                ])
+        }
+    }
+
+    public func refreshToken(digest: Data) async throws -> RefreshTokenRecord? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE digest = ?", arguments: [digest]).map {
+                RefreshTokenRecord(
+                    digest: $0["digest"], familyID: $0["family_id"], apiKeyID: $0["api_key_id"],
+                    identityID: $0["identity_id"], createdAt: Date(timeIntervalSince1970: $0["created_at"]),
+                    expiresAt: Date(timeIntervalSince1970: $0["expires_at"]),
+                    rotatedAt: ($0["rotated_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    revokedAt: ($0["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+            }
+        }
+    }
+
+    public func revokeRefreshTokenFamily(_ familyID: String, now: Date) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
+                arguments: [now.timeIntervalSince1970, familyID])
+            return db.changesCount
+        }
+    }
+
+    private static func challenge(id: Int64, in db: Database) throws -> VerificationChallenge? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM verification_challenges WHERE id = ?", arguments: [id])
+        else { return nil }
+        guard let type = IdentifierType(rawValue: row["identifier_type"]) else {
+            throw StoreError(.backend, "unreadable verification row")
+        }
+        func date(_ column: String) -> Date? { (row[column] as Double?).map(Date.init(timeIntervalSince1970:)) }
+        return VerificationChallenge(
+            id: row["id"], apiKeyID: row["api_key_id"], identifierType: type, identifier: row["identifier"],
+            codeDigest: row["code_digest"], codeExpiresAt: date("code_expires_at")!,
+            codeChallenge: row["code_challenge"],
+            redirectURL: row["redirect_url"], state: row["state"], createdAt: date("created_at")!,
+            failedAttempts: row["failed_attempts"], sends: row["sends"], verifiedAt: date("verified_at"),
+            authorizationCodeDigest: row["authorization_code_digest"],
+            authorizationCodeExpiresAt: date("authorization_code_expires_at"), redeemedAt: date("redeemed_at"),
+            userAgent: row["user_agent"], ip: row["ip"])
+    }
+}
