@@ -16,9 +16,11 @@ documented = {(method.upper(), re.sub(r"\{[^}]+\}", "{}", path))
               for path, operations in spec["paths"].items() for method in operations}
 registered = set()
 broker = root / "Sources" / "CountersignBroker"
-for source in broker.glob("*.swift"):
+for source in broker.rglob("*.swift"):
     text = source.read_text()
-    base = "" if source.name == "Application+build.swift" else "/api/v1/"
+    # Where each controller is mounted (see buildRouter); the rest are under /api/v1.
+    base = {"Application+build.swift": "", "VerificationPageController.swift": "",
+            "IdentityController.swift": "/api/v0/"}.get(source.name, "/api/v1/")
     for method, path in re.findall(r'\.(get|post|delete|put|patch)\("([^"]+)"(?:,\s*use:|\)\s*\{)', text):
         full = ("/" + path if base == "" else base + path)
         registered.add((method.upper(), re.sub(r":[A-Za-z]+", "{}", full)))

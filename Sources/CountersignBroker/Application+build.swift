@@ -77,9 +77,14 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     logger.logLevel = configuration.logLevel
     let store = try configuration.openStore()
     let (issuer, origins) = try configuration.origins()
+    let outbox = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox.jsonl")
+    logger.notice(
+        "one-time codes go to the development sender: the log and \(outbox.path); configure a real sender for production"
+    )
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
-        keys: try await BrokerKeys.load(from: store, now: Date()))
+        keys: try await BrokerKeys.load(from: store, now: Date()),
+        sender: DevelopmentSender(outbox: outbox, logger: logger))
     var app = Application(
         router: buildRouter(environment),
         configuration: .init(
@@ -98,6 +103,8 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     router.get(".well-known/jwks.json") { _, _ in
         JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
     }
+    router.addRoutes(VerificationPageController(environment: environment).endpoints)
+    router.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
     let api = router.group("api/v1")
     api.addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
     let authenticated = api.group().add(middleware: CallerAuthenticator(environment: environment))

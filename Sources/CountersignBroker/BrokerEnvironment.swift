@@ -1,6 +1,7 @@
 public import CountersignCore
 public import CountersignStore
 public import Foundation
+public import Logging
 
 /// What every controller shares: the store, the rules, the broker's keys,
 /// the waiters, and the clock every expiry is judged by.
@@ -15,10 +16,16 @@ public struct BrokerEnvironment: Sendable {
     public let hub: WakeHub
     /// The broker's clock; tests inject their own.
     public let now: @Sendable () -> Date
+    /// Limits of email/phone verification.
+    public let verification: VerificationPolicy
+    /// Where one-time codes go.
+    public let sender: any CodeSender
 
     public init(
         store: any CountersignStore, policy: ApprovalPolicy, issuer: String, origins: Set<Origin>, keys: BrokerKeys,
-        hub: WakeHub = WakeHub(), now: @escaping @Sendable () -> Date = { Date() }
+        hub: WakeHub = WakeHub(), verification: VerificationPolicy = VerificationPolicy(),
+        sender: any CodeSender = DevelopmentSender(outbox: nil, logger: Logger(label: "device-broker")),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
         self.policy = policy
@@ -26,6 +33,8 @@ public struct BrokerEnvironment: Sendable {
         self.origins = origins
         self.keys = keys
         self.hub = hub
+        self.verification = verification
+        self.sender = sender
         self.now = now
     }
 

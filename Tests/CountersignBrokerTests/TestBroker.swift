@@ -29,7 +29,7 @@ struct TestBroker {
     let apiKeyID: String
     let apiSecret: String
 
-    init(policy: ApprovalPolicy = ApprovalPolicy()) async throws {
+    init(policy: ApprovalPolicy = ApprovalPolicy(), sender: any CodeSender = CapturingSender()) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         store = try SQLiteStore(path: directory.appendingPathComponent("db.sqlite").path)
@@ -41,7 +41,7 @@ struct TestBroker {
         let clock = self.clock
         environment = BrokerEnvironment(
             store: store, policy: policy, issuer: Self.origin, origins: [Origin(url: Self.origin)!],
-            keys: try await BrokerKeys.load(from: store, now: clock.now), now: { clock.now })
+            keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, now: { clock.now })
     }
 
     /// The same broker seen as another app, with that app's API key.

@@ -1,0 +1,212 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JWTKit
+
+/// `POST /api/v0/verify/get_identity`: the app redeems the authorization
+/// code from the hosted page with its PKCE verifier, and gets the verified
+/// identifier and OAuth tokens, in the original API's response shape.
+struct IdentityController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("verify/get_identity", use: getIdentity)
+    }
+
+    struct IdentityRequest: Decodable {
+        let codeVerifier: String
+        let authorizationCode: String
+        let challengeID: Int64
+        let redirectURL: String
+
+        enum CodingKeys: String, CodingKey {
+            case codeVerifier = "code_verifier"
+            case authorizationCode = "authorization_code"
+            case challengeID = "challenge_id"
+            case redirectURL = "redirect_url"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            codeVerifier = try container.decode(String.self, forKey: .codeVerifier)
+            authorizationCode = try container.decode(String.self, forKey: .authorizationCode)
+            redirectURL = try container.decode(String.self, forKey: .redirectURL)
+            // An integer in the original API; the redirect hands it over as text.
+            if let number = try? container.decode(Int64.self, forKey: .challengeID) {
+                challengeID = number
+            } else if let text = try? container.decode(String.self, forKey: .challengeID), let number = Int64(text) {
+                challengeID = number
+            } else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .challengeID, in: container, debugDescription: "challenge_id must be an integer")
+            }
+        }
+    }
+
+    /// The original API's error body, with Countersign's code beside it.
+    struct Failure: Encodable, Sendable {
+        let msg: String
+        let error: String
+        let message: String
+    }
+
+    @Sendable func getIdentity(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        guard let credentials = try APIKeyCredentials(headers: request.headers),
+            let key = try await environment.store.apiKey(id: credentials.id)
+        else {
+            throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
+        }
+        let body = try await request.decodeJSON(IdentityRequest.self, context: context)
+        let withTokens = request.uri.queryParameters["oauth_token"].map { $0 == "true" } ?? false
+        func refuse(_ msg: String, _ message: String, status: HTTPResponse.Status = .badRequest) throws -> Response {
+            try JSONBody(Failure(msg: msg, error: "invalid_grant", message: message), status: status)
+                .response(from: request, context: context)
+        }
+        guard let challenge = try await environment.store.challenge(id: body.challengeID), challenge.apiKeyID == key.id
+        else {
+            return try refuse("Challenge not found", "no verification with this challenge_id for this app")
+        }
+        guard body.redirectURL == challenge.redirectURL else {
+            return try refuse("Redirect URL mismatch", "redirect_url must be the one the page was opened with")
+        }
+        guard PKCE.verify(verifier: body.codeVerifier, challenge: challenge.codeChallenge) else {
+            return try refuse("Invalid code verifier", "the code_verifier does not match the code_challenge (S256)")
+        }
+        let now = environment.now()
+        let family = "challenge:\(challenge.id)"
+        let redeemed: VerificationChallenge
+        do {
+            redeemed = try await environment.store.redeemAuthorizationCode(
+                challengeID: challenge.id, digest: SecretToken.digest(body.authorizationCode), now: now)
+        } catch let error as StoreError where error.code == .conflict || error.code == .notFound {
+            if error.code == .conflict, try await environment.store.challenge(id: challenge.id)?.redeemedAt != nil {
+                // A code used twice may be stolen: what it bought is revoked (RFC 6749 §4.1.2).
+                try await environment.store.revokeRefreshTokenFamily(family, now: now)
+            }
+            return try refuse("Challenge Expired", "the authorization code is unknown, expired or already used")
+        }
+        let identity = try await environment.store.verifiedIdentity(
+            apiKeyID: key.id, type: redeemed.identifierType, identifier: redeemed.identifier, now: now)
+        let tokens =
+            withTokens
+            ? try await OAuthTokenIssuer(environment: environment)
+                .issue(for: identity, family: family, authTime: redeemed.verifiedAt ?? now) : nil
+        let document = IdentityDocument(
+            identity: identity, challenge: redeemed, tokens: tokens,
+            token: try await identityToken(identity, now: now))
+        return try JSONBody(document).response(from: request, context: context)
+    }
+
+    /// A signed statement of the verified identifier.
+    private func identityToken(_ identity: VerifiedIdentity, now: Date) async throws -> IdentityDocument.Token {
+        let expiry = now + IdentityDocument.validity
+        struct Claims: JWTPayload {
+            let iss, sub, aud, identifier, identifierType: String
+            let iat, exp: Int
+            enum CodingKeys: String, CodingKey {
+                case iss, sub, aud, identifier, iat, exp
+                case identifierType = "identifier_type"
+            }
+            func verify(using _: some JWTAlgorithm) async throws {}
+        }
+        let signature = try await environment.keys.sign(
+            Claims(
+                iss: environment.issuer, sub: identity.id, aud: identity.apiKeyID, identifier: identity.identifier,
+                identifierType: identity.identifierType.rawValue, iat: Int(now.timeIntervalSince1970),
+                exp: Int(expiry.timeIntervalSince1970)))
+        return .init(
+            identifierID: identity.id, identifier: identity.identifier, identifierType: identity.identifierType,
+            receiver: identity.apiKeyID, expireAt: String(Int(expiry.timeIntervalSince1970)), signature: signature)
+    }
+}
+
+/// The `get_identity` answer, in the original API's shape.
+struct IdentityDocument: Encodable, Sendable {
+    static let validity: TimeInterval = 30 * 86400
+    /// The original API's "never deleted" time.
+    static let notDeleted = "0001-01-01T00:00:00Z"
+
+    struct Identifier: Encodable, Sendable {
+        let ID: String
+        let createdAt: Date
+        let updatedAt: Date
+        let deletedAt = IdentityDocument.notDeleted
+        let identifier: String
+        let identifierType: IdentifierType
+        let deviceType = "BROWSER"
+        let deviceName: String
+        let expiry: Date
+        let timestamp: Date
+
+        enum CodingKeys: String, CodingKey {
+            case ID, identifier, expiry, timestamp
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
+            case deletedAt = "deleted_at"
+            case identifierType = "identifier_type"
+            case deviceType = "device_type"
+            case deviceName = "device_name"
+        }
+    }
+
+    struct Token: Encodable, Sendable {
+        let identifierID: String
+        let identifier: String
+        let identifierType: IdentifierType
+        let receiver: String
+        let expireAt: String
+        /// An ES256 JWT of the same facts, verifiable with the JWKS.
+        let signature: String
+
+        enum CodingKeys: String, CodingKey {
+            case identifier, receiver, signature
+            case identifierID = "identifier_id"
+            case identifierType = "identifier_type"
+            case expireAt = "expire_at"
+        }
+    }
+
+    struct User: Encodable, Sendable {
+        let ID: String
+        let issuer: String
+        let identifier: String
+        let identifierType: IdentifierType
+        let createdAt: Date
+        let updatedAt: Date
+        let deletedAt = IdentityDocument.notDeleted
+
+        enum CodingKeys: String, CodingKey {
+            case ID, issuer, identifier
+            case identifierType = "identifier_type"
+            case createdAt = "created_at"
+            case updatedAt = "updated_at"
+            case deletedAt = "deleted_at"
+        }
+    }
+
+    let identifier: Identifier
+    let oauthToken: OAuthTokens?
+    let token: Token
+    let user: User
+
+    enum CodingKeys: String, CodingKey {
+        case identifier, token, user
+        case oauthToken = "oauth_token"
+    }
+
+    init(identity: VerifiedIdentity, challenge: VerificationChallenge, tokens: OAuthTokens?, token: Token) {
+        let verifiedAt = challenge.verifiedAt ?? identity.updatedAt
+        identifier = Identifier(
+            ID: identity.id, createdAt: identity.createdAt, updatedAt: identity.updatedAt,
+            identifier: identity.identifier, identifierType: identity.identifierType,
+            deviceName: challenge.userAgent, expiry: verifiedAt + Self.validity, timestamp: verifiedAt)
+        oauthToken = tokens
+        self.token = token
+        user = User(
+            ID: identity.userID, issuer: identity.apiKeyID, identifier: identity.identifier,
+            identifierType: identity.identifierType, createdAt: identity.createdAt, updatedAt: identity.updatedAt)
+    }
+}

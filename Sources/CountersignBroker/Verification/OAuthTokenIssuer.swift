@@ -1,0 +1,99 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import JWTKit
+
+/// Claims of the access and ID tokens: ES256 JWTs any OAuth or OIDC
+/// library verifies with the JWKS.
+struct OAuthClaims: JWTPayload {
+    var iss: String
+    var sub: String
+    var aud: String
+    var iat: Int
+    var exp: Int
+    var jti: String
+    /// `access_token` or `id_token`.
+    var tokenType: String
+    var clientID: String?
+    var scope: String?
+    var authTime: Int?
+    var identifier: String
+    var identifierType: IdentifierType
+    var email: String?
+    var emailVerified: Bool?
+    var phoneNumber: String?
+    var phoneNumberVerified: Bool?
+    var authMethod: String
+
+    enum CodingKeys: String, CodingKey {
+        case iss, sub, aud, iat, exp, jti, scope, identifier, email
+        case tokenType = "token_type"
+        case clientID = "client_id"
+        case authTime = "auth_time"
+        case identifierType = "identifier_type"
+        case emailVerified = "email_verified"
+        case phoneNumber = "phone_number"
+        case phoneNumberVerified = "phone_number_verified"
+        case authMethod = "auth_method"
+    }
+
+    func verify(using _: some JWTAlgorithm) async throws {
+        try ExpirationClaim(value: Date(timeIntervalSince1970: TimeInterval(exp))).verifyNotExpired()
+    }
+}
+
+/// The tokens of a verified identity.
+struct OAuthTokens: Encodable, Sendable {
+    let accessToken: String
+    let idToken: String
+    let refreshToken: String
+    let expiresIn: Int
+    let tokenType = "Bearer"
+    let authMethod = "OTP"
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token"
+        case idToken = "id_token"
+        case refreshToken = "refresh_token"
+        case expiresIn = "expires_in"
+        case tokenType = "token_type"
+        case authMethod = "auth_method"
+    }
+}
+
+/// Mints access, ID and refresh tokens; refresh tokens are stored hashed in
+/// a family so that a reused one can revoke them all.
+struct OAuthTokenIssuer {
+    let environment: BrokerEnvironment
+    static let accessTokenLifetime: TimeInterval = 3600
+    static let refreshTokenLifetime: TimeInterval = 30 * 86400
+
+    func issue(for identity: VerifiedIdentity, family: String, authTime: Date) async throws -> OAuthTokens {
+        let now = environment.now()
+        let isEmail = identity.identifierType == .email
+        var claims = OAuthClaims(
+            iss: environment.issuer, sub: identity.userID, aud: identity.apiKeyID, iat: Int(now.timeIntervalSince1970),
+            exp: Int((now + Self.accessTokenLifetime).timeIntervalSince1970), jti: SecretToken.generate(bytes: 16),
+            tokenType: "access_token", clientID: identity.apiKeyID, scope: "access", authTime: nil,
+            identifier: identity.identifier, identifierType: identity.identifierType, authMethod: "OTP")
+        let accessToken = try await environment.keys.sign(claims)
+        claims.tokenType = "id_token"
+        claims.jti = SecretToken.generate(bytes: 16)
+        claims.clientID = nil
+        claims.scope = nil
+        claims.authTime = Int(authTime.timeIntervalSince1970)
+        claims.email = isEmail ? identity.identifier : nil
+        claims.emailVerified = isEmail ? true : nil
+        claims.phoneNumber = isEmail ? nil : identity.identifier
+        claims.phoneNumberVerified = isEmail ? nil : true
+        let idToken = try await environment.keys.sign(claims)
+        let refreshToken = SecretToken.generate(bytes: 32)
+        try await environment.store.insertRefreshToken(
+            RefreshTokenRecord(
+                digest: SecretToken.digest(refreshToken), familyID: family, apiKeyID: identity.apiKeyID,
+                identityID: identity.id, createdAt: now, expiresAt: now + Self.refreshTokenLifetime))
+        return OAuthTokens(
+            accessToken: accessToken, idToken: idToken, refreshToken: refreshToken,
+            expiresIn: Int(Self.accessTokenLifetime))
+    }
+}

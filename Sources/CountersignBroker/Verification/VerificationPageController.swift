@@ -1,0 +1,305 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The hosted page `/app` that verifies an email address or phone number
+/// with a one-time code and sends the browser back to the app with an
+/// authorization code (OAuth 2.0 code flow with PKCE, S256 only).
+///
+/// Until the redirect URL is known to be registered for the API key,
+/// errors are shown on the page and never redirected; after that, a
+/// refusal goes back to the app as an OAuth error with the state.
+struct VerificationPageController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .get("app", use: start)
+            .post("app/code", use: sendCode)
+            .post("app/verify", use: verify)
+            .post("app/resend", use: resend)
+            .post("app/cancel", use: cancel)
+    }
+
+    @Sendable func start(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let parameters = HostedPage.Request(
+            apiKey: request.uri.queryParameters["api_key"].map(String.init) ?? "",
+            redirectURL: request.uri.queryParameters["redirect_url"].map(String.init) ?? "",
+            type: request.uri.queryParameters["type"].map(String.init) ?? "",
+            codeChallenge: request.uri.queryParameters["code_challenge"].map(String.init) ?? "",
+            state: request.uri.queryParameters["state"].map(String.init))
+        let method = request.uri.queryParameters["code_challenge_method"].map(String.init)
+        switch try await validate(parameters, method: method) {
+        case .failed(let response): return response
+        case .valid(let key, let type):
+            return HostedPage.response(HostedPage.identifierForm(parameters, app: key.name, isEmail: type == .email))
+        }
+    }
+
+    struct SendForm: Decodable {
+        var request: HostedPage.Request
+        var identifier: String
+        init(from decoder: any Decoder) throws {
+            request = try HostedPage.Request(from: decoder)
+            identifier = try decoder.container(keyedBy: Key.self).decode(String.self, forKey: .identifier)
+        }
+        enum Key: String, CodingKey { case identifier }
+    }
+
+    @Sendable func sendCode(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let form = try await request.decodeForm(SendForm.self, context: context)
+        let key: APIKey
+        let type: IdentifierType
+        switch try await validate(form.request, method: nil) {
+        case .failed(let response): return response
+        case .valid(let validKey, let validType): (key, type) = (validKey, validType)
+        }
+        guard let identifier = type.normalize(form.identifier) else {
+            let message =
+                type == .email
+                ? "That is not an email address." : "Enter the number with its country code, like +1 555 010 0000."
+            return HostedPage.response(
+                HostedPage.identifierForm(form.request, app: key.name, isEmail: type == .email, error: message),
+                status: .badRequest)
+        }
+        let now = environment.now()
+        let id = VerificationChallenge.newID()
+        let code = OneTimeCode.generate()
+        let policy = environment.verification
+        let challenge = VerificationChallenge(
+            id: id, apiKeyID: key.id, identifierType: type, identifier: identifier,
+            codeDigest: OneTimeCode.digest(code, challengeID: String(id)), codeExpiresAt: now + policy.codeLifetime,
+            codeChallenge: form.request.codeChallenge, redirectURL: form.request.redirectURL, state: form.request.state,
+            createdAt: now, userAgent: String((request.headers[.userAgent] ?? "unknown").prefix(512)),
+            ip: context.clientAddress)
+        do {
+            try await environment.store.insertChallenge(
+                challenge,
+                limits: ChallengeLimits(
+                    perIdentifier: policy.sendsPerIdentifier, perAddress: policy.sendsPerAddress,
+                    window: policy.sendWindow),
+                now: now)
+        } catch let error as StoreError {
+            guard case .limitReached(let retryAfter) = error.code else { throw error }
+            return HostedPage.response(
+                HostedPage.identifierForm(
+                    form.request, app: key.name, isEmail: type == .email,
+                    error: "Too many codes were sent. Try again in \(Self.minutes(retryAfter))."),
+                status: .tooManyRequests)
+        }
+        try await environment.sender.send(code: code, to: identifier, type: type, app: key.name)
+        return HostedPage.response(HostedPage.codeForm(challengeID: id, identifier: identifier, request: form.request))
+    }
+
+    struct CodeForm: Decodable {
+        var challengeID: Int64
+        var code: String
+        enum CodingKeys: String, CodingKey {
+            case code
+            case challengeID = "challenge_id"
+        }
+    }
+
+    @Sendable func verify(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let form = try await request.decodeForm(CodeForm.self, context: context)
+        guard let challenge = try await environment.store.challenge(id: form.challengeID) else {
+            return HostedPage.response(
+                HostedPage.failure("This verification does not exist. Start again from the app.", returnURL: nil),
+                status: .notFound)
+        }
+        let code = form.code.filter { !$0.isWhitespace }
+        guard code.count == 6, code.allSatisfy(\.isNumber) else {
+            return page(challenge, error: "Enter the 6-digit code from the message.", status: .badRequest)
+        }
+        let now = environment.now()
+        let authorizationCode = SecretToken.generate(bytes: 32)
+        let policy = environment.verification
+        let after: VerificationChallenge
+        do {
+            after = try await environment.store.submitCode(
+                challengeID: challenge.id, codeDigest: OneTimeCode.digest(code, challengeID: String(challenge.id)),
+                authorizationCodeDigest: SecretToken.digest(authorizationCode),
+                authorizationCodeExpiresAt: now + policy.authorizationCodeLifetime, maxAttempts: policy.maxAttempts,
+                now: now)
+        } catch let error as StoreError where error.code == .conflict {
+            return closed(challenge, now: now)
+        }
+        if after.verifiedAt != nil {
+            let items = [
+                URLQueryItem(name: "code", value: authorizationCode), URLQueryItem(name: "state", value: after.state),
+                URLQueryItem(name: "challenge_id", value: String(after.id)),
+            ].filter { $0.value != nil }
+            return HostedPage.redirect(to: RedirectURL.appending(items, to: after.redirectURL) ?? after.redirectURL)
+        }
+        let left = policy.maxAttempts - after.failedAttempts
+        guard left > 0 else { return closed(after, now: now) }
+        return page(
+            after, error: "That code is not right. \(left) \(left == 1 ? "try" : "tries") left.", status: .badRequest)
+    }
+
+    struct ChallengeForm: Decodable {
+        var challengeID: Int64
+        enum CodingKeys: String, CodingKey { case challengeID = "challenge_id" }
+    }
+
+    @Sendable func resend(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let form = try await request.decodeForm(ChallengeForm.self, context: context)
+        guard let challenge = try await environment.store.challenge(id: form.challengeID),
+            let key = try await environment.store.apiKey(id: challenge.apiKeyID)
+        else {
+            return HostedPage.response(
+                HostedPage.failure("This verification does not exist. Start again from the app.", returnURL: nil),
+                status: .notFound)
+        }
+        let now = environment.now()
+        let code = OneTimeCode.generate()
+        let policy = environment.verification
+        do {
+            _ = try await environment.store.resendCode(
+                challengeID: challenge.id, codeDigest: OneTimeCode.digest(code, challengeID: String(challenge.id)),
+                codeExpiresAt: now + policy.codeLifetime, maxSends: policy.maxSends, maxAttempts: policy.maxAttempts,
+                now: now)
+        } catch let error as StoreError {
+            switch error.code {
+            case .limitReached:
+                return page(
+                    challenge, error: "The code was sent too many times. Use the last one you got.",
+                    status: .tooManyRequests)
+            case .conflict:
+                return closed(challenge, now: now)
+            default:
+                throw error
+            }
+        }
+        try await environment.sender.send(
+            code: code, to: challenge.identifier, type: challenge.identifierType, app: key.name)
+        return page(challenge, notice: "A new code is on its way.")
+    }
+
+    @Sendable func cancel(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let form = try await request.decodeForm(HostedPage.Request.self, context: context)
+        guard try await redirectIsRegistered(form) else {
+            return HostedPage.response(
+                HostedPage.failure("This app's redirect URL is not registered.", returnURL: nil), status: .badRequest)
+        }
+        return HostedPage.redirect(
+            to: Self.errorRedirect(
+                form.redirectURL, error: "access_denied", description: "the user cancelled", state: form.state))
+    }
+
+    // MARK: Helpers
+
+    enum Validation {
+        case valid(APIKey, IdentifierType)
+        case failed(Response)
+    }
+
+    /// Checks the app's parameters in the order that decides whether a
+    /// redirect may be trusted.
+    func validate(_ parameters: HostedPage.Request, method: String?) async throws -> Validation {
+        guard let key = try await environment.store.apiKey(id: parameters.apiKey) else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure("Unknown app: the api_key is not registered here.", returnURL: nil),
+                    status: .badRequest))
+        }
+        guard
+            RedirectURL.isAllowed(
+                parameters.redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: key.id))
+        else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure(
+                        "The redirect_url is not registered for this app, so this page will not send you there.",
+                        returnURL: nil),
+                    status: .badRequest))
+        }
+        func refuse(_ description: String) -> Validation {
+            .failed(
+                HostedPage.redirect(
+                    to: Self.errorRedirect(
+                        parameters.redirectURL, error: "invalid_request", description: description,
+                        state: parameters.state)))
+        }
+        guard let type = IdentifierType(rawValue: parameters.type) else { return refuse("type must be EMAIL or PHONE") }
+        guard method == nil || method == PKCE.method else { return refuse("code_challenge_method must be S256") }
+        guard PKCE.isValidChallenge(parameters.codeChallenge) else {
+            return refuse("code_challenge must be the base64url SHA-256 of a code_verifier (S256)")
+        }
+        guard (parameters.state?.utf8.count ?? 0) <= 512 else { return refuse("state may be at most 512 bytes") }
+        return .valid(key, type)
+    }
+
+    func redirectIsRegistered(_ parameters: HostedPage.Request) async throws -> Bool {
+        RedirectURL.isAllowed(
+            parameters.redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: parameters.apiKey))
+    }
+
+    /// The code form again, for the same challenge.
+    func page(
+        _ challenge: VerificationChallenge, error: String? = nil, notice: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
+        HostedPage.response(
+            HostedPage.codeForm(
+                challengeID: challenge.id, identifier: challenge.identifier, request: Self.request(of: challenge),
+                error: error, notice: notice),
+            status: status)
+    }
+
+    /// The answer for a challenge that takes no more codes.
+    func closed(_ challenge: VerificationChallenge, now: Date) -> Response {
+        if challenge.verifiedAt != nil {
+            return HostedPage.response(
+                HostedPage.failure("This code was already used. Go back to the app.", returnURL: nil), status: .gone)
+        }
+        if challenge.failedAttempts >= environment.verification.maxAttempts {
+            return HostedPage.response(
+                HostedPage.failure(
+                    "Too many wrong codes. For your security this verification is closed.",
+                    returnURL: Self.errorRedirect(
+                        challenge.redirectURL, error: "access_denied", description: "too many wrong codes",
+                        state: challenge.state)),
+                status: .tooManyRequests)
+        }
+        return page(challenge, error: "This code has expired. Send a new code.", status: .gone)
+    }
+
+    static func request(of challenge: VerificationChallenge) -> HostedPage.Request {
+        HostedPage.Request(
+            apiKey: challenge.apiKeyID, redirectURL: challenge.redirectURL, type: challenge.identifierType.rawValue,
+            codeChallenge: challenge.codeChallenge, state: challenge.state)
+    }
+
+    static func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
+        let items = [
+            URLQueryItem(name: "error", value: error), URLQueryItem(name: "error_description", value: description),
+            URLQueryItem(name: "state", value: state),
+        ].filter { $0.value != nil }
+        return RedirectURL.appending(items, to: url) ?? url
+    }
+
+    static func minutes(_ seconds: Int) -> String {
+        seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
+    }
+}
+
+extension Request {
+    /// Decodes an `application/x-www-form-urlencoded` body.
+    func decodeForm<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
+        guard let type = headers[.contentType].flatMap(MediaType.init(from:)),
+            type.isType(.applicationUrlEncoded)
+        else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the form as x-www-form-urlencoded")
+        }
+        var request = self
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        do {
+            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
+        } catch {
+            throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
+        }
+    }
+}
