@@ -135,6 +135,9 @@ let package = Package(
             dependencies: [
                 "CountersignCore", "CountersignClient", "device-broker", "device-agent",
                 .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

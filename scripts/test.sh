@@ -13,5 +13,16 @@ if ! python3 -c "import joserfc, openapi_spec_validator, yaml" 2>/dev/null; then
 fi
 python3 scripts/check-openapi.py
 
+# The hosted page is tested in a real headless browser, driven over WebDriver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    else
+        echo "error: the browser tests need Debian's chromium and chromium-driver packages" >&2
+        exit 1
+    fi
+fi
+
 swift build --build-tests
 swift test

@@ -72,8 +72,13 @@ final class RunningProcess: Sendable {
         return process.terminationStatus
     }
 
+    /// SIGTERM, then SIGKILL if it is still running after 5 s.
     func stop() {
-        if process.isRunning { process.terminate() }
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date() + 5
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

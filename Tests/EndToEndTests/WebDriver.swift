@@ -1,0 +1,94 @@
+import Foundation
+import NIOHTTP1
+
+/// A W3C WebDriver session with a real headless Chromium, through the
+/// real chromedriver process.
+struct WebDriver {
+    let driver: RunningProcess
+    let base: String
+    let session: String
+
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
+
+    static func start() async throws -> WebDriver {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver") else {
+            throw ProcessFailure("chromedriver is not installed: apt-get install chromium chromium-driver")
+        }
+        let port = try freePort()
+        let driver = try RunningProcess("/usr/bin/chromedriver", ["--port=\(port)"])
+        let base = "http://127.0.0.1:\(port)"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (try? await call(base, .GET, "/status")) == nil {
+            guard ContinuousClock.now < deadline else {
+                throw ProcessFailure("chromedriver did not start:\n\(driver.text)")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let capabilities: [String: Any] = [
+            "capabilities": [
+                "alwaysMatch": [
+                    "browserName": "chrome",
+                    "goog:chromeOptions": [
+                        "binary": "/usr/bin/chromium",
+                        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844"],
+                    ],
+                ]
+            ]
+        ]
+        let created = try await call(base, .POST, "/session", capabilities)
+        guard let value = created["value"] as? [String: Any], let session = value["sessionId"] as? String else {
+            throw ProcessFailure("no WebDriver session: \(created)")
+        }
+        return WebDriver(driver: driver, base: base, session: session)
+    }
+
+    func open(_ url: String) async throws {
+        _ = try await Self.call(base, .POST, "/session/\(session)/url", ["url": url])
+    }
+
+    func element(_ css: String) async throws -> String {
+        let found = try await Self.call(
+            base, .POST, "/session/\(session)/element", ["using": "css selector", "value": css])
+        guard let value = found["value"] as? [String: Any], let id = value[Self.elementKey] as? String else {
+            throw ProcessFailure("no element \(css): \(found)")
+        }
+        return id
+    }
+
+    func type(_ text: String, into css: String) async throws {
+        let id = try await element(css)
+        _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/value", ["text": text])
+    }
+
+    func click(_ css: String) async throws {
+        let id = try await element(css)
+        _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
+    }
+
+    var currentURL: String {
+        get async throws {
+            try await Self.call(base, .GET, "/session/\(session)/url")["value"] as? String ?? ""
+        }
+    }
+
+    var source: String {
+        get async throws {
+            try await Self.call(base, .GET, "/session/\(session)/source")["value"] as? String ?? ""
+        }
+    }
+
+    func quit() async {
+        _ = try? await Self.call(base, .DELETE, "/session/\(session)")
+        _ = try? await Self.call(base, .GET, "/shutdown")
+        driver.stop()
+    }
+
+    @discardableResult
+    static func call(_ base: String, _ method: HTTPMethod, _ path: String, _ body: [String: Any]? = nil) async throws
+        -> [String: Any]
+    {
+        let (status, json) = try await LiveHTTP.request(method, base + path, body: body)
+        guard status == 200 else { throw ProcessFailure("WebDriver \(method) \(path): \(status) \(json)") }
+        return json
+    }
+}
