@@ -77,6 +77,15 @@ struct VerificationFlowTests {
             }
         }
 
+        /// Sends a code, types it, and returns the challenge id and the redirect.
+        func verify(_ client: some TestClientProtocol) async throws
+            -> (challengeID: String, redirect: (code: String, state: String?, challengeID: String))
+        {
+            let challengeID = try await sendCode(client)
+            let code = try #require(sender.lastCode(to: "alice@example.com"))
+            return (challengeID, try authorizationCode(try await submit(client, challengeID: challengeID, code: code)))
+        }
+
         /// Types a code; returns the response.
         func submit(_ client: some TestClientProtocol, challengeID: String, code: String) async throws -> TestResponse {
             try await client.execute(
@@ -119,10 +128,7 @@ struct VerificationFlowTests {
                 #expect(response.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
                 #expect(String(buffer: response.body).contains("demo"))
             }
-            let challengeID = try await flow.sendCode(client)
-            let code = try #require(flow.sender.lastCode(to: "alice@example.com"))
-            let redirect = try flow.authorizationCode(
-                try await flow.submit(client, challengeID: challengeID, code: code))
+            let (challengeID, redirect) = try await flow.verify(client)
             #expect(redirect.state == "xyz" && redirect.challengeID == challengeID)
             let response = try await flow.getIdentity(client, code: redirect.code, challengeID: challengeID)
             #expect(response.status == .ok, "\(String(buffer: response.body))")
@@ -230,10 +236,7 @@ struct VerificationFlowTests {
     func redemptionAttacks() async throws {
         let flow = try await Flow()
         try await flow.broker.test { client in
-            let challengeID = try await flow.sendCode(client)
-            let code = try #require(flow.sender.lastCode(to: "alice@example.com"))
-            let redirect = try flow.authorizationCode(
-                try await flow.submit(client, challengeID: challengeID, code: code))
+            let (challengeID, redirect) = try await flow.verify(client)
             for (verifier, url, id, msg) in [
                 (PKCE.newVerifier(), VerificationFlowTests.redirect, challengeID, "Invalid code verifier"),
                 (flow.challenge, VerificationFlowTests.redirect, challengeID, "Invalid code verifier"),
@@ -266,10 +269,7 @@ struct VerificationFlowTests {
     func lateRedemption() async throws {
         let flow = try await Flow()
         try await flow.broker.test { client in
-            let challengeID = try await flow.sendCode(client)
-            let code = try #require(flow.sender.lastCode(to: "alice@example.com"))
-            let redirect = try flow.authorizationCode(
-                try await flow.submit(client, challengeID: challengeID, code: code))
+            let (challengeID, redirect) = try await flow.verify(client)
             flow.broker.clock.advance(by: 301)
             let response = try await flow.getIdentity(client, code: redirect.code, challengeID: challengeID)
             #expect(response.status == .badRequest && String(buffer: response.body).contains("Challenge Expired"))
