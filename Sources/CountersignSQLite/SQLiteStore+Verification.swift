@@ -145,35 +145,71 @@ extension SQLiteStore {
     }
 
     public func insertRefreshToken(_ token: RefreshTokenRecord) async throws {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
-                        rotated_at, revoked_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    token.digest, token.familyID, token.apiKeyID, token.identityID,
-                    token.createdAt.timeIntervalSince1970,
-                    token.expiresAt.timeIntervalSince1970, token.rotatedAt?.timeIntervalSince1970,
-                    token.revokedAt?.timeIntervalSince1970,
-                ])
-        }
+        try await write { db in try Self.insert(token, into: db) }
+    }
+
+    private static func insert(_ token: RefreshTokenRecord, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
+                    rotated_at, revoked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                token.digest, token.familyID, token.apiKeyID, token.identityID,
+                token.createdAt.timeIntervalSince1970,
+                token.expiresAt.timeIntervalSince1970, token.rotatedAt?.timeIntervalSince1970,
+                token.revokedAt?.timeIntervalSince1970,
+            ])
     }
 
     public func refreshToken(digest: Data) async throws -> RefreshTokenRecord? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE digest = ?", arguments: [digest]).map {
-                RefreshTokenRecord(
-                    digest: $0["digest"], familyID: $0["family_id"], apiKeyID: $0["api_key_id"],
-                    identityID: $0["identity_id"], createdAt: Date(timeIntervalSince1970: $0["created_at"]),
-                    expiresAt: Date(timeIntervalSince1970: $0["expires_at"]),
-                    rotatedAt: ($0["rotated_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                    revokedAt: ($0["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
-            }
+        try await read { db in try Self.refreshToken(digest: digest, in: db) }
+    }
+
+    private static func refreshToken(digest: Data, in db: Database) throws -> RefreshTokenRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM refresh_tokens WHERE digest = ?", arguments: [digest]).map {
+            RefreshTokenRecord(
+                digest: $0["digest"], familyID: $0["family_id"], apiKeyID: $0["api_key_id"],
+                identityID: $0["identity_id"], createdAt: Date(timeIntervalSince1970: $0["created_at"]),
+                expiresAt: Date(timeIntervalSince1970: $0["expires_at"]),
+                rotatedAt: ($0["rotated_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                revokedAt: ($0["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
         }
     }
 
+    public func rotateRefreshToken(digest: Data, replacement: RefreshTokenRecord, now: Date) async throws
+        -> RefreshTokenRecord
+    {
+        enum Outcome: Sendable {
+            case rotated(RefreshTokenRecord)
+            case reused(family: String)
+        }
+        let outcome: Outcome = try await write { db in
+            guard let current = try Self.refreshToken(digest: digest, in: db), current.expiresAt > now else {
+                throw StoreError(.notFound, "unknown or expired refresh token")
+            }
+            guard current.rotatedAt == nil, current.revokedAt == nil else { return .reused(family: current.familyID) }
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET rotated_at = ? WHERE digest = ?",
+                arguments: [now.timeIntervalSince1970, digest])
+            var next = replacement
+            next.familyID = current.familyID
+            try Self.insert(next, into: db)
+            return .rotated(next)
+        }
+        switch outcome {
+        case .rotated(let next):
+            return next
+        case .reused(let family):
+            // The verdict must outlive the refusal, so the family is revoked
+            // in a transaction of its own before the error is thrown.
+            try await revokeRefreshTokenFamily(family, now: now)
+            throw StoreError(.conflict, "refresh token reused; its family is revoked")
+        }
+    }
+
+    @discardableResult
     public func revokeRefreshTokenFamily(_ familyID: String, now: Date) async throws -> Int {
         try await write { db in
             try db.execute(

@@ -126,6 +126,13 @@ public protocol CountersignStore: Sendable {
     func insertRefreshToken(_ token: RefreshTokenRecord) async throws
     /// The refresh token with this digest, or nil.
     func refreshToken(digest: Data) async throws -> RefreshTokenRecord?
+    /// Rotates a refresh token: if the one with `digest` is live (not
+    /// rotated, revoked or expired at `now`), marks it rotated and stores
+    /// `replacement` in its family, in one transaction. If it was rotated or
+    /// revoked before, it is being reused: the whole family is revoked and
+    /// `conflict` thrown. `notFound` for an unknown or expired token.
+    func rotateRefreshToken(digest: Data, replacement: RefreshTokenRecord, now: Date) async throws
+        -> RefreshTokenRecord
     /// Revokes every token of a family at `now`; returns how many were live.
     @discardableResult
     func revokeRefreshTokenFamily(_ familyID: String, now: Date) async throws -> Int

@@ -144,5 +144,41 @@ extension StoreConformance {
                 try await store.refreshToken(digest: SecretToken.digest("r2"))?.revokedAt == Fixture.t0 + 5,
                 "revocation time kept")
         },
+        Case(name: "refresh tokens: rotation replaces a live token; reusing a rotated one revokes the family") {
+            store in
+            func record(_ secret: String, family: String = "f") -> RefreshTokenRecord {
+                RefreshTokenRecord(
+                    digest: SecretToken.digest(secret), familyID: family, apiKeyID: "ck_app", identityID: "i",
+                    createdAt: Fixture.t0, expiresAt: Fixture.t0 + 3600)
+            }
+            try await store.insertRefreshToken(record("r1", family: "fam"))
+            let r2 = try await store.rotateRefreshToken(
+                digest: SecretToken.digest("r1"), replacement: record("r2", family: "ignored"), now: Fixture.t0 + 1)
+            try check(r2.familyID == "fam", "the replacement joins the family")
+            try check(
+                try await store.refreshToken(digest: SecretToken.digest("r1"))?.rotatedAt == Fixture.t0 + 1,
+                "the old one is marked rotated")
+            try await checkThrows(.conflict, "reusing the rotated token") {
+                try await store.rotateRefreshToken(
+                    digest: SecretToken.digest("r1"), replacement: record("r3"), now: Fixture.t0 + 2)
+            }
+            try check(try await store.refreshToken(digest: SecretToken.digest("r3")) == nil, "no replacement stored")
+            try check(
+                try await store.refreshToken(digest: SecretToken.digest("r2"))?.revokedAt == Fixture.t0 + 2,
+                "the live token of the family is revoked too")
+            try await checkThrows(.conflict, "the revoked successor") {
+                try await store.rotateRefreshToken(
+                    digest: SecretToken.digest("r2"), replacement: record("r4"), now: Fixture.t0 + 3)
+            }
+            try await checkThrows(.notFound, "an unknown token") {
+                try await store.rotateRefreshToken(
+                    digest: SecretToken.digest("nope"), replacement: record("r5"), now: Fixture.t0 + 3)
+            }
+            try await store.insertRefreshToken(record("old", family: "other"))
+            try await checkThrows(.notFound, "an expired token") {
+                try await store.rotateRefreshToken(
+                    digest: SecretToken.digest("old"), replacement: record("r6"), now: Fixture.t0 + 3600)
+            }
+        },
     ]
 }
