@@ -137,11 +137,25 @@ extension SQLiteStore {
                 sql:
                     "SELECT * FROM verified_identities WHERE api_key_id = ? AND identifier_type = ? AND identifier = ?",
                 arguments: [apiKeyID, type.rawValue, identifier])!
-            return VerifiedIdentity(
-                id: row["id"], userID: row["user_id"], apiKeyID: row["api_key_id"], identifierType: type,
-                identifier: row["identifier"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
-                updatedAt: Date(timeIntervalSince1970: row["updated_at"]))
+            return try Self.identity(row: row)
         }
+    }
+
+    public func verifiedIdentity(id: String) async throws -> VerifiedIdentity? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM verified_identities WHERE id = ?", arguments: [id])
+                .map(Self.identity(row:))
+        }
+    }
+
+    private static func identity(row: Row) throws -> VerifiedIdentity {
+        guard let type = IdentifierType(rawValue: row["identifier_type"]) else {
+            throw StoreError(.backend, "unreadable identity row")
+        }
+        return VerifiedIdentity(
+            id: row["id"], userID: row["user_id"], apiKeyID: row["api_key_id"], identifierType: type,
+            identifier: row["identifier"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
+            updatedAt: Date(timeIntervalSince1970: row["updated_at"]))
     }
 
     public func insertRefreshToken(_ token: RefreshTokenRecord) async throws {

@@ -122,6 +122,9 @@ public protocol CountersignStore: Sendable {
         apiKeyID: String, type: IdentifierType, identifier: String, now: Date
     ) async throws -> VerifiedIdentity
 
+    /// The identity with this id, or nil.
+    func verifiedIdentity(id: String) async throws -> VerifiedIdentity?
+
     /// Stores a refresh token; `alreadyExists` for a digest seen before.
     func insertRefreshToken(_ token: RefreshTokenRecord) async throws
     /// The refresh token with this digest, or nil.

@@ -119,6 +119,8 @@ extension StoreConformance {
                 apiKeyID: "ck_app", type: .email, identifier: "alice@example.com", now: Fixture.t0 + 10)
             try check(again.id == first.id && again.userID == first.userID, "the same identity and user")
             try check(again.createdAt == Fixture.t0 && again.updatedAt == Fixture.t0 + 10, "updated, not recreated")
+            try check(try await store.verifiedIdentity(id: first.id) == again, "found by id")
+            try check(try await store.verifiedIdentity(id: "unknown") == nil, "an unknown id is nil")
             let otherApp = try await store.verifiedIdentity(
                 apiKeyID: "ck_other", type: .email, identifier: "alice@example.com", now: Fixture.t0)
             try check(otherApp.id != first.id && otherApp.userID != first.userID, "another app, another user")

@@ -68,7 +68,27 @@ struct OAuthTokenIssuer {
     static let accessTokenLifetime: TimeInterval = 3600
     static let refreshTokenLifetime: TimeInterval = 30 * 86400
 
+    /// Access, ID and a new refresh token, the refresh token stored in `family`.
     func issue(for identity: VerifiedIdentity, family: String, authTime: Date) async throws -> OAuthTokens {
+        let (secret, record) = newRefreshToken(for: identity, family: family)
+        try await environment.store.insertRefreshToken(record)
+        return try await tokens(for: identity, authTime: authTime, refreshToken: secret)
+    }
+
+    /// A refresh token: the secret for the client and the record to store.
+    func newRefreshToken(for identity: VerifiedIdentity, family: String) -> (String, RefreshTokenRecord) {
+        let now = environment.now()
+        let secret = SecretToken.generate(bytes: 32)
+        return (
+            secret,
+            RefreshTokenRecord(
+                digest: SecretToken.digest(secret), familyID: family, apiKeyID: identity.apiKeyID,
+                identityID: identity.id, createdAt: now, expiresAt: now + Self.refreshTokenLifetime)
+        )
+    }
+
+    /// Signs the access and ID tokens to go with `refreshToken`.
+    func tokens(for identity: VerifiedIdentity, authTime: Date, refreshToken: String) async throws -> OAuthTokens {
         let now = environment.now()
         let isEmail = identity.identifierType == .email
         var claims = OAuthClaims(
@@ -87,11 +107,6 @@ struct OAuthTokenIssuer {
         claims.phoneNumber = isEmail ? nil : identity.identifier
         claims.phoneNumberVerified = isEmail ? nil : true
         let idToken = try await environment.keys.sign(claims)
-        let refreshToken = SecretToken.generate(bytes: 32)
-        try await environment.store.insertRefreshToken(
-            RefreshTokenRecord(
-                digest: SecretToken.digest(refreshToken), familyID: family, apiKeyID: identity.apiKeyID,
-                identityID: identity.id, createdAt: now, expiresAt: now + Self.refreshTokenLifetime))
         return OAuthTokens(
             accessToken: accessToken, idToken: idToken, refreshToken: refreshToken,
             expiresIn: Int(Self.accessTokenLifetime))

@@ -17,6 +17,7 @@ struct VerificationPageController {
     var endpoints: RouteCollection<BrokerRequestContext> {
         RouteCollection(context: BrokerRequestContext.self)
             .get("app", use: start)
+            .get("oauth/authorize", use: authorize)
             .post("app/code", use: sendCode)
             .post("app/verify", use: verify)
             .post("app/resend", use: resend)
@@ -32,6 +33,23 @@ struct VerificationPageController {
             state: request.uri.queryParameters["state"].map(String.init))
         let method = request.uri.queryParameters["code_challenge_method"].map(String.init)
         switch try await validate(parameters, method: method) {
+        case .failed(let response): return response
+        case .valid(let key, let type):
+            return HostedPage.response(HostedPage.identifierForm(parameters, app: key.name, isEmail: type == .email))
+        }
+    }
+
+    /// The standard OAuth 2.0 entry to the same page (RFC 6749 §4.1.1, RFC 7636).
+    @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        func query(_ name: String) -> String? { request.uri.queryParameters.get(name) }
+        let parameters = HostedPage.Request(
+            apiKey: query("client_id") ?? "", redirectURL: query("redirect_uri") ?? "",
+            type: query("identifier_type") ?? IdentifierType.email.rawValue,
+            codeChallenge: query("code_challenge") ?? "",
+            state: query("state"))
+        switch try await validate(
+            parameters, method: query("code_challenge_method") ?? "", responseType: query("response_type"))
+        {
         case .failed(let response): return response
         case .valid(let key, let type):
             return HostedPage.response(HostedPage.identifierForm(parameters, app: key.name, isEmail: type == .email))
@@ -114,7 +132,9 @@ struct VerificationPageController {
             return page(challenge, error: "Enter the 6-digit code from the message.", status: .badRequest)
         }
         let now = environment.now()
-        let authorizationCode = SecretToken.generate(bytes: 32)
+        // Prefixed with its challenge id so the token endpoint, which gets
+        // only the code, can find it; the secret part is 256 random bits.
+        let authorizationCode = "\(challenge.id).\(SecretToken.generate(bytes: 32))"
         let policy = environment.verification
         let after: VerificationChallenge
         do {
@@ -198,7 +218,9 @@ struct VerificationPageController {
 
     /// Checks the app's parameters in the order that decides whether a
     /// redirect may be trusted.
-    func validate(_ parameters: HostedPage.Request, method: String?) async throws -> Validation {
+    func validate(_ parameters: HostedPage.Request, method: String?, responseType: String? = "code") async throws
+        -> Validation
+    {
         guard let key = try await environment.store.apiKey(id: parameters.apiKey) else {
             return .failed(
                 HostedPage.response(
@@ -222,6 +244,13 @@ struct VerificationPageController {
                     to: Self.errorRedirect(
                         parameters.redirectURL, error: "invalid_request", description: description,
                         state: parameters.state)))
+        }
+        guard responseType == "code" else {
+            return .failed(
+                HostedPage.redirect(
+                    to: Self.errorRedirect(
+                        parameters.redirectURL, error: "unsupported_response_type",
+                        description: "only response_type=code is supported", state: parameters.state)))
         }
         guard let type = IdentifierType(rawValue: parameters.type) else { return refuse("type must be EMAIL or PHONE") }
         guard method == nil || method == PKCE.method else { return refuse("code_challenge_method must be S256") }
