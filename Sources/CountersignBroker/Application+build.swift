@@ -104,6 +104,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
         JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
     }
     router.addRoutes(VerificationPageController(environment: environment).endpoints)
+    router.addRoutes(OAuthController(environment: environment).endpoints)
     router.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
     let api = router.group("api/v1")
     api.addRoutes(EnrollmentController(environment: environment).deviceEndpoints)

@@ -37,7 +37,8 @@ struct EnrollmentController {
     > {
         let user = try context.parameters.userID()
         let now = environment.now()
-        let token = SecretToken.generate(bytes: 32)
+        // Prefixed: a token starting with "-" would read as an option on a command line.
+        let token = "et_" + SecretToken.generate(bytes: 32)
         let record = EnrollmentToken(
             digest: SecretToken.digest(token), issuer: context.apiKey.id, clientUserID: user, createdAt: now,
             expiresAt: now + environment.policy.enrollmentTokenLifetime)

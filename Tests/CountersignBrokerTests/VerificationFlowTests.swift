@@ -71,18 +71,18 @@ struct VerificationFlowTests {
             ) { response in
                 #expect(response.status == .ok)
                 let html = String(buffer: response.body)
-                #expect(html.contains("alice@example.com"))
+                #expect(html.contains(email.lowercased()))
                 let match = try #require(html.firstMatch(of: /name="challenge_id" value="(\d+)"/))
                 return String(match.1)
             }
         }
 
         /// Sends a code, types it, and returns the challenge id and the redirect.
-        func verify(_ client: some TestClientProtocol) async throws
+        func verify(_ client: some TestClientProtocol, email: String = "alice@example.com") async throws
             -> (challengeID: String, redirect: (code: String, state: String?, challengeID: String))
         {
-            let challengeID = try await sendCode(client)
-            let code = try #require(sender.lastCode(to: "alice@example.com"))
+            let challengeID = try await sendCode(client, email: email)
+            let code = try #require(sender.lastCode(to: email))
             return (challengeID, try authorizationCode(try await submit(client, challengeID: challengeID, code: code)))
         }
 

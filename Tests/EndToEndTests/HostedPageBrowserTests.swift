@@ -53,16 +53,22 @@ struct HostedPageBrowserTests {
             #expect(try await browser.source.contains("Verify your email"))
             try await browser.type("Alice@Example.com", into: "#identifier")
             try await browser.click("button[type=submit]")
-            #expect(try await browser.source.contains("alice@example.com"))
+            try await browser.waitFor(text: "We sent a 6-digit code to <strong>alice@example.com</strong>")
             let code = try await code(in: broker, for: "alice@example.com")
             let wrong = code == "000000" ? "111111" : "000000"
             try await browser.type(wrong, into: "#code")
             try await browser.click("form[action='/app/verify'] button")
-            #expect(try await browser.source.contains("4 tries left"))
+            try await browser.waitFor(text: "4 tries left")
             try await browser.type(code, into: "#code")
             try await browser.click("form[action='/app/verify'] button")
 
-            let landed = try await browser.currentURL
+            // The click returns before a form's redirect has always landed.
+            var landed = try await browser.currentURL
+            let deadline = ContinuousClock.now + .seconds(15)
+            while !landed.hasPrefix(redirect + "?"), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                landed = try await browser.currentURL
+            }
             #expect(landed.hasPrefix(redirect + "?"))
             let items = URLComponents(string: landed)?.queryItems ?? []
             func value(_ name: String) -> String? { items.first { $0.name == name }?.value }

@@ -77,6 +77,16 @@ struct WebDriver {
         }
     }
 
+    /// Waits until the page's source contains `text`.
+    func waitFor(text: String, timeout: Duration = .seconds(15)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await source.contains(text) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessFailure("the page never showed \(text):\n\(try await source)")
+    }
+
     func quit() async {
         _ = try? await Self.call(base, .DELETE, "/session/\(session)")
         _ = try? await Self.call(base, .GET, "/shutdown")

@@ -1,0 +1,142 @@
+import CountersignBroker
+import CountersignCore
+import CountersignSQLite
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite("standard OAuth 2.0: discovery, authorize, token, refresh rotation")
+struct OAuthFlowTests {
+    typealias Flow = VerificationFlowTests.Flow
+
+    func authorizeURI(_ flow: Flow, method: String? = "S256", responseType: String = "code") -> String {
+        var components = URLComponents(string: "/oauth/authorize")!
+        components.queryItems =
+            [
+                .init(name: "response_type", value: responseType),
+                .init(name: "client_id", value: flow.broker.apiKeyID),
+                .init(name: "redirect_uri", value: VerificationFlowTests.redirect),
+                .init(name: "code_challenge", value: flow.challenge), .init(name: "state", value: "st"),
+                .init(name: "scope", value: "openid email"),
+            ] + (method.map { [URLQueryItem(name: "code_challenge_method", value: $0)] } ?? [])
+        return components.string!
+    }
+
+    func token(_ client: some TestClientProtocol, _ flow: Flow, _ fields: [String: String]) async throws
+        -> (HTTPResponse.Status, [String: Any])
+    {
+        try await client.execute(
+            uri: "/oauth/token", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+            body: flow.form(fields.merging(["client_id": flow.broker.apiKeyID]) { old, _ in old })
+        ) { response in
+            #expect(response.headers[.cacheControl] == "no-store")
+            return (
+                response.status,
+                (try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]) ?? [:]
+            )
+        }
+    }
+
+    @Test("discovery names the endpoints, S256 and ES256")
+    func discovery() async throws {
+        let flow = try await Flow()
+        try await flow.broker.test { client in
+            try await client.execute(uri: "/.well-known/openid-configuration", method: .get) { response in
+                let json =
+                    try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                #expect(json?["issuer"] as? String == TestBroker.origin)
+                #expect(json?["token_endpoint"] as? String == TestBroker.origin + "/oauth/token")
+                #expect(json?["code_challenge_methods_supported"] as? [String] == ["S256"])
+                #expect(json?["id_token_signing_alg_values_supported"] as? [String] == ["ES256"])
+            }
+        }
+    }
+
+    @Test("authorize refuses plain or missing challenge methods and other response types, with the state")
+    func authorizeRefusals() async throws {
+        let flow = try await Flow()
+        try await flow.broker.test { client in
+            try await client.execute(uri: authorizeURI(flow), method: .get) { #expect($0.status == .ok) }
+            for (uri, error) in [
+                (authorizeURI(flow, method: "plain"), "invalid_request"),
+                (authorizeURI(flow, method: nil), "invalid_request"),
+                (authorizeURI(flow, responseType: "token"), "unsupported_response_type"),
+            ] {
+                try await client.execute(uri: uri, method: .get) { response in
+                    #expect(response.status == .seeOther)
+                    let location = response.headers[.location] ?? ""
+                    #expect(location.contains("error=\(error)") && location.contains("state=st"), "\(location)")
+                }
+            }
+        }
+    }
+
+    @Test("code for tokens; the code once only; refresh rotates; a reused refresh token revokes the grant")
+    func tokenLifecycle() async throws {
+        let flow = try await Flow()
+        try await flow.broker.test { client in
+            let (_, redirect) = try await flow.verify(client)
+            let grant = [
+                "grant_type": "authorization_code", "code": redirect.code, "code_verifier": flow.verifier,
+                "redirect_uri": VerificationFlowTests.redirect,
+            ]
+            for (change, value) in [("code_verifier", PKCE.newVerifier()), ("redirect_uri", "http://127.0.0.1/cb")] {
+                var bad = grant
+                bad[change] = value
+                let (status, json) = try await token(client, flow, bad)
+                #expect(status == .badRequest && json["error"] as? String == "invalid_grant", "\(change)")
+            }
+            let (status, first) = try await token(client, flow, grant)
+            #expect(status == .ok, "\(first)")
+            #expect(first["token_type"] as? String == "Bearer" && first["id_token"] is String)
+            let refresh1 = try #require(first["refresh_token"] as? String)
+
+            let (reuseStatus, reuse) = try await token(client, flow, grant)
+            #expect(reuseStatus == .badRequest && reuse["error"] as? String == "invalid_grant")
+            let (afterReuse, _) = try await token(
+                client, flow, ["grant_type": "refresh_token", "refresh_token": refresh1])
+            #expect(afterReuse == .badRequest, "a reused code revokes the tokens it bought")
+
+            // A fresh grant to rotate.
+            let second = try await Flow.fresh(flow, client)
+            let (ok, tokens) = try await token(client, flow, second)
+            #expect(ok == .ok)
+            let r1 = try #require(tokens["refresh_token"] as? String)
+            let (rotated, next) = try await token(client, flow, ["grant_type": "refresh_token", "refresh_token": r1])
+            #expect(rotated == .ok && next["access_token"] is String)
+            let r2 = try #require(next["refresh_token"] as? String)
+            #expect(r2 != r1)
+            let (replayed, replay) = try await token(
+                client, flow, ["grant_type": "refresh_token", "refresh_token": r1])
+            #expect(replayed == .badRequest && replay["error"] as? String == "invalid_grant")
+            let (revoked, _) = try await token(client, flow, ["grant_type": "refresh_token", "refresh_token": r2])
+            #expect(revoked == .badRequest, "the reuse revoked the whole family")
+        }
+    }
+
+    @Test("unknown clients and grant types are refused")
+    func refusals() async throws {
+        let flow = try await Flow()
+        try await flow.broker.test { client in
+            try await client.execute(
+                uri: "/oauth/token", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "grant_type=authorization_code&client_id=ck_nobody&code=1.x")
+            ) { #expect($0.status == .unauthorized) }
+            let (status, json) = try await token(client, flow, ["grant_type": "password"])
+            #expect(status == .badRequest && json["error"] as? String == "unsupported_grant_type")
+        }
+    }
+}
+
+extension VerificationFlowTests.Flow {
+    /// Another verification with a new verifier's worth of code: a token request body.
+    static func fresh(_ flow: Self, _ client: some TestClientProtocol) async throws -> [String: String] {
+        let (_, redirect) = try await flow.verify(client, email: "bob@example.com")
+        return [
+            "grant_type": "authorization_code", "code": redirect.code, "code_verifier": flow.verifier,
+            "redirect_uri": VerificationFlowTests.redirect,
+        ]
+    }
+}
