@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 
 scripts/check-format.sh
 
-# The end-to-end suite verifies event tokens with a Python JOSE library too;
-# the contract check validates proto/openapi.yaml as OpenAPI 3.1.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml" 2>/dev/null; then
-    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml
+# The end-to-end suite verifies event tokens with a Python JOSE library too,
+# and the contract check validates proto/openapi.yaml as OpenAPI 3.1.
+# authlib runs the OAuth flow as a third-party client would.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests" 2>/dev/null; then
+    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests
 fi
 python3 scripts/check-openapi.py
 

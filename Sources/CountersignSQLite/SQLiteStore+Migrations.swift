@@ -133,6 +133,9 @@ extension SQLiteStore {
                     CREATE INDEX refresh_tokens_by_family ON refresh_tokens(family_id);
                     """)
         }
+        migrator.registerMigration("v4-challenge-nonce") { db in
+            try db.execute(sql: "ALTER TABLE verification_challenges ADD COLUMN nonce TEXT")
+        }
         return migrator
     }
 }

@@ -26,8 +26,9 @@ extension SQLiteStore {
                 sql: """
                     INSERT INTO verification_challenges (id, api_key_id, identifier_type, identifier, code_digest,
                         code_expires_at, code_challenge, redirect_url, state, created_at, failed_attempts, sends,
-                        verified_at, authorization_code_digest, authorization_code_expires_at, redeemed_at, user_agent, ip)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        verified_at, authorization_code_digest, authorization_code_expires_at, redeemed_at, user_agent, ip,
+                        nonce)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     challenge.id, challenge.apiKeyID, challenge.identifierType.rawValue, challenge.identifier,
@@ -35,7 +36,7 @@ extension SQLiteStore {
                     challenge.redirectURL, challenge.state, challenge.createdAt.timeIntervalSince1970,
                     challenge.failedAttempts, challenge.sends, challenge.verifiedAt?.timeIntervalSince1970,
                     challenge.authorizationCodeDigest, challenge.authorizationCodeExpiresAt?.timeIntervalSince1970,
-                    challenge.redeemedAt?.timeIntervalSince1970, challenge.userAgent, challenge.ip,
+                    challenge.redeemedAt?.timeIntervalSince1970, challenge.userAgent, challenge.ip, challenge.nonce,
                 ])
         }
     }
@@ -244,7 +245,7 @@ extension SQLiteStore {
             id: row["id"], apiKeyID: row["api_key_id"], identifierType: type, identifier: row["identifier"],
             codeDigest: row["code_digest"], codeExpiresAt: date("code_expires_at")!,
             codeChallenge: row["code_challenge"],
-            redirectURL: row["redirect_url"], state: row["state"], createdAt: date("created_at")!,
+            redirectURL: row["redirect_url"], state: row["state"], nonce: row["nonce"], createdAt: date("created_at")!,
             failedAttempts: row["failed_attempts"], sends: row["sends"], verifiedAt: date("verified_at"),
             authorizationCodeDigest: row["authorization_code_digest"],
             authorizationCodeExpiresAt: date("authorization_code_expires_at"), redeemedAt: date("redeemed_at"),

@@ -12,6 +12,7 @@ extension StoreConformance {
             id: id, apiKeyID: "ck_app", identifierType: .email, identifier: identifier,
             codeDigest: OneTimeCode.digest(code, challengeID: String(id)), codeExpiresAt: at + 300,
             codeChallenge: PKCE.challenge(for: PKCE.newVerifier()), redirectURL: "com.example.app:/done", state: "s",
+            nonce: "n-\(id)",
             createdAt: at, userAgent: "Test/1.0", ip: ip)
     }
 

@@ -95,6 +95,33 @@ struct HostedPageBrowserTests {
     }
 }
 
+/// A standard OAuth client library of another ecosystem runs the flow.
+@Suite("end to end: a standard OAuth client library")
+struct OAuthClientLibraryTests {
+    @Test("Python's authlib: authorize with PKCE and nonce, token, ID token verified with the JWKS, refresh")
+    func authlib() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let register = try RunningProcess(
+            "device-broker",
+            [
+                "apikey", "set-redirect-urls", broker.apiKeyID, "http://127.0.0.1/callback", "--data-dir",
+                broker.dataDirectory.path,
+            ])
+        #expect(try await register.exitCode() == 0, "\(register.text)")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/oauth-client-check.py")
+        let python = try RunningProcess(
+            "/usr/bin/env",
+            [
+                "python3", script.path, broker.url, broker.apiKeyID, "http://127.0.0.1:8765/callback",
+                broker.dataDirectory.appendingPathComponent("outbox.jsonl").path, "Carol@Example.com",
+            ])
+        #expect(try await python.exitCode(timeout: .seconds(60)) == 0, "\(python.text)")
+        #expect(python.text.contains(#""email": "carol@example.com""#))
+    }
+}
+
 /// Plain JSON over HTTP, as any client would send it.
 enum LiveHTTP {
     static func postJSON(_ url: String, headers: [String: String], body: [String: Any]) async throws

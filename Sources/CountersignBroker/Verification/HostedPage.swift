@@ -13,9 +13,11 @@ enum HostedPage {
         var type: String
         var codeChallenge: String
         var state: String?
+        /// OpenID Connect nonce, from /oauth/authorize.
+        var nonce: String? = nil
 
         enum CodingKeys: String, CodingKey {
-            case type, state
+            case type, state, nonce
             case apiKey = "api_key"
             case redirectURL = "redirect_url"
             case codeChallenge = "code_challenge"
@@ -24,6 +26,7 @@ enum HostedPage {
         var hiddenFields: String {
             [("api_key", apiKey), ("redirect_url", redirectURL), ("type", type), ("code_challenge", codeChallenge)]
                 .map { hidden($0.0, $0.1) }.joined() + (state.map { hidden("state", $0) } ?? "")
+                + (nonce.map { hidden("nonce", $0) } ?? "")
         }
     }
 

@@ -170,7 +170,7 @@ struct OAuthController {
         let identity = try await environment.store.verifiedIdentity(
             apiKeyID: key.id, type: redeemed.identifierType, identifier: redeemed.identifier, now: now)
         return try await OAuthTokenIssuer(environment: environment)
-            .issue(for: identity, family: family, authTime: redeemed.verifiedAt ?? now)
+            .issue(for: identity, family: family, authTime: redeemed.verifiedAt ?? now, nonce: redeemed.nonce)
     }
 
     private func refresh(_ form: TokenForm, key: APIKey) async throws -> OAuthTokens {

@@ -24,9 +24,11 @@ struct OAuthClaims: JWTPayload {
     var phoneNumber: String?
     var phoneNumberVerified: Bool?
     var authMethod: String
+    /// The OpenID Connect nonce the app sent to /oauth/authorize (ID token only).
+    var nonce: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, scope, identifier, email
+        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce
         case tokenType = "token_type"
         case clientID = "client_id"
         case authTime = "auth_time"
@@ -69,10 +71,12 @@ struct OAuthTokenIssuer {
     static let refreshTokenLifetime: TimeInterval = 30 * 86400
 
     /// Access, ID and a new refresh token, the refresh token stored in `family`.
-    func issue(for identity: VerifiedIdentity, family: String, authTime: Date) async throws -> OAuthTokens {
+    func issue(for identity: VerifiedIdentity, family: String, authTime: Date, nonce: String? = nil) async throws
+        -> OAuthTokens
+    {
         let (secret, record) = newRefreshToken(for: identity, family: family)
         try await environment.store.insertRefreshToken(record)
-        return try await tokens(for: identity, authTime: authTime, refreshToken: secret)
+        return try await tokens(for: identity, authTime: authTime, refreshToken: secret, nonce: nonce)
     }
 
     /// A refresh token: the secret for the client and the record to store.
@@ -88,7 +92,9 @@ struct OAuthTokenIssuer {
     }
 
     /// Signs the access and ID tokens to go with `refreshToken`.
-    func tokens(for identity: VerifiedIdentity, authTime: Date, refreshToken: String) async throws -> OAuthTokens {
+    func tokens(for identity: VerifiedIdentity, authTime: Date, refreshToken: String, nonce: String? = nil)
+        async throws -> OAuthTokens
+    {
         let now = environment.now()
         let isEmail = identity.identifierType == .email
         var claims = OAuthClaims(
@@ -106,6 +112,7 @@ struct OAuthTokenIssuer {
         claims.emailVerified = isEmail ? true : nil
         claims.phoneNumber = isEmail ? nil : identity.identifier
         claims.phoneNumberVerified = isEmail ? nil : true
+        claims.nonce = nonce
         let idToken = try await environment.keys.sign(claims)
         return OAuthTokens(
             accessToken: accessToken, idToken: idToken, refreshToken: refreshToken,

@@ -46,7 +46,7 @@ struct VerificationPageController {
             apiKey: query("client_id") ?? "", redirectURL: query("redirect_uri") ?? "",
             type: query("identifier_type") ?? IdentifierType.email.rawValue,
             codeChallenge: query("code_challenge") ?? "",
-            state: query("state"))
+            state: query("state"), nonce: query("nonce"))
         switch try await validate(
             parameters, method: query("code_challenge_method") ?? "", responseType: query("response_type"))
         {
@@ -90,6 +90,7 @@ struct VerificationPageController {
             id: id, apiKeyID: key.id, identifierType: type, identifier: identifier,
             codeDigest: OneTimeCode.digest(code, challengeID: String(id)), codeExpiresAt: now + policy.codeLifetime,
             codeChallenge: form.request.codeChallenge, redirectURL: form.request.redirectURL, state: form.request.state,
+            nonce: form.request.nonce,
             createdAt: now, userAgent: String((request.headers[.userAgent] ?? "unknown").prefix(512)),
             ip: context.clientAddress)
         do {
@@ -258,6 +259,7 @@ struct VerificationPageController {
             return refuse("code_challenge must be the base64url SHA-256 of a code_verifier (S256)")
         }
         guard (parameters.state?.utf8.count ?? 0) <= 512 else { return refuse("state may be at most 512 bytes") }
+        guard (parameters.nonce?.utf8.count ?? 0) <= 256 else { return refuse("nonce may be at most 256 bytes") }
         return .valid(key, type)
     }
 
@@ -299,7 +301,7 @@ struct VerificationPageController {
     static func request(of challenge: VerificationChallenge) -> HostedPage.Request {
         HostedPage.Request(
             apiKey: challenge.apiKeyID, redirectURL: challenge.redirectURL, type: challenge.identifierType.rawValue,
-            codeChallenge: challenge.codeChallenge, state: challenge.state)
+            codeChallenge: challenge.codeChallenge, state: challenge.state, nonce: challenge.nonce)
     }
 
     static func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {

@@ -50,6 +50,8 @@ public struct VerificationChallenge: Sendable, Equatable {
     public var codeChallenge: String
     public var redirectURL: String
     public var state: String?
+    /// The OpenID Connect `nonce` to echo in the ID token, if the app sent one.
+    public var nonce: String?
     public var createdAt: Date
     public var failedAttempts: Int
     public var sends: Int
@@ -64,7 +66,8 @@ public struct VerificationChallenge: Sendable, Equatable {
 
     public init(
         id: Int64, apiKeyID: String, identifierType: IdentifierType, identifier: String, codeDigest: Data,
-        codeExpiresAt: Date, codeChallenge: String, redirectURL: String, state: String?, createdAt: Date,
+        codeExpiresAt: Date, codeChallenge: String, redirectURL: String, state: String?, nonce: String? = nil,
+        createdAt: Date,
         failedAttempts: Int = 0, sends: Int = 1, verifiedAt: Date? = nil, authorizationCodeDigest: Data? = nil,
         authorizationCodeExpiresAt: Date? = nil, redeemedAt: Date? = nil, userAgent: String, ip: String
     ) {
@@ -77,6 +80,7 @@ public struct VerificationChallenge: Sendable, Equatable {
         self.codeChallenge = codeChallenge
         self.redirectURL = redirectURL
         self.state = state
+        self.nonce = nonce
         self.createdAt = createdAt
         self.failedAttempts = failedAttempts
         self.sends = sends
