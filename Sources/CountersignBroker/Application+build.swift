@@ -20,6 +20,8 @@ public struct BrokerConfiguration: Sendable {
     public var logLevel: Logger.Level
     /// How long settled events are kept.
     public var retention: TimeInterval
+    /// Where one-time codes go.
+    public var sender: SenderConfiguration = .development
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
@@ -65,6 +67,30 @@ public struct BrokerConfiguration: Sendable {
     }
 }
 
+/// Which channel delivers one-time codes.
+public enum SenderConfiguration: Sendable {
+    /// The log and `outbox.jsonl` in the data directory: for development.
+    case development
+    /// A signed JSON POST to `url` (see ``WebhookSender``), the secret read from a file.
+    case webhook(url: String, secretFile: String)
+
+    func makeSender(dataDirectory: String, logger: Logger) throws -> any CodeSender {
+        switch self {
+        case .development:
+            let outbox = URL(fileURLWithPath: dataDirectory).appendingPathComponent("outbox.jsonl")
+            logger.notice(
+                "one-time codes go to the development sender: the log and \(outbox.path); use --sender webhook in production"
+            )
+            return DevelopmentSender(outbox: outbox, logger: logger)
+        case .webhook(let url, let secretFile):
+            guard let text = try? String(contentsOfFile: secretFile, encoding: .utf8) else {
+                throw BrokerSetupError("cannot read the webhook secret file \(secretFile)")
+            }
+            return try WebhookSender(url: url, secret: Data(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
+        }
+    }
+}
+
 /// A configuration the broker cannot start with.
 public struct BrokerSetupError: Error, CustomStringConvertible {
     public let description: String
@@ -77,14 +103,10 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     logger.logLevel = configuration.logLevel
     let store = try configuration.openStore()
     let (issuer, origins) = try configuration.origins()
-    let outbox = URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("outbox.jsonl")
-    logger.notice(
-        "one-time codes go to the development sender: the log and \(outbox.path); configure a real sender for production"
-    )
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
         keys: try await BrokerKeys.load(from: store, now: Date()),
-        sender: DevelopmentSender(outbox: outbox, logger: logger))
+        sender: try configuration.sender.makeSender(dataDirectory: configuration.dataDirectory, logger: logger))
     var app = Application(
         router: buildRouter(environment),
         configuration: .init(

@@ -39,11 +39,27 @@ extension DeviceBroker {
         @Option(help: "trace, debug, info, notice, warning, error or critical.")
         var logLevel: Logger.Level = .info
 
+        @Option(help: "Where one-time codes go: development (log and <data-dir>/outbox.jsonl) or webhook.")
+        var sender: SenderKind = .development
+
+        @Option(help: "With --sender webhook: the https URL codes are POSTed to, signed with HMAC-SHA256.")
+        var webhookURL: String?
+
+        @Option(help: "With --sender webhook: a file holding the HMAC secret (at least 32 bytes).")
+        var webhookSecretFile: String?
+
+        enum SenderKind: String, ExpressibleByArgument, CaseIterable {
+            case development, webhook
+        }
+
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
             guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
             guard approvalWindow.seconds >= 1, approvalWindow.seconds <= 600 else {
                 throw ValidationError("--approval-window must be between 1s and 10m")
+            }
+            if sender == .webhook, webhookURL == nil || webhookSecretFile == nil {
+                throw ValidationError("--sender webhook needs --webhook-url and --webhook-secret-file")
             }
         }
 
@@ -51,9 +67,12 @@ extension DeviceBroker {
             var policy = ApprovalPolicy()
             policy.window = approvalWindow.seconds
             policy.maxPendingPerUser = maxPending
-            let configuration = BrokerConfiguration(
+            var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)
+            if sender == .webhook, let webhookURL, let webhookSecretFile {
+                configuration.sender = .webhook(url: webhookURL, secretFile: webhookSecretFile)
+            }
             let app = try await buildApplication(configuration)
             try await app.runService()
         }

@@ -276,3 +276,38 @@ struct VerificationFlowTests {
         }
     }
 }
+
+/// A delivery channel that is down.
+struct FailingSender: CodeSender {
+    func send(code: String, to identifier: String, type: IdentifierType, app: String) async throws {
+        throw SenderFailure("down")
+    }
+}
+
+@Suite("email/phone verification: a sender that fails")
+struct FailingSenderTests {
+    @Test("the page says the code could not be sent, and no code leaks")
+    func failedSend() async throws {
+        let broker = try await TestBroker(sender: FailingSender())
+        try await broker.store.setRedirectURLs([VerificationFlowTests.redirect], apiKeyID: broker.apiKeyID)
+        let verifier = PKCE.newVerifier()
+        try await broker.test { client in
+            var components = URLComponents()
+            components.queryItems = [
+                .init(name: "api_key", value: broker.apiKeyID),
+                .init(name: "redirect_url", value: VerificationFlowTests.redirect),
+                .init(name: "type", value: "EMAIL"),
+                .init(name: "code_challenge", value: PKCE.challenge(for: verifier)),
+                .init(name: "identifier", value: "alice@example.com"),
+            ]
+            try await client.execute(
+                uri: "/app/code", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: components.percentEncodedQuery!)
+            ) { response in
+                #expect(response.status == .badGateway)
+                #expect(response.headers[.contentType]?.hasPrefix("text/html") == true)
+                #expect(String(buffer: response.body).contains("could not send the code"))
+            }
+        }
+    }
+}

@@ -3,6 +3,7 @@ import CountersignStore
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// The hosted page `/app` that verifies an email address or phone number
 /// with a one-time code and sends the browser back to the app with an
@@ -108,7 +109,13 @@ struct VerificationPageController {
                     error: "Too many codes were sent. Try again in \(Self.minutes(retryAfter))."),
                 status: .tooManyRequests)
         }
-        try await environment.sender.send(code: code, to: identifier, type: type, app: key.name)
+        guard await deliver(code, to: identifier, type: type, app: key.name, context: context) else {
+            return HostedPage.response(
+                HostedPage.identifierForm(
+                    form.request, app: key.name, isEmail: type == .email,
+                    error: "We could not send the code just now. Please try again in a moment."),
+                status: .badGateway)
+        }
         return HostedPage.response(HostedPage.codeForm(challengeID: id, identifier: identifier, request: form.request))
     }
 
@@ -194,8 +201,12 @@ struct VerificationPageController {
                 throw error
             }
         }
-        try await environment.sender.send(
-            code: code, to: challenge.identifier, type: challenge.identifierType, app: key.name)
+        guard
+            await deliver(
+                code, to: challenge.identifier, type: challenge.identifierType, app: key.name, context: context)
+        else {
+            return page(challenge, error: "We could not send the code just now. Please try again.", status: .badGateway)
+        }
         return page(challenge, notice: "A new code is on its way.")
     }
 
@@ -211,6 +222,19 @@ struct VerificationPageController {
     }
 
     // MARK: Helpers
+
+    /// Hands a code to the sender; false (and a log line, without the code) if it failed.
+    func deliver(
+        _ code: String, to identifier: String, type: IdentifierType, app: String, context: BrokerRequestContext
+    ) async -> Bool {
+        do {
+            try await environment.sender.send(code: code, to: identifier, type: type, app: app)
+            return true
+        } catch {
+            context.logger.error("sending a verification code failed", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
 
     enum Validation {
         case valid(APIKey, IdentifierType)
