@@ -136,6 +136,9 @@ extension SQLiteStore {
         migrator.registerMigration("v4-challenge-nonce") { db in
             try db.execute(sql: "ALTER TABLE verification_challenges ADD COLUMN nonce TEXT")
         }
+        migrator.registerMigration("v5-refresh-auth-time") { db in
+            try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN auth_time REAL")
+        }
         return migrator
     }
 }

@@ -167,14 +167,14 @@ extension SQLiteStore {
         try db.execute(
             sql: """
                 INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
-                    rotated_at, revoked_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    rotated_at, revoked_at, auth_time)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 token.digest, token.familyID, token.apiKeyID, token.identityID,
                 token.createdAt.timeIntervalSince1970,
                 token.expiresAt.timeIntervalSince1970, token.rotatedAt?.timeIntervalSince1970,
-                token.revokedAt?.timeIntervalSince1970,
+                token.revokedAt?.timeIntervalSince1970, token.authTime?.timeIntervalSince1970,
             ])
     }
 
@@ -189,7 +189,8 @@ extension SQLiteStore {
                 identityID: $0["identity_id"], createdAt: Date(timeIntervalSince1970: $0["created_at"]),
                 expiresAt: Date(timeIntervalSince1970: $0["expires_at"]),
                 rotatedAt: ($0["rotated_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                revokedAt: ($0["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+                revokedAt: ($0["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                authTime: ($0["auth_time"] as Double?).map(Date.init(timeIntervalSince1970:)))
         }
     }
 
@@ -210,6 +211,7 @@ extension SQLiteStore {
                 arguments: [now.timeIntervalSince1970, digest])
             var next = replacement
             next.familyID = current.familyID
+            next.authTime = current.authTime
             try Self.insert(next, into: db)
             return .rotated(next)
         }

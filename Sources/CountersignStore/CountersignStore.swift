@@ -131,7 +131,8 @@ public protocol CountersignStore: Sendable {
     func refreshToken(digest: Data) async throws -> RefreshTokenRecord?
     /// Rotates a refresh token: if the one with `digest` is live (not
     /// rotated, revoked or expired at `now`), marks it rotated and stores
-    /// `replacement` in its family, in one transaction. If it was rotated or
+    /// `replacement` in its family (keeping the old one's `authTime`), in
+    /// one transaction. If it was rotated or
     /// revoked before, it is being reused: the whole family is revoked and
     /// `conflict` thrown. `notFound` for an unknown or expired token.
     func rotateRefreshToken(digest: Data, replacement: RefreshTokenRecord, now: Date) async throws

@@ -154,10 +154,16 @@ extension StoreConformance {
                     digest: SecretToken.digest(secret), familyID: family, apiKeyID: "ck_app", identityID: "i",
                     createdAt: Fixture.t0, expiresAt: Fixture.t0 + 3600)
             }
-            try await store.insertRefreshToken(record("r1", family: "fam"))
+            var first = record("r1", family: "fam")
+            first.authTime = Fixture.t0 - 60
+            try await store.insertRefreshToken(first)
             let r2 = try await store.rotateRefreshToken(
                 digest: SecretToken.digest("r1"), replacement: record("r2", family: "ignored"), now: Fixture.t0 + 1)
             try check(r2.familyID == "fam", "the replacement joins the family")
+            try check(r2.authTime == Fixture.t0 - 60, "and keeps the time the user authenticated")
+            try check(
+                try await store.refreshToken(digest: SecretToken.digest("r2"))?.authTime == Fixture.t0 - 60,
+                "as stored")
             try check(
                 try await store.refreshToken(digest: SecretToken.digest("r1"))?.rotatedAt == Fixture.t0 + 1,
                 "the old one is marked rotated")

@@ -39,6 +39,13 @@ struct OAuthFlowTests {
         }
     }
 
+    /// The claims of a JWT, unverified (the signature is other tests' concern).
+    func claims(of token: Any?) throws -> [String: Any] {
+        let parts = try #require((token as? String)?.split(separator: "."))
+        let payload = try #require(Base64URL.decode(parts[1]))
+        return try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+    }
+
     @Test("discovery names the endpoints, S256 and ES256")
     func discovery() async throws {
         let flow = try await Flow()
@@ -104,14 +111,22 @@ struct OAuthFlowTests {
             let (ok, tokens) = try await token(client, flow, second)
             #expect(ok == .ok)
             let r1 = try #require(tokens["refresh_token"] as? String)
+            // Later refresh tokens are made later; auth_time must not follow them.
+            flow.broker.clock.advance(by: 120)
             let (rotated, next) = try await token(client, flow, ["grant_type": "refresh_token", "refresh_token": r1])
             #expect(rotated == .ok && next["access_token"] is String)
             let r2 = try #require(next["refresh_token"] as? String)
             #expect(r2 != r1)
+            let (_, later) = try await token(client, flow, ["grant_type": "refresh_token", "refresh_token": r2])
+            let r3 = try #require(later["refresh_token"] as? String)
+            #expect(
+                try claims(of: later["id_token"])["auth_time"] as? Int
+                    == claims(of: tokens["id_token"])["auth_time"] as? Int,
+                "auth_time stays the time the user typed the code")
             let (replayed, replay) = try await token(
                 client, flow, ["grant_type": "refresh_token", "refresh_token": r1])
             #expect(replayed == .badRequest && replay["error"] as? String == "invalid_grant")
-            let (revoked, _) = try await token(client, flow, ["grant_type": "refresh_token", "refresh_token": r2])
+            let (revoked, _) = try await token(client, flow, ["grant_type": "refresh_token", "refresh_token": r3])
             #expect(revoked == .badRequest, "the reuse revoked the whole family")
         }
     }

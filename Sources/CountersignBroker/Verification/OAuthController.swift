@@ -185,8 +185,9 @@ struct OAuthController {
         }
         let issuer = OAuthTokenIssuer(environment: environment)
         let (secret, replacement) = issuer.newRefreshToken(for: identity, family: record.familyID)
+        let rotated: RefreshTokenRecord
         do {
-            _ = try await environment.store.rotateRefreshToken(
+            rotated = try await environment.store.rotateRefreshToken(
                 digest: digest, replacement: replacement, now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
             throw TokenError(
@@ -194,6 +195,7 @@ struct OAuthController {
         } catch let error as StoreError where error.code == .notFound {
             throw TokenError("invalid_grant", "the refresh token has expired")
         }
-        return try await issuer.tokens(for: identity, authTime: record.createdAt, refreshToken: secret)
+        return try await issuer.tokens(
+            for: identity, authTime: rotated.authTime ?? record.createdAt, refreshToken: secret)
     }
 }

@@ -74,7 +74,8 @@ struct OAuthTokenIssuer {
     func issue(for identity: VerifiedIdentity, family: String, authTime: Date, nonce: String? = nil) async throws
         -> OAuthTokens
     {
-        let (secret, record) = newRefreshToken(for: identity, family: family)
+        var (secret, record) = newRefreshToken(for: identity, family: family)
+        record.authTime = authTime
         try await environment.store.insertRefreshToken(record)
         return try await tokens(for: identity, authTime: authTime, refreshToken: secret, nonce: nonce)
     }

@@ -164,10 +164,12 @@ public struct RefreshTokenRecord: Sendable, Equatable {
     public var expiresAt: Date
     public var rotatedAt: Date?
     public var revokedAt: Date?
+    /// When the user proved the identifier, kept across rotations for `auth_time`.
+    public var authTime: Date?
 
     public init(
         digest: Data, familyID: String, apiKeyID: String, identityID: String, createdAt: Date, expiresAt: Date,
-        rotatedAt: Date? = nil, revokedAt: Date? = nil
+        rotatedAt: Date? = nil, revokedAt: Date? = nil, authTime: Date? = nil
     ) {
         self.digest = digest
         self.familyID = familyID
@@ -177,5 +179,6 @@ public struct RefreshTokenRecord: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.rotatedAt = rotatedAt
         self.revokedAt = revokedAt
+        self.authTime = authTime
     }
 }
