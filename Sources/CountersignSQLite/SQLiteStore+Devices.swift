@@ -33,15 +33,22 @@ extension SQLiteStore {
                 throw StoreError(.notFound, "no usable enrollment token for this user")
             }
             // A duplicate key throws alreadyExists and rolls the token back.
-            try db.execute(
-                sql: """
-                    INSERT INTO devices (id, issuer, client_user_id, public_key, name, type, created_at, last_seen_at, revoked_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
-                    """,
-                arguments: [
-                    device.id, device.issuer, device.clientUserID, publicKey, device.name, device.type,
-                    device.createdAt.timeIntervalSince1970, device.lastSeenAt?.timeIntervalSince1970,
-                ])
+            try Self.insert(device, publicKey: publicKey, into: db)
+        }
+    }
+
+    public func enrollFirstDevice(_ device: TrustedDevice, now: Date) async throws {
+        let publicKey = try Self.encodeKey(device.publicKey)
+        try await write { db in
+            let live =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT count(*) FROM devices WHERE issuer = ? AND client_user_id = ? AND revoked_at IS NULL",
+                    arguments: [device.issuer, device.clientUserID]) ?? 0
+            guard live == 0 else {
+                throw StoreError(.conflict, "the user has a trusted device; it must approve new ones")
+            }
+            try Self.insert(device, publicKey: publicKey, into: db)
         }
     }
 
@@ -86,6 +93,18 @@ extension SQLiteStore {
                 sql: "UPDATE devices SET last_seen_at = max(coalesce(last_seen_at, 0), ?) WHERE id = ?",
                 arguments: [now.timeIntervalSince1970, id])
         }
+    }
+
+    private static func insert(_ device: TrustedDevice, publicKey: String, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO devices (id, issuer, client_user_id, public_key, name, type, created_at, last_seen_at, revoked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
+                """,
+            arguments: [
+                device.id, device.issuer, device.clientUserID, publicKey, device.name, device.type,
+                device.createdAt.timeIntervalSince1970, device.lastSeenAt?.timeIntervalSince1970,
+            ])
     }
 
     static func encodeKey(_ key: DevicePublicKey) throws -> String {

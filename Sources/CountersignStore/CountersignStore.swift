@@ -46,6 +46,12 @@ public protocol CountersignStore: Sendable {
     /// device with the same key is enrolled (the token stays usable).
     func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, now: Date) async throws
 
+    /// Enrolls `device` as its user's first trusted device (the user proved
+    /// an email address or phone number instead of presenting a token), in
+    /// one transaction: `conflict` if the user already has an unrevoked
+    /// device, `alreadyExists` if the key is enrolled.
+    func enrollFirstDevice(_ device: TrustedDevice, now: Date) async throws
+
     /// The device with this id, revoked or not; nil if unknown.
     func device(id: String) async throws -> TrustedDevice?
     /// The devices of one user, revoked ones included, oldest first.

@@ -74,6 +74,24 @@ extension StoreConformance {
             try check(again.revokedAt == Fixture.t0 + 5, "a second revocation keeps the first time")
             try check(try await store.device(id: b.id)?.revokedAt == nil, "the other device is untouched")
         },
+        Case(name: "first devices: only while the user has no unrevoked device") { store in
+            let first = Fixture.device(user: "dave")
+            try await store.enrollFirstDevice(first, now: Fixture.t0)
+            try check(try await store.device(id: first.id) == first, "enrolled")
+            let second = Fixture.device(user: "dave")
+            try await checkThrows(.conflict, "a second first device") {
+                try await store.enrollFirstDevice(second, now: Fixture.t0)
+            }
+            try check(try await store.device(id: second.id) == nil, "nothing enrolled")
+            try await store.enrollFirstDevice(Fixture.device(issuer: "ck_other", user: "dave"), now: Fixture.t0)
+            _ = try await store.revokeDevice(id: first.id, issuer: "ck_app", clientUserID: "dave", now: Fixture.t0 + 1)
+            try await store.enrollFirstDevice(second, now: Fixture.t0 + 2)
+            // Revoked keys stay enrolled: the same key cannot come back as a first device.
+            _ = try await store.revokeDevice(id: second.id, issuer: "ck_app", clientUserID: "dave", now: Fixture.t0 + 3)
+            try await checkThrows(.alreadyExists, "an enrolled key") {
+                try await store.enrollFirstDevice(second, now: Fixture.t0 + 4)
+            }
+        },
         Case(name: "devices: last seen only moves forward") { store in
             let device = try await Fixture.enrolled(in: store)
             try await store.markDeviceSeen(id: device.id, now: Fixture.t0 + 10)

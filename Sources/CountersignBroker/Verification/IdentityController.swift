@@ -65,35 +65,31 @@ struct IdentityController {
             try JSONBody(Failure(msg: msg, error: "invalid_grant", message: message), status: status)
                 .response(from: request, context: context)
         }
-        guard let challenge = try await environment.store.challenge(id: body.challengeID), challenge.apiKeyID == key.id
-        else {
-            return try refuse("Challenge not found", "no verification with this challenge_id for this app")
-        }
-        guard body.redirectURL == challenge.redirectURL else {
-            return try refuse("Redirect URL mismatch", "redirect_url must be the one the page was opened with")
-        }
-        guard PKCE.verify(verifier: body.codeVerifier, challenge: challenge.codeChallenge) else {
-            return try refuse("Invalid code verifier", "the code_verifier does not match the code_challenge (S256)")
-        }
-        let now = environment.now()
-        let family = "challenge:\(challenge.id)"
         let redeemed: VerificationChallenge
         do {
-            redeemed = try await environment.store.redeemAuthorizationCode(
-                challengeID: challenge.id, digest: SecretToken.digest(body.authorizationCode), now: now)
-        } catch let error as StoreError where error.code == .conflict || error.code == .notFound {
-            if error.code == .conflict, try await environment.store.challenge(id: challenge.id)?.redeemedAt != nil {
-                // A code used twice may be stolen: what it bought is revoked (RFC 6749 §4.1.2).
-                try await environment.store.revokeRefreshTokenFamily(family, now: now)
+            redeemed = try await CodeRedemption(environment: environment).redeem(
+                challengeID: body.challengeID, code: body.authorizationCode, verifier: body.codeVerifier,
+                redirectURL: body.redirectURL, apiKeyID: key.id)
+        } catch let failure as CodeRedemption.Failure {
+            switch failure {
+            case .unknownChallenge:
+                return try refuse("Challenge not found", "no verification with this challenge_id for this app")
+            case .redirectMismatch:
+                return try refuse("Redirect URL mismatch", "redirect_url must be the one the page was opened with")
+            case .badVerifier:
+                return try refuse("Invalid code verifier", "the code_verifier does not match the code_challenge (S256)")
+            case .expiredOrUsed:
+                return try refuse("Challenge Expired", "the authorization code is unknown, expired or already used")
             }
-            return try refuse("Challenge Expired", "the authorization code is unknown, expired or already used")
         }
+        let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(
             apiKeyID: key.id, type: redeemed.identifierType, identifier: redeemed.identifier, now: now)
         let tokens =
             withTokens
             ? try await OAuthTokenIssuer(environment: environment)
-                .issue(for: identity, family: family, authTime: redeemed.verifiedAt ?? now) : nil
+                .issue(for: identity, family: CodeRedemption.family(of: redeemed), authTime: redeemed.verifiedAt ?? now)
+            : nil
         let document = IdentityDocument(
             identity: identity, challenge: redeemed, tokens: tokens,
             token: try await identityToken(identity, now: now))

@@ -144,33 +144,30 @@ struct OAuthController {
         guard let code = form.code, let verifier = form.codeVerifier, let redirectURI = form.redirectURI else {
             throw TokenError("invalid_request", "code, code_verifier and redirect_uri are required")
         }
-        guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }),
-            let challenge = try await environment.store.challenge(id: challengeID), challenge.apiKeyID == key.id
-        else {
+        guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
             throw TokenError("invalid_grant", "unknown authorization code")
         }
-        guard redirectURI == challenge.redirectURL else {
-            throw TokenError("invalid_grant", "redirect_uri differs from the authorization request's")
-        }
-        guard PKCE.verify(verifier: verifier, challenge: challenge.codeChallenge) else {
-            throw TokenError("invalid_grant", "code_verifier does not match the code_challenge (S256)")
-        }
-        let now = environment.now()
-        let family = "challenge:\(challenge.id)"
         let redeemed: VerificationChallenge
         do {
-            redeemed = try await environment.store.redeemAuthorizationCode(
-                challengeID: challenge.id, digest: SecretToken.digest(code), now: now)
-        } catch let error as StoreError where error.code == .conflict || error.code == .notFound {
-            if error.code == .conflict, try await environment.store.challenge(id: challenge.id)?.redeemedAt != nil {
-                try await environment.store.revokeRefreshTokenFamily(family, now: now)
+            redeemed = try await CodeRedemption(environment: environment).redeem(
+                challengeID: challengeID, code: code, verifier: verifier, redirectURL: redirectURI, apiKeyID: key.id)
+        } catch let failure as CodeRedemption.Failure {
+            switch failure {
+            case .unknownChallenge: throw TokenError("invalid_grant", "unknown authorization code")
+            case .redirectMismatch:
+                throw TokenError("invalid_grant", "redirect_uri differs from the authorization request's")
+            case .badVerifier:
+                throw TokenError("invalid_grant", "code_verifier does not match the code_challenge (S256)")
+            case .expiredOrUsed: throw TokenError("invalid_grant", "the authorization code is expired or already used")
             }
-            throw TokenError("invalid_grant", "the authorization code is expired or already used")
         }
+        let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(
             apiKeyID: key.id, type: redeemed.identifierType, identifier: redeemed.identifier, now: now)
         return try await OAuthTokenIssuer(environment: environment)
-            .issue(for: identity, family: family, authTime: redeemed.verifiedAt ?? now, nonce: redeemed.nonce)
+            .issue(
+                for: identity, family: CodeRedemption.family(of: redeemed), authTime: redeemed.verifiedAt ?? now,
+                nonce: redeemed.nonce)
     }
 
     private func refresh(_ form: TokenForm, key: APIKey) async throws -> OAuthTokens {
