@@ -46,14 +46,31 @@ struct EnrollmentController {
         return JSONBody(TokenResponse(token: token, clientUserID: user, expiresAt: record.expiresAt), status: .created)
     }
 
+    /// Proof that the user verified an email address or phone number on
+    /// the hosted page: the authorization code and its PKCE verifier.
+    struct VerificationGrant: Decodable {
+        let authorizationCode: String
+        let codeVerifier: String
+        let challengeID: Int64
+        let redirectURL: String
+
+        enum CodingKeys: String, CodingKey {
+            case authorizationCode = "authorization_code"
+            case codeVerifier = "code_verifier"
+            case challengeID = "challenge_id"
+            case redirectURL = "redirect_url"
+        }
+    }
+
     struct EnrollRequest: Decodable {
-        let clientUserID: String
-        let enrollmentToken: String
+        let clientUserID: String?
+        let enrollmentToken: String?
+        let verification: VerificationGrant?
         let publicKey: DevicePublicKey
         let name: String
         let type: String?
         enum CodingKeys: String, CodingKey {
-            case name, type
+            case name, type, verification
             case clientUserID = "client_user_id"
             case enrollmentToken = "enrollment_token"
             case publicKey = "public_key"
@@ -67,7 +84,6 @@ struct EnrollmentController {
             throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
         }
         let body = try await request.decodeJSON(EnrollRequest.self, context: context)
-        guard ClientUserID.isValid(body.clientUserID) else { throw APIError.badRequest("invalid client_user_id") }
         let name = try DeviceName.validate(body.name)
         let type = try DeviceName.validate(body.type ?? "cli", field: "type")
         guard let proof = request.headers[.deviceProof] else {
@@ -75,20 +91,66 @@ struct EnrollmentController {
         }
         let now = environment.now()
         try await ProofCheck(environment: environment).verify(proof, key: body.publicKey, request: request, now: now)
-        let device = TrustedDevice(
-            publicKey: body.publicKey, issuer: key.id, clientUserID: body.clientUserID, name: name, type: type,
-            createdAt: now, lastSeenAt: now)
+        func device(for user: String) -> TrustedDevice {
+            TrustedDevice(
+                publicKey: body.publicKey, issuer: key.id, clientUserID: user, name: name, type: type, createdAt: now,
+                lastSeenAt: now)
+        }
+        let enrolled: TrustedDevice
         do {
-            try await environment.store.enrollDevice(
-                device, consumingToken: SecretToken.digest(body.enrollmentToken), now: now)
-        } catch let error as StoreError where error.code == .notFound {
-            throw APIError(
-                .forbidden, "invalid_enrollment_token",
-                "the enrollment token is unknown, used, expired or for another user")
+            switch (body.enrollmentToken, body.verification) {
+            case (let token?, nil):
+                guard let user = body.clientUserID, ClientUserID.isValid(user) else {
+                    throw APIError.badRequest("client_user_id is missing or invalid")
+                }
+                enrolled = device(for: user)
+                do {
+                    try await environment.store.enrollDevice(
+                        enrolled, consumingToken: SecretToken.digest(token), now: now)
+                } catch let error as StoreError where error.code == .notFound {
+                    throw APIError(
+                        .forbidden, "invalid_enrollment_token",
+                        "the enrollment token is unknown, used, expired or for another user")
+                }
+            case (nil, let grant?):
+                enrolled = try await enrollVerified(grant, body: body, key: key, device: device(for:))
+            default:
+                throw APIError.badRequest("send either enrollment_token or verification")
+            }
         } catch let error as StoreError where error.code == .alreadyExists {
             throw APIError.conflict("device_exists", "this key is enrolled already")
         }
-        return JSONBody(DeviceDocument(device), status: .created)
+        return JSONBody(DeviceDocument(enrolled), status: .created)
+    }
+
+    /// A first device for a user who just verified an email address or phone
+    /// number; the verified identifier is the user id.
+    private func enrollVerified(
+        _ grant: VerificationGrant, body: EnrollRequest, key: APIKey, device: (String) -> TrustedDevice
+    ) async throws -> TrustedDevice {
+        let redeemed: VerificationChallenge
+        do {
+            redeemed = try await CodeRedemption(environment: environment).redeem(
+                challengeID: grant.challengeID, code: grant.authorizationCode, verifier: grant.codeVerifier,
+                redirectURL: grant.redirectURL, apiKeyID: key.id)
+        } catch let failure as CodeRedemption.Failure {
+            throw APIError(
+                .forbidden, "invalid_verification",
+                failure == .expiredOrUsed
+                    ? "the authorization code is unknown, expired or already used"
+                    : "the verification does not match (challenge, redirect URL or code verifier)")
+        }
+        if let user = body.clientUserID, user != redeemed.identifier {
+            throw APIError.badRequest("client_user_id must be the verified identifier, \(redeemed.identifier)")
+        }
+        let enrolled = device(redeemed.identifier)
+        do {
+            try await environment.store.enrollFirstDevice(enrolled, now: environment.now())
+        } catch let error as StoreError where error.code == .conflict {
+            throw APIError.conflict(
+                "has_trusted_device", "this user already has a trusted device; a new one must be approved from it")
+        }
+        return enrolled
     }
 }
 

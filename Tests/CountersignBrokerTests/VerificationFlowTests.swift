@@ -311,3 +311,51 @@ struct FailingSenderTests {
         }
     }
 }
+
+@Suite("enrolling a first device by a verified email address")
+struct VerifiedEnrollmentTests {
+    typealias Flow = VerificationFlowTests.Flow
+
+    func enroll(
+        _ client: some TestClientProtocol, _ flow: Flow, device: TestDevice, code: String, challengeID: String
+    ) async throws -> (HTTPResponse.Status, String?) {
+        var headers = try await device.proofHeaders(.post, "/api/v1/enrollments", now: flow.broker.clock.now)
+        headers[HTTPField.Name("API_KEY_ID")!] = flow.broker.apiKeyID
+        let body: [String: AnyEncodable] = [
+            "public_key": .init(device.jwk), "name": .init("laptop"),
+            "verification": .init([
+                "authorization_code": AnyEncodable(code), "code_verifier": AnyEncodable(flow.verifier),
+                "challenge_id": AnyEncodable(Int64(challengeID)!),
+                "redirect_url": AnyEncodable(VerificationFlowTests.redirect),
+            ]),
+        ]
+        return try await client.execute(uri: "/api/v1/enrollments", method: .post, headers: headers, body: json(body)) {
+            ($0.status, errorCode($0) ?? (try? decode(DeviceDocument.self, $0))?.clientUserID)
+        }
+    }
+
+    @Test("the verified address becomes the user; once the user has a device, this path is closed")
+    func firstDeviceOnly() async throws {
+        let flow = try await Flow()
+        try await flow.broker.test { client in
+            let (challengeID, redirect) = try await flow.verify(client)
+            let first = TestDevice()
+            #expect(
+                try await enroll(client, flow, device: first, code: redirect.code, challengeID: challengeID)
+                    == (.created, "alice@example.com"))
+            #expect(
+                try await enroll(client, flow, device: TestDevice(), code: redirect.code, challengeID: challengeID)
+                    == (.forbidden, "invalid_verification"), "the code is single use")
+            let (secondID, second) = try await flow.verify(client)
+            #expect(
+                try await enroll(client, flow, device: TestDevice(), code: second.code, challengeID: secondID)
+                    == (.conflict, "has_trusted_device"), "a further device must be approved by a trusted one")
+            // The enrolled device is a trusted device of that user.
+            try await client.execute(
+                uri: "/api/v1/users/alice@example.com/devices", method: .get, headers: flow.broker.backendHeaders
+            ) { response in
+                #expect(String(buffer: response.body).contains(first.id))
+            }
+        }
+    }
+}
