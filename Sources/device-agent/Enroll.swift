@@ -7,43 +7,114 @@ import Foundation
 extension DeviceAgent {
     struct Enroll: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make this machine a trusted device of a user, with a one-time enrollment token.",
+            abstract:
+                "Make this machine a user's trusted device: with a one-time token, or by verifying an email/phone.",
             discussion: """
-                The app backend asks the broker for the token \
-                (POST /api/v1/users/{user}/enrollment-tokens). A new P-256 key is created here; \
-                the private key never leaves this machine.
+                With --token: the app backend asks the broker for the token \
+                (POST /api/v1/users/{user}/enrollment-tokens).
+
+                With --email or --phone (a user's first device only): opens the broker's \
+                verification page in a browser, waits for it on 127.0.0.1, and enrolls this \
+                machine for the verified address, which becomes the user id. The API key \
+                needs http://127.0.0.1/callback among its redirect URLs.
+
+                A new P-256 key is created here; the private key never leaves this machine.
                 """)
 
         @OptionGroup var account: AccountOptions
 
         @Option(help: "The one-time enrollment token from the app backend.")
-        var token: String
+        var token: String?
+
+        @Option(help: "Verify this email address instead of using a token.")
+        var email: String?
+
+        @Option(help: "Verify this phone number (with country code) instead of using a token.")
+        var phone: String?
 
         @Option(help: "A name for this device that you will recognise (default: the host name).")
         var name: String?
 
+        @Flag(help: "Print the verification page's address without opening a browser.")
+        var noBrowser = false
+
+        @Option(help: "Seconds to wait for the verification in the browser.")
+        var timeout = 600
+
+        func validate() throws {
+            guard [token, email, phone].compactMap({ $0 }).count == 1 else {
+                throw ValidationError("give one of --token, --email or --phone")
+            }
+        }
+
         func run() async throws {
-            let (broker, apiKey, user) = try account.account()
-            let store = account.credentials
-            if !(try store.matching(broker: broker, apiKeyID: apiKey, user: user)).isEmpty {
+            guard let broker = account.resolvedBroker, let apiKey = account.resolvedAPIKey else {
+                throw ValidationError("give --broker URL and --api-key ID")
+            }
+            let client = CountersignClient(broker: broker, apiKeyID: apiKey)
+            if let token {
+                guard let user = account.resolvedUser else { throw ValidationError("give --user ID") }
+                let credential = try newCredential(broker: broker, apiKey: apiKey, user: user)
+                try await enroll(credential) { try await client.enroll(credential, enrollmentToken: token) }
+                return
+            }
+            let type: IdentifierType = email != nil ? .email : .phone
+            guard let user = type.normalize(email ?? phone ?? "") else {
+                throw ValidationError(type == .email ? "not an email address" : "give the number as +<country><number>")
+            }
+            if let given = account.resolvedUser, given != user {
+                throw ValidationError("--user must be the verified \(type == .email ? "address" : "number"), \(user)")
+            }
+            let credential = try newCredential(broker: broker, apiKey: apiKey, user: user)
+            let listener = try await LoopbackRedirectListener.start()
+            let pending = client.startVerification(type: type, redirectURL: listener.redirectURL)
+            print("Verify \(user) in your browser:")
+            print("  \(pending.pageURL)")
+            fflush(nil)
+            if !noBrowser { openBrowser(pending.pageURL) }
+            guard let query = await listener.callback(timeout: .seconds(timeout)) else {
+                await listener.close()
+                throw AgentFailure("no answer from the browser within \(timeout) s")
+            }
+            await listener.close()
+            let code = try pending.complete(with: query)
+            try await enroll(credential) { try await client.enroll(credential, verification: code) }
+        }
+
+        private func newCredential(broker: String, apiKey: String, user: String) throws -> DeviceCredential {
+            if !(try account.credentials.matching(broker: broker, apiKeyID: apiKey, user: user)).isEmpty {
                 throw AgentFailure("this machine is already a trusted device of \(user)")
             }
-            let credential = DeviceCredential(
+            return DeviceCredential(
                 broker: broker, apiKeyID: apiKey, clientUserID: user, privateKey: P256.Signing.PrivateKey(),
                 name: name ?? ProcessInfo.processInfo.hostName)
-            // Saved first: an enrolled key must never be lost to a failed write.
+        }
+
+        /// Saves the key first (an enrolled key must never be lost to a
+        /// failed write), enrolls, and removes the key if enrolling failed.
+        private func enroll(_ credential: DeviceCredential, _ register: () async throws -> DeviceDocument) async throws
+        {
+            let store = account.credentials
             try store.save(credential)
             let device: DeviceDocument
             do {
-                device = try await CountersignClient(broker: broker, apiKeyID: apiKey)
-                    .enroll(credential, enrollmentToken: token)
+                device = try await register()
             } catch {
                 try? store.remove(credential)
                 throw error
             }
-            print("Enrolled \(device.name) as a trusted device of \(user).")
+            print("Enrolled \(device.name) as a trusted device of \(device.clientUserID).")
             print("Device id:   \(device.id)")
             print("Fingerprint: \(device.fingerprint)")
+        }
+
+        private func openBrowser(_ url: String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["xdg-open", url]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try? process.run()
         }
     }
 }

@@ -63,12 +63,13 @@ struct LiveBroker {
     var backend: CountersignBackend { CountersignBackend(broker: url, apiKeyID: apiKeyID, apiSecretKey: apiSecret) }
 
     /// Runs `device-agent` with this broker's account options.
-    func agent(_ arguments: [String], configDirectory: URL, user: String = "alice", stdin: String? = nil) throws
+    func agent(_ arguments: [String], configDirectory: URL, user: String? = "alice", stdin: String? = nil) throws
         -> RunningProcess
     {
         try RunningProcess(
             "device-agent",
-            arguments + ["--broker", url, "--api-key", apiKeyID, "--user", user, "--config-dir", configDirectory.path],
+            arguments + ["--broker", url, "--api-key", apiKeyID, "--config-dir", configDirectory.path]
+                + (user.map { ["--user", $0] } ?? []),
             stdin: stdin)
     }
 
