@@ -1,0 +1,143 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+
+extension VerificationPageController {
+    /// Hands a code to the sender; false (and a log line, without the code) if it failed.
+    func deliver(
+        _ code: String, to identifier: String, type: IdentifierType, app: String, context: BrokerRequestContext
+    ) async -> Bool {
+        do {
+            try await environment.sender.send(code: code, to: identifier, type: type, app: app)
+            return true
+        } catch {
+            context.logger.error("sending a verification code failed", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+    enum Validation {
+        case valid(APIKey, IdentifierType)
+        case failed(Response)
+    }
+
+    /// Checks the app's parameters in the order that decides whether a
+    /// redirect may be trusted.
+    func validate(_ parameters: HostedPage.Request, method: String?, responseType: String? = "code") async throws
+        -> Validation
+    {
+        guard let key = try await environment.store.apiKey(id: parameters.apiKey) else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure("Unknown app: the api_key is not registered here.", returnURL: nil),
+                    status: .badRequest))
+        }
+        guard
+            RedirectURL.isAllowed(
+                parameters.redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: key.id))
+        else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure(
+                        "The redirect_url is not registered for this app, so this page will not send you there.",
+                        returnURL: nil),
+                    status: .badRequest))
+        }
+        func refuse(_ description: String) -> Validation {
+            .failed(
+                HostedPage.redirect(
+                    to: Self.errorRedirect(
+                        parameters.redirectURL, error: "invalid_request", description: description,
+                        state: parameters.state)))
+        }
+        guard responseType == "code" else {
+            return .failed(
+                HostedPage.redirect(
+                    to: Self.errorRedirect(
+                        parameters.redirectURL, error: "unsupported_response_type",
+                        description: "only response_type=code is supported", state: parameters.state)))
+        }
+        guard let type = IdentifierType(rawValue: parameters.type) else { return refuse("type must be EMAIL or PHONE") }
+        guard method == nil || method == PKCE.method else { return refuse("code_challenge_method must be S256") }
+        guard PKCE.isValidChallenge(parameters.codeChallenge) else {
+            return refuse("code_challenge must be the base64url SHA-256 of a code_verifier (S256)")
+        }
+        guard (parameters.state?.utf8.count ?? 0) <= 512 else { return refuse("state may be at most 512 bytes") }
+        guard (parameters.nonce?.utf8.count ?? 0) <= 256 else { return refuse("nonce may be at most 256 bytes") }
+        return .valid(key, type)
+    }
+
+    func redirectIsRegistered(_ parameters: HostedPage.Request) async throws -> Bool {
+        RedirectURL.isAllowed(
+            parameters.redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: parameters.apiKey))
+    }
+
+    /// The code form again, for the same challenge.
+    func page(
+        _ challenge: VerificationChallenge, error: String? = nil, notice: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
+        HostedPage.response(
+            HostedPage.codeForm(
+                challengeID: challenge.id, identifier: challenge.identifier, request: Self.request(of: challenge),
+                error: error, notice: notice),
+            status: status)
+    }
+
+    /// The answer for a challenge that takes no more codes.
+    func closed(_ challenge: VerificationChallenge, now: Date) -> Response {
+        if challenge.verifiedAt != nil {
+            return HostedPage.response(
+                HostedPage.failure("This code was already used. Go back to the app.", returnURL: nil), status: .gone)
+        }
+        if challenge.failedAttempts >= environment.verification.maxAttempts {
+            return HostedPage.response(
+                HostedPage.failure(
+                    "Too many wrong codes. For your security this verification is closed.",
+                    returnURL: Self.errorRedirect(
+                        challenge.redirectURL, error: "access_denied", description: "too many wrong codes",
+                        state: challenge.state)),
+                status: .tooManyRequests)
+        }
+        return page(challenge, error: "This code has expired. Send a new code.", status: .gone)
+    }
+
+    static func request(of challenge: VerificationChallenge) -> HostedPage.Request {
+        HostedPage.Request(
+            apiKey: challenge.apiKeyID, redirectURL: challenge.redirectURL, type: challenge.identifierType.rawValue,
+            codeChallenge: challenge.codeChallenge, state: challenge.state, nonce: challenge.nonce)
+    }
+
+    static func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
+        let items = [
+            URLQueryItem(name: "error", value: error), URLQueryItem(name: "error_description", value: description),
+            URLQueryItem(name: "state", value: state),
+        ].filter { $0.value != nil }
+        return RedirectURL.appending(items, to: url) ?? url
+    }
+
+    static func minutes(_ seconds: Int) -> String {
+        seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
+    }
+}
+
+extension Request {
+    /// Decodes an `application/x-www-form-urlencoded` body.
+    func decodeForm<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
+        guard let type = headers[.contentType].flatMap(MediaType.init(from:)),
+            type.isType(.applicationUrlEncoded)
+        else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the form as x-www-form-urlencoded")
+        }
+        var request = self
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        do {
+            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
+        } catch {
+            throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
+        }
+    }
+}
