@@ -46,26 +46,11 @@ struct EnrollmentController {
         return JSONBody(TokenResponse(token: token, clientUserID: user, expiresAt: record.expiresAt), status: .created)
     }
 
-    /// Proof that the user verified an email address or phone number on
-    /// the hosted page: the authorization code and its PKCE verifier.
-    struct VerificationGrant: Decodable {
-        let authorizationCode: String
-        let codeVerifier: String
-        let challengeID: Int64
-        let redirectURL: String
-
-        enum CodingKeys: String, CodingKey {
-            case authorizationCode = "authorization_code"
-            case codeVerifier = "code_verifier"
-            case challengeID = "challenge_id"
-            case redirectURL = "redirect_url"
-        }
-    }
-
     struct EnrollRequest: Decodable {
         let clientUserID: String?
         let enrollmentToken: String?
-        let verification: VerificationGrant?
+        /// The hosted page's authorization code, instead of a token.
+        let verification: VerifiedCode?
         let publicKey: DevicePublicKey
         let name: String
         let type: String?
@@ -126,13 +111,11 @@ struct EnrollmentController {
     /// A first device for a user who just verified an email address or phone
     /// number; the verified identifier is the user id.
     private func enrollVerified(
-        _ grant: VerificationGrant, body: EnrollRequest, key: APIKey, device: (String) -> TrustedDevice
+        _ grant: VerifiedCode, body: EnrollRequest, key: APIKey, device: (String) -> TrustedDevice
     ) async throws -> TrustedDevice {
         let redeemed: VerificationChallenge
         do {
-            redeemed = try await CodeRedemption(environment: environment).redeem(
-                challengeID: grant.challengeID, code: grant.authorizationCode, verifier: grant.codeVerifier,
-                redirectURL: grant.redirectURL, apiKeyID: key.id)
+            redeemed = try await CodeRedemption(environment: environment).redeem(grant, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
             throw APIError(
                 .forbidden, "invalid_verification",

@@ -2,28 +2,6 @@ public import CountersignCore
 import Foundation
 import NIOHTTP1
 
-/// An authorization code from the hosted page, with what proves it is ours.
-public struct VerifiedCode: Encodable, Sendable {
-    public let authorizationCode: String
-    public let codeVerifier: String
-    public let challengeID: Int64
-    public let redirectURL: String
-
-    enum CodingKeys: String, CodingKey {
-        case authorizationCode = "authorization_code"
-        case codeVerifier = "code_verifier"
-        case challengeID = "challenge_id"
-        case redirectURL = "redirect_url"
-    }
-
-    public init(authorizationCode: String, codeVerifier: String, challengeID: Int64, redirectURL: String) {
-        self.authorizationCode = authorizationCode
-        self.codeVerifier = codeVerifier
-        self.challengeID = challengeID
-        self.redirectURL = redirectURL
-    }
-}
-
 /// A started verification: the page to open and the secrets to finish it.
 public struct PendingVerification: Sendable {
     /// The hosted page, for the user's browser.

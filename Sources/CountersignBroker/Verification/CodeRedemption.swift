@@ -23,6 +23,13 @@ struct CodeRedemption {
     /// The refresh-token family of everything a challenge's code buys.
     static func family(of challenge: VerificationChallenge) -> String { "challenge:\(challenge.id)" }
 
+    /// Checks and spends a code presented with its proofs.
+    func redeem(_ code: VerifiedCode, apiKeyID: String) async throws -> VerificationChallenge {
+        try await redeem(
+            challengeID: code.challengeID, code: code.authorizationCode, verifier: code.codeVerifier,
+            redirectURL: code.redirectURL, apiKeyID: apiKeyID)
+    }
+
     /// Checks and spends the code; returns the verified challenge.
     func redeem(challengeID: Int64, code: String, verifier: String, redirectURL: String, apiKeyID: String)
         async throws -> VerificationChallenge

@@ -16,36 +16,6 @@ struct IdentityController {
             .post("verify/get_identity", use: getIdentity)
     }
 
-    struct IdentityRequest: Decodable {
-        let codeVerifier: String
-        let authorizationCode: String
-        let challengeID: Int64
-        let redirectURL: String
-
-        enum CodingKeys: String, CodingKey {
-            case codeVerifier = "code_verifier"
-            case authorizationCode = "authorization_code"
-            case challengeID = "challenge_id"
-            case redirectURL = "redirect_url"
-        }
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            codeVerifier = try container.decode(String.self, forKey: .codeVerifier)
-            authorizationCode = try container.decode(String.self, forKey: .authorizationCode)
-            redirectURL = try container.decode(String.self, forKey: .redirectURL)
-            // An integer in the original API; the redirect hands it over as text.
-            if let number = try? container.decode(Int64.self, forKey: .challengeID) {
-                challengeID = number
-            } else if let text = try? container.decode(String.self, forKey: .challengeID), let number = Int64(text) {
-                challengeID = number
-            } else {
-                throw DecodingError.dataCorruptedError(
-                    forKey: .challengeID, in: container, debugDescription: "challenge_id must be an integer")
-            }
-        }
-    }
-
     /// The original API's error body, with Countersign's code beside it.
     struct Failure: Encodable, Sendable {
         let msg: String
@@ -59,7 +29,7 @@ struct IdentityController {
         else {
             throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
         }
-        let body = try await request.decodeJSON(IdentityRequest.self, context: context)
+        let body = try await request.decodeJSON(VerifiedCode.self, context: context)
         let withTokens = request.uri.queryParameters["oauth_token"].map { $0 == "true" } ?? false
         func refuse(_ msg: String, _ message: String, status: HTTPResponse.Status = .badRequest) throws -> Response {
             try JSONBody(Failure(msg: msg, error: "invalid_grant", message: message), status: status)
@@ -67,9 +37,7 @@ struct IdentityController {
         }
         let redeemed: VerificationChallenge
         do {
-            redeemed = try await CodeRedemption(environment: environment).redeem(
-                challengeID: body.challengeID, code: body.authorizationCode, verifier: body.codeVerifier,
-                redirectURL: body.redirectURL, apiKeyID: key.id)
+            redeemed = try await CodeRedemption(environment: environment).redeem(body, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
             switch failure {
             case .unknownChallenge:
