@@ -208,6 +208,57 @@ write("event-tokens.json", {
     ],
 })
 
+def oauth_case(comment, result, kind, *, nonce=None, header=None, claims=None, key=broker, token=None, **signing):
+    h = {"typ": "JWT", "alg": "ES256", "kid": broker_kid}
+    h.update(header or {})
+    c = {"iss": ISSUER, "sub": "4f1c2d3e-0000-4000-8000-000000000001", "aud": AUDIENCE, "iat": NOW, "exp": FAR,
+         "jti": "oauth-" + comment.replace(" ", "-"), "identifier": "alice@example.com", "identifier_type": "EMAIL",
+         "auth_method": "OTP"}
+    if kind == "access":
+        c.update({"token_type": "access_token", "client_id": AUDIENCE, "scope": "access"})
+    else:
+        c.update({"token_type": "id_token", "auth_time": NOW, "email": "alice@example.com", "email_verified": True,
+                  "nonce": "n-0S6_WzA2Mj"})
+    c.update(claims or {})
+    c = {k: v for k, v in c.items() if v is not None}
+    case = {"comment": comment, "kind": kind, "token": token or jws(h, c, key, **signing), "result": result}
+    if kind == "id":
+        case["nonce"] = nonce if nonce is not None else "n-0S6_WzA2Mj"
+    return case
+
+
+good_access = oauth_case("valid", "valid", "access")["token"]
+write("oauth-tokens.json", {
+    "description": "Access and ID tokens (proto/signing.md §4), verified with the JWKS `jwks` for issuer `issuer` "
+                   "and the app `audience`; ID tokens also with the request's `nonce`. Valid tokens expire in 2100.",
+    "jwks": {"keys": [dict(broker_jwk, kid=broker_kid, use="sig", alg="ES256")]},
+    "issuer": ISSUER, "audience": AUDIENCE,
+    "tests": [
+        oauth_case("valid access token", "valid", "access"),
+        oauth_case("valid ID token with its nonce", "valid", "id"),
+        oauth_case("ID token checked against another request's nonce", "invalid", "id", nonce="another-nonce"),
+        oauth_case("ID token without the nonce that was sent", "invalid", "id", claims={"nonce": None}),
+        oauth_case("an access token presented as an ID token", "invalid", "id",
+                   claims={"token_type": "access_token"}),
+        oauth_case("an ID token presented as an access token", "invalid", "access",
+                   claims={"token_type": "id_token"}),
+        oauth_case("expired access token", "invalid", "access", claims={"iat": 1_600_000_000, "exp": 1_600_003_600}),
+        oauth_case("access token for another app", "invalid", "access", claims={"aud": "ck_other"}),
+        oauth_case("access token from another issuer", "invalid", "access",
+                   claims={"iss": "https://other.example"}),
+        oauth_case("alg none", "invalid", "access", header={"alg": "none"}),
+        oauth_case("HS256 keyed with the JWKS public key", "invalid", "access", header={"alg": "HS256"},
+                   hmac_key=json.dumps(broker_jwk).encode()),
+        oauth_case("unknown kid, signed by its own key", "invalid", "access", header={"kid": "attacker"}, key=other),
+        oauth_case("signed by a key not in the JWKS under the broker's kid", "invalid", "access", key=other),
+        oauth_case("claims changed after signing", "invalid", "access",
+                   token=swap_payload(good_access, {"iss": ISSUER, "sub": "someone-else", "aud": AUDIENCE,
+                                                    "iat": NOW, "exp": FAR, "jti": "x", "identifier": "mallory@x.y",
+                                                    "identifier_type": "EMAIL", "auth_method": "OTP",
+                                                    "token_type": "access_token"})),
+    ],
+})
+
 write("thumbprints.json", {
     "description": "RFC 7638 thumbprints of P-256 JWKs: base64url(SHA-256 of {\"crv\",\"kty\",\"x\",\"y\"} in that "
                    "order, no white space). The device id is this value.",

@@ -35,11 +35,11 @@ struct ApprovalFlowTests {
             let decision = try #require(event.decision)
             #expect(try CompactJWS.header(of: decision).kid == alice.device.id, "the decision is stored verbatim")
 
-            let verifier = try await EventTokenVerifier(
+            let verifier = try await BrokerTokenVerifier(
                 jwksJSON: String(
                     decoding: try WireCoding.encoder().encode(broker.environment.keys.jwks), as: UTF8.self),
                 issuer: TestBroker.origin)
-            let claims = try await verifier.verify(try #require(event.signature), apiKeyID: broker.apiKeyID)
+            let claims = try await verifier.verifyEventToken(try #require(event.signature), apiKeyID: broker.apiKeyID)
             #expect(
                 claims.jti == event.ID && claims.approved && claims.sub == "alice"
                     && claims.decidedBy == alice.device.id)

@@ -29,9 +29,9 @@ struct EventTokenVectorTests {
     @Test("event token", arguments: vectors.tests)
     func token(_ test: Vectors.Test) async throws {
         let vectors = Self.vectors
-        let verifier = try await EventTokenVerifier(
+        let verifier = try await BrokerTokenVerifier(
             jwksJSON: String(decoding: try JSONEncoder().encode(vectors.jwks), as: UTF8.self), issuer: vectors.issuer)
-        let accepted = (try? await verifier.verify(test.token, apiKeyID: vectors.audience)) != nil
+        let accepted = (try? await verifier.verifyEventToken(test.token, apiKeyID: vectors.audience)) != nil
         #expect(accepted == (test.result == "valid"))
     }
 }

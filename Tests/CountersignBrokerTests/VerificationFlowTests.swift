@@ -1,4 +1,5 @@
 import CountersignBroker
+import CountersignClient
 import CountersignCore
 import CountersignSQLite
 import Foundation
@@ -150,6 +151,16 @@ struct VerificationFlowTests {
             #expect(json["token"] is [String: Any] && json["user"] is [String: Any])
             let header = try CompactJWS.header(of: try #require(tokens["id_token"] as? String))
             #expect(header.alg == "ES256" && header.kid == flow.broker.environment.keys.currentKeyID)
+            let verifier = try await BrokerTokenVerifier(
+                jwksJSON: String(
+                    decoding: try WireCoding.encoder().encode(flow.broker.environment.keys.jwks), as: UTF8.self),
+                issuer: TestBroker.origin)
+            let idToken = try await verifier.verifyIDToken(
+                try #require(tokens["id_token"] as? String), apiKeyID: flow.broker.apiKeyID)
+            #expect(idToken.email == "alice@example.com" && idToken.emailVerified == true)
+            let access = try await verifier.verifyAccessToken(
+                try #require(tokens["access_token"] as? String), apiKeyID: flow.broker.apiKeyID)
+            #expect(access.sub == idToken.sub && access.clientID == flow.broker.apiKeyID)
         }
     }
 

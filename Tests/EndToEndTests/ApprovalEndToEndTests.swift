@@ -48,7 +48,8 @@ struct ApprovalEndToEndTests {
         #expect(result.event.ID == eventID && result.event.status == .approved && result.event.approved)
         #expect(!result.event.new && result.event.method == .trustedDevice)
         let token = try #require(result.token)
-        let claims = try await EventTokenVerifier.fetch(broker: broker.url).verify(token, apiKeyID: broker.apiKeyID)
+        let claims = try await BrokerTokenVerifier.fetch(broker: broker.url).verifyEventToken(
+            token, apiKeyID: broker.apiKeyID)
         #expect(claims.jti == eventID && claims.approved && claims.sub == "alice")
 
         // A JOSE library of another ecosystem verifies it with the JWKS alone.
@@ -145,7 +146,7 @@ struct ApprovalEndToEndTests {
         let event = try await restarted.backend.event(id: eventID)
         #expect(event.status == .approved && event.decision != nil && event.signature != nil)
         // The signing key survived too: the new process's tokens verify with the old JWKS kid.
-        let claims = try await EventTokenVerifier.fetch(broker: restarted.url).verify(event.signature!)
+        let claims = try await BrokerTokenVerifier.fetch(broker: restarted.url).verifyEventToken(event.signature!)
         #expect(claims.jti == eventID)
     }
 

@@ -3,47 +3,6 @@ import CountersignStore
 import Foundation
 import JWTKit
 
-/// Claims of the access and ID tokens: ES256 JWTs any OAuth or OIDC
-/// library verifies with the JWKS.
-struct OAuthClaims: JWTPayload {
-    var iss: String
-    var sub: String
-    var aud: String
-    var iat: Int
-    var exp: Int
-    var jti: String
-    /// `access_token` or `id_token`.
-    var tokenType: String
-    var clientID: String?
-    var scope: String?
-    var authTime: Int?
-    var identifier: String
-    var identifierType: IdentifierType
-    var email: String?
-    var emailVerified: Bool?
-    var phoneNumber: String?
-    var phoneNumberVerified: Bool?
-    var authMethod: String
-    /// The OpenID Connect nonce the app sent to /oauth/authorize (ID token only).
-    var nonce: String?
-
-    enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce
-        case tokenType = "token_type"
-        case clientID = "client_id"
-        case authTime = "auth_time"
-        case identifierType = "identifier_type"
-        case emailVerified = "email_verified"
-        case phoneNumber = "phone_number"
-        case phoneNumberVerified = "phone_number_verified"
-        case authMethod = "auth_method"
-    }
-
-    func verify(using _: some JWTAlgorithm) async throws {
-        try ExpirationClaim(value: Date(timeIntervalSince1970: TimeInterval(exp))).verifyNotExpired()
-    }
-}
-
 /// The tokens of a verified identity.
 struct OAuthTokens: Encodable, Sendable {
     let accessToken: String
@@ -98,7 +57,7 @@ struct OAuthTokenIssuer {
     {
         let now = environment.now()
         let isEmail = identity.identifierType == .email
-        var claims = OAuthClaims(
+        var claims = OAuthTokenClaims(
             iss: environment.issuer, sub: identity.userID, aud: identity.apiKeyID, iat: Int(now.timeIntervalSince1970),
             exp: Int((now + Self.accessTokenLifetime).timeIntervalSince1970), jti: SecretToken.generate(bytes: 16),
             tokenType: "access_token", clientID: identity.apiKeyID, scope: "access", authTime: nil,
