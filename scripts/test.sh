@@ -8,9 +8,10 @@ scripts/check-format.sh
 
 # The end-to-end suite verifies event tokens with a Python JOSE library too,
 # and the contract check validates proto/openapi.yaml as OpenAPI 3.1.
-# authlib runs the OAuth flow as a third-party client would.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests" 2>/dev/null; then
-    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests
+# authlib runs the OAuth flow as a third-party client would, and aiosmtpd is
+# the real mail server the SMTP sender is tested against.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography" 2>/dev/null; then
+    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography
 fi
 python3 scripts/check-openapi.py
 

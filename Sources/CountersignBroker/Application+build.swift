@@ -22,6 +22,10 @@ public struct BrokerConfiguration: Sendable {
     public var retention: TimeInterval
     /// Where one-time codes go.
     public var sender: SenderConfiguration = .development
+    /// Where codes for phone numbers go, if not to ``sender``.
+    public var phoneSender: SenderConfiguration?
+    /// Code lifetime, tries and send limits of email/phone verification.
+    public var verification = VerificationPolicy()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
@@ -73,21 +77,42 @@ public enum SenderConfiguration: Sendable {
     case development
     /// A signed JSON POST to `url` (see ``WebhookSender``), the secret read from a file.
     case webhook(url: String, secretFile: String)
+    /// Email through a mail server (see ``SMTPSender``), the password read from a file.
+    case smtp(SMTPSettings, passwordFile: String?)
 
     func makeSender(dataDirectory: String, logger: Logger) throws -> any CodeSender {
         switch self {
         case .development:
             let outbox = URL(fileURLWithPath: dataDirectory).appendingPathComponent("outbox.jsonl")
             logger.notice(
-                "one-time codes go to the development sender: the log and \(outbox.path); use --sender webhook in production"
+                "one-time codes go to the development sender: the log and \(outbox.path); use --sender smtp or webhook in production"
             )
             return DevelopmentSender(outbox: outbox, logger: logger)
         case .webhook(let url, let secretFile):
-            guard let text = try? String(contentsOfFile: secretFile, encoding: .utf8) else {
-                throw BrokerSetupError("cannot read the webhook secret file \(secretFile)")
-            }
-            return try WebhookSender(url: url, secret: Data(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
+            return try WebhookSender(
+                url: url, secret: Data(try Self.secret(in: secretFile, for: "webhook secret").utf8))
+        case .smtp(var settings, let passwordFile):
+            if let passwordFile { settings.password = try Self.secret(in: passwordFile, for: "SMTP password") }
+            return try SMTPSender(settings: settings)
         }
+    }
+
+    /// A secret kept in a file, without its final line break.
+    static func secret(in file: String, for name: String) throws -> String {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw BrokerSetupError("cannot read the \(name) file \(file)")
+        }
+        return text.trimmingCharacters(in: .newlines)
+    }
+}
+
+extension BrokerConfiguration {
+    /// The senders for email and phone, as configured.
+    func makeSender(logger: Logger) throws -> any CodeSender {
+        let email = try sender.makeSender(dataDirectory: dataDirectory, logger: logger)
+        guard let phoneSender else { return email }
+        return RoutingSender(
+            email: email, phone: try phoneSender.makeSender(dataDirectory: dataDirectory, logger: logger))
     }
 }
 
@@ -106,7 +131,7 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
         keys: try await BrokerKeys.load(from: store, now: Date()),
-        sender: try configuration.sender.makeSender(dataDirectory: configuration.dataDirectory, logger: logger))
+        verification: configuration.verification, sender: try configuration.makeSender(logger: logger))
     var app = Application(
         router: buildRouter(environment),
         configuration: .init(

@@ -39,18 +39,10 @@ extension DeviceBroker {
         @Option(help: "trace, debug, info, notice, warning, error or critical.")
         var logLevel: Logger.Level = .info
 
-        @Option(help: "Where one-time codes go: development (log and <data-dir>/outbox.jsonl) or webhook.")
-        var sender: SenderKind = .development
+        @Option(help: "How long an emailed or texted one-time code can be typed, e.g. 5m.")
+        var codeLifetime: DurationArgument = DurationArgument(seconds: 300)
 
-        @Option(help: "With --sender webhook: the https URL codes are POSTed to, signed with HMAC-SHA256.")
-        var webhookURL: String?
-
-        @Option(help: "With --sender webhook: a file holding the HMAC secret (at least 32 bytes).")
-        var webhookSecretFile: String?
-
-        enum SenderKind: String, ExpressibleByArgument, CaseIterable {
-            case development, webhook
-        }
+        @OptionGroup(title: "Code delivery") var senders: SenderOptions
 
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
@@ -58,8 +50,8 @@ extension DeviceBroker {
             guard approvalWindow.seconds >= 1, approvalWindow.seconds <= 600 else {
                 throw ValidationError("--approval-window must be between 1s and 10m")
             }
-            if sender == .webhook, webhookURL == nil || webhookSecretFile == nil {
-                throw ValidationError("--sender webhook needs --webhook-url and --webhook-secret-file")
+            guard codeLifetime.seconds >= 60, codeLifetime.seconds <= 1800 else {
+                throw ValidationError("--code-lifetime must be between 1m and 30m")
             }
         }
 
@@ -70,9 +62,8 @@ extension DeviceBroker {
             var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)
-            if sender == .webhook, let webhookURL, let webhookSecretFile {
-                configuration.sender = .webhook(url: webhookURL, secretFile: webhookSecretFile)
-            }
+            (configuration.sender, configuration.phoneSender) = senders.configurations()
+            configuration.verification.codeLifetime = codeLifetime.seconds
             let app = try await buildApplication(configuration)
             try await app.runService()
         }

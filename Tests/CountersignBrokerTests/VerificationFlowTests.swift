@@ -12,8 +12,8 @@ import Testing
 /// Codes the broker "sent", as a real sender would deliver them.
 final class CapturingSender: CodeSender {
     private let sent = Mutex<[(String, String)]>([])
-    func send(code: String, to identifier: String, type: IdentifierType, app: String) async throws {
-        sent.withLock { $0.append((identifier, code)) }
+    func send(_ message: CodeMessage) async throws {
+        sent.withLock { $0.append((message.identifier, message.code)) }
     }
     func lastCode(to identifier: String) -> String? { sent.withLock { $0.last { $0.0 == identifier }?.1 } }
     var count: Int { sent.withLock { $0.count } }
@@ -290,7 +290,7 @@ struct VerificationFlowTests {
 
 /// A delivery channel that is down.
 struct FailingSender: CodeSender {
-    func send(code: String, to identifier: String, type: IdentifierType, app: String) async throws {
+    func send(_ message: CodeMessage) async throws {
         throw SenderFailure("down")
     }
 }

@@ -56,7 +56,7 @@ struct ApprovalEndToEndTests {
         let python = try RunningProcess(
             "/usr/bin/env",
             [
-                "python3", Self.scripts.appendingPathComponent("verify-event-token.py").path, broker.url,
+                "python3", scriptsDirectory.appendingPathComponent("verify-event-token.py").path, broker.url,
                 broker.apiKeyID, token,
             ])
         #expect(try await python.exitCode() == 0, "\(python.text)")
@@ -164,6 +164,4 @@ struct ApprovalEndToEndTests {
         #expect((directory[.posixPermissions] as? Int) == 0o700)
     }
 
-    static let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts")
 }

@@ -109,8 +109,7 @@ struct OAuthClientLibraryTests {
                 broker.dataDirectory.path,
             ])
         #expect(try await register.exitCode() == 0, "\(register.text)")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/oauth-client-check.py")
+        let script = scriptsDirectory.appendingPathComponent("oauth-client-check.py")
         let python = try RunningProcess(
             "/usr/bin/env",
             [

@@ -116,6 +116,10 @@ enum Binaries {
     }()
 }
 
+/// The repository's scripts/ directory (test helpers in other languages).
+let scriptsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("scripts")
+
 /// A fresh temporary directory.
 func temporaryDirectory(_ name: String) throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)")

@@ -10,7 +10,9 @@ import Testing
 @Suite("end to end: codes through the signed webhook")
 struct WebhookSenderTests {
     static let receiver = #"""
-        import hashlib, hmac, http.server, json, sys
+        import hashlib, hmac, http.server, json, signal, sys
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         port, secret, log = int(sys.argv[1]), open(sys.argv[2], "rb").read().strip(), sys.argv[3]
         class Hook(http.server.BaseHTTPRequestHandler):
             def do_POST(self):

@@ -3,10 +3,65 @@ public import Foundation
 public import Logging
 import Synchronization
 
+/// One one-time code on its way to a person.
+public struct CodeMessage: Sendable {
+    public var code: String
+    /// The normalized email address or phone number.
+    public var identifier: String
+    public var type: IdentifierType
+    /// The app's name, as registered with its API key.
+    public var app: String
+    /// How long the code stays valid.
+    public var lifetime: TimeInterval
+
+    public init(code: String, to identifier: String, type: IdentifierType, app: String, lifetime: TimeInterval) {
+        self.code = code
+        self.identifier = identifier
+        self.type = type
+        self.app = app
+        self.lifetime = lifetime
+    }
+
+    /// The words a person reads, the same on every channel.
+    public var text: String {
+        "Your \(app) verification code is \(code). It expires in \(Self.duration(lifetime))."
+    }
+
+    static func duration(_ seconds: TimeInterval) -> String {
+        let minutes = Int((seconds / 60).rounded())
+        if seconds < 120 || minutes * 60 != Int(seconds) { return "\(Int(seconds)) seconds" }
+        return "\(minutes) minutes"
+    }
+}
+
 /// Delivers one-time codes to an email address or phone number.
 public protocol CodeSender: Sendable {
-    /// Sends `code` to `identifier`; `app` is the app's name, for the message.
-    func send(code: String, to identifier: String, type: IdentifierType, app: String) async throws
+    /// Hands `message` to its channel; returns once the channel accepted it.
+    func send(_ message: CodeMessage) async throws
+    /// Whether this sender reaches identifiers of `type` (an SMTP server
+    /// cannot text a phone).
+    func delivers(to type: IdentifierType) -> Bool
+}
+
+extension CodeSender {
+    public func delivers(to type: IdentifierType) -> Bool { true }
+}
+
+/// Email to one sender, phone numbers to another.
+public struct RoutingSender: CodeSender {
+    let email: any CodeSender
+    let phone: any CodeSender
+
+    public init(email: any CodeSender, phone: any CodeSender) {
+        self.email = email
+        self.phone = phone
+    }
+
+    func route(_ type: IdentifierType) -> any CodeSender { type == .email ? email : phone }
+
+    public func send(_ message: CodeMessage) async throws { try await route(message.type).send(message) }
+
+    public func delivers(to type: IdentifierType) -> Bool { route(type).delivers(to: type) }
 }
 
 /// The default sender for development: codes go to the log and, one JSON
@@ -21,13 +76,13 @@ public final class DevelopmentSender: CodeSender {
         self.logger = logger
     }
 
-    public func send(code: String, to identifier: String, type: IdentifierType, app: String) async throws {
+    public func send(_ message: CodeMessage) async throws {
         logger.notice(
             "development sender: verification code",
-            metadata: ["to": "\(identifier)", "code": "\(code)", "app": "\(app)"])
+            metadata: ["to": "\(message.identifier)", "code": "\(message.code)", "app": "\(message.app)"])
         guard let outbox else { return }
         let line: [String: String] = [
-            "to": identifier, "type": type.rawValue, "code": code, "app": app,
+            "to": message.identifier, "type": message.type.rawValue, "code": message.code, "app": message.app,
             "sent_at": Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
         ]
         var data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])

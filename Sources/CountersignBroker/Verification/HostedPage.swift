@@ -73,12 +73,13 @@ enum HostedPage {
 
     /// The page asking for the code that was sent.
     static func codeForm(
-        challengeID: Int64, identifier: String, request: Request, error: String? = nil, notice: String? = nil
+        challengeID: Int64, identifier: String, request: Request, lifetime: TimeInterval, error: String? = nil,
+        notice: String? = nil
     ) -> String {
         layout(
             title: "Enter your code",
             body: """
-                <p class="lead">We sent a 6-digit code to <strong>\(escape(identifier))</strong>. It is valid for 5 minutes.</p>
+                <p class="lead">We sent a 6-digit code to <strong>\(escape(identifier))</strong>. It is valid for \(CodeMessage.duration(lifetime)).</p>
                 \(error.map { #"<p class="error" role="alert">\#(escape($0))</p>"# } ?? "")
                 \(notice.map { #"<p class="notice">\#(escape($0))</p>"# } ?? "")
                 <form method="post" action="/app/verify">

@@ -11,7 +11,9 @@ extension VerificationPageController {
         _ code: String, to identifier: String, type: IdentifierType, app: String, context: BrokerRequestContext
     ) async -> Bool {
         do {
-            try await environment.sender.send(code: code, to: identifier, type: type, app: app)
+            try await environment.sender.send(
+                CodeMessage(
+                    code: code, to: identifier, type: type, app: app, lifetime: environment.verification.codeLifetime))
             return true
         } catch {
             context.logger.error("sending a verification code failed", metadata: ["error": "\(error)"])
@@ -61,6 +63,9 @@ extension VerificationPageController {
                         description: "only response_type=code is supported", state: parameters.state)))
         }
         guard let type = IdentifierType(rawValue: parameters.type) else { return refuse("type must be EMAIL or PHONE") }
+        guard environment.sender.delivers(to: type) else {
+            return refuse("this broker has no sender for \(type == .email ? "email addresses" : "phone numbers")")
+        }
         guard method == nil || method == PKCE.method else { return refuse("code_challenge_method must be S256") }
         guard PKCE.isValidChallenge(parameters.codeChallenge) else {
             return refuse("code_challenge must be the base64url SHA-256 of a code_verifier (S256)")
@@ -83,7 +88,7 @@ extension VerificationPageController {
         HostedPage.response(
             HostedPage.codeForm(
                 challengeID: challenge.id, identifier: challenge.identifier, request: Self.request(of: challenge),
-                error: error, notice: notice),
+                lifetime: environment.verification.codeLifetime, error: error, notice: notice),
             status: status)
     }
 

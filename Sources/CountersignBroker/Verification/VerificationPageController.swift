@@ -116,7 +116,9 @@ struct VerificationPageController {
                     error: "We could not send the code just now. Please try again in a moment."),
                 status: .badGateway)
         }
-        return HostedPage.response(HostedPage.codeForm(challengeID: id, identifier: identifier, request: form.request))
+        return HostedPage.response(
+            HostedPage.codeForm(
+                challengeID: id, identifier: identifier, request: form.request, lifetime: policy.codeLifetime))
     }
 
     struct CodeForm: Decodable {

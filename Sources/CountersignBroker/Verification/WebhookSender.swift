@@ -44,10 +44,10 @@ public struct WebhookSender: CodeSender {
         let message: String
     }
 
-    public func send(code: String, to identifier: String, type: IdentifierType, app: String) async throws {
+    public func send(_ message: CodeMessage) async throws {
         let payload = Payload(
-            channel: type == .email ? "email" : "sms", to: identifier, code: code, app: app,
-            message: "Your \(app) verification code is \(code). It expires in 5 minutes.")
+            channel: message.type == .email ? "email" : "sms", to: message.identifier, code: message.code,
+            app: message.app, message: message.text)
         let body = try JSONEncoder().encode(payload)
         let timestamp = Int(Date().timeIntervalSince1970)
         var request = HTTPClientRequest(url: url)
