@@ -50,12 +50,17 @@ enum HostedPage {
     }
 
     /// The page asking for the email address or phone number.
-    static func identifierForm(_ request: Request, app: String, isEmail: Bool, error: String? = nil) -> String {
+    /// The page asking for the email address or phone number; `value`
+    /// prefills it (the app's `login_hint`, or what was typed before an error).
+    static func identifierForm(
+        _ request: Request, app: String, isEmail: Bool, value: String? = nil, error: String? = nil
+    ) -> String {
         let label = isEmail ? "Email address" : "Phone number"
+        let prefill = value.map { #" value="\#(escape(String($0.prefix(254))))""# } ?? ""
         let input =
             isEmail
-            ? #"<input id="identifier" name="identifier" type="email" autocomplete="email" inputmode="email" required autofocus placeholder="you@example.com">"#
-            : #"<input id="identifier" name="identifier" type="tel" autocomplete="tel" inputmode="tel" required autofocus placeholder="+1 555 010 0000">"#
+            ? #"<input id="identifier" name="identifier" type="email" autocomplete="email" inputmode="email" required autofocus placeholder="you@example.com"\#(prefill)>"#
+            : #"<input id="identifier" name="identifier" type="tel" autocomplete="tel" inputmode="tel" required autofocus placeholder="+1 555 010 0000"\#(prefill)>"#
         return layout(
             title: "Verify your \(isEmail ? "email" : "phone number")",
             body: """

@@ -36,7 +36,10 @@ struct VerificationPageController {
         switch try await validate(parameters, method: method) {
         case .failed(let response): return response
         case .valid(let key, let type):
-            return HostedPage.response(HostedPage.identifierForm(parameters, app: key.name, isEmail: type == .email))
+            return HostedPage.response(
+                HostedPage.identifierForm(
+                    parameters, app: key.name, isEmail: type == .email,
+                    value: request.uri.queryParameters.get("login_hint")))
         }
     }
 
@@ -53,7 +56,9 @@ struct VerificationPageController {
         {
         case .failed(let response): return response
         case .valid(let key, let type):
-            return HostedPage.response(HostedPage.identifierForm(parameters, app: key.name, isEmail: type == .email))
+            return HostedPage.response(
+                HostedPage.identifierForm(
+                    parameters, app: key.name, isEmail: type == .email, value: query("login_hint")))
         }
     }
 
@@ -80,7 +85,8 @@ struct VerificationPageController {
                 type == .email
                 ? "That is not an email address." : "Enter the number with its country code, like +1 555 010 0000."
             return HostedPage.response(
-                HostedPage.identifierForm(form.request, app: key.name, isEmail: type == .email, error: message),
+                HostedPage.identifierForm(
+                    form.request, app: key.name, isEmail: type == .email, value: form.identifier, error: message),
                 status: .badRequest)
         }
         let now = environment.now()
@@ -105,14 +111,14 @@ struct VerificationPageController {
             guard case .limitReached(let retryAfter) = error.code else { throw error }
             return HostedPage.response(
                 HostedPage.identifierForm(
-                    form.request, app: key.name, isEmail: type == .email,
+                    form.request, app: key.name, isEmail: type == .email, value: identifier,
                     error: "Too many codes were sent. Try again in \(Self.minutes(retryAfter))."),
                 status: .tooManyRequests)
         }
         guard await deliver(code, to: identifier, type: type, app: key.name, context: context) else {
             return HostedPage.response(
                 HostedPage.identifierForm(
-                    form.request, app: key.name, isEmail: type == .email,
+                    form.request, app: key.name, isEmail: type == .email, value: identifier,
                     error: "We could not send the code just now. Please try again in a moment."),
                 status: .badGateway)
         }
