@@ -53,7 +53,8 @@ struct BackendController {
         let user = try context.parameters.userID()
         let deviceID = try context.parameters.require("device")
         let device = try await environment.store.revokeDevice(
-            id: deviceID, issuer: context.apiKey.id, clientUserID: user, now: environment.now())
+            id: deviceID, issuer: context.apiKey.id, clientUserID: user,
+            author: ChangeAuthor(actor: ChangeAuthor.backend, ip: context.clientAddress), now: environment.now())
         // Ends the revoked device's inbox long-poll at once.
         environment.hub.notify(WakeHub.inboxKey(issuer: device.issuer, user: device.clientUserID))
         return JSONBody(DeviceDocument(device))

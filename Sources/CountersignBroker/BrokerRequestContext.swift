@@ -42,6 +42,8 @@ public struct BackendRequestContext: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The authenticated API key.
     public let apiKey: APIKey
+    /// The caller's address, for the audit log.
+    let clientAddress: String
 
     public init(context: BrokerRequestContext) throws {
         guard case .backend(let key) = context.identity else {
@@ -49,6 +51,7 @@ public struct BackendRequestContext: ChildRequestContext {
         }
         self.coreContext = context.coreContext
         self.apiKey = key
+        self.clientAddress = context.clientAddress
     }
 
     public var maxUploadSize: Int { 64 * 1024 }
@@ -61,6 +64,8 @@ public struct DeviceRequestContext: ChildRequestContext {
     public let device: TrustedDevice
     /// Its app's API key.
     public let apiKey: APIKey
+    /// The caller's address, for the audit log.
+    let clientAddress: String
 
     public init(context: BrokerRequestContext) throws {
         guard case .device(let device, let key) = context.identity else {
@@ -69,6 +74,7 @@ public struct DeviceRequestContext: ChildRequestContext {
         self.coreContext = context.coreContext
         self.device = device
         self.apiKey = key
+        self.clientAddress = context.clientAddress
     }
 
     public var maxUploadSize: Int { 64 * 1024 }

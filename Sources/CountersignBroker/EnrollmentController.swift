@@ -91,14 +91,16 @@ struct EnrollmentController {
                 enrolled = device(for: user)
                 do {
                     try await environment.store.enrollDevice(
-                        enrolled, consumingToken: SecretToken.digest(token), now: now)
+                        enrolled, consumingToken: SecretToken.digest(token),
+                        author: ChangeAuthor(actor: ChangeAuthor.enrollmentToken, ip: context.clientAddress), now: now)
                 } catch let error as StoreError where error.code == .notFound {
                     throw APIError(
                         .forbidden, "invalid_enrollment_token",
                         "the enrollment token is unknown, used, expired or for another user")
                 }
             case (nil, let grant?):
-                enrolled = try await enrollVerified(grant, body: body, key: key, device: device(for:))
+                enrolled = try await enrollVerified(
+                    grant, body: body, key: key, ip: context.clientAddress, device: device(for:))
             default:
                 throw APIError.badRequest("send either enrollment_token or verification")
             }
@@ -111,7 +113,7 @@ struct EnrollmentController {
     /// A first device for a user who just verified an email address or phone
     /// number; the verified identifier is the user id.
     private func enrollVerified(
-        _ grant: VerifiedCode, body: EnrollRequest, key: APIKey, device: (String) -> TrustedDevice
+        _ grant: VerifiedCode, body: EnrollRequest, key: APIKey, ip: String, device: (String) -> TrustedDevice
     ) async throws -> TrustedDevice {
         let redeemed: VerificationChallenge
         do {
@@ -128,7 +130,8 @@ struct EnrollmentController {
         }
         let enrolled = device(redeemed.identifier)
         do {
-            try await environment.store.enrollFirstDevice(enrolled, now: environment.now())
+            try await environment.store.enrollFirstDevice(
+                enrolled, author: ChangeAuthor(actor: ChangeAuthor.verifiedIdentifier, ip: ip), now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
             throw APIError.conflict(
                 "has_trusted_device", "this user already has a trusted device; a new one must be approved from it")

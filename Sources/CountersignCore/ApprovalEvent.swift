@@ -70,12 +70,14 @@ public struct ApprovalEvent: Sendable, Equatable {
     public var decidedAt: Date?
     /// The device's decision JWS, verbatim.
     public var decision: String?
+    /// For `ENROLL_NEW_TRUSTED_DEVICE`: the device to add if approved.
+    public var newDevice: NewDevice?
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
         location: String, method: AuthMethod, storedStatus: EventStatus, expiresAt: Date, details: String?,
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
-        decidedBy: String?, decidedAt: Date?, decision: String?
+        decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -97,6 +99,7 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.decidedBy = decidedBy
         self.decidedAt = decidedAt
         self.decision = decision
+        self.newDevice = newDevice
     }
 
     /// The status at `now`: a pending event past its window is expired.
@@ -115,5 +118,24 @@ extension ApprovalEvent {
     /// A two-digit number for number matching, 10…99 so it never reads as one digit.
     public static func newMatchNumber() -> String {
         String(Int.random(in: 10...99))
+    }
+}
+
+/// The device an `ENROLL_NEW_TRUSTED_DEVICE` event asks to add: its key,
+/// which the approval is bound to (by thumbprint), and how it is shown.
+public struct NewDevice: Codable, Sendable, Equatable {
+    public var publicKey: DevicePublicKey
+    public var name: String
+    public var type: String
+
+    enum CodingKeys: String, CodingKey {
+        case name, type
+        case publicKey = "public_key"
+    }
+
+    public init(publicKey: DevicePublicKey, name: String, type: String) {
+        self.publicKey = publicKey
+        self.name = name
+        self.type = type
     }
 }

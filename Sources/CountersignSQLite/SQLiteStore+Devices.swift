@@ -18,7 +18,9 @@ extension SQLiteStore {
         }
     }
 
-    public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, now: Date) async throws {
+    public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, author: ChangeAuthor, now: Date)
+        async throws
+    {
         let publicKey = try Self.encodeKey(device.publicKey)
         try await write { db in
             try db.execute(
@@ -34,10 +36,11 @@ extension SQLiteStore {
             }
             // A duplicate key throws alreadyExists and rolls the token back.
             try Self.insert(device, publicKey: publicKey, into: db)
+            try Self.record(.init(enrolled: device, author: author, at: now), into: db)
         }
     }
 
-    public func enrollFirstDevice(_ device: TrustedDevice, now: Date) async throws {
+    public func enrollFirstDevice(_ device: TrustedDevice, author: ChangeAuthor, now: Date) async throws {
         let publicKey = try Self.encodeKey(device.publicKey)
         try await write { db in
             let live =
@@ -49,6 +52,7 @@ extension SQLiteStore {
                 throw StoreError(.conflict, "the user has a trusted device; it must approve new ones")
             }
             try Self.insert(device, publicKey: publicKey, into: db)
+            try Self.record(.init(enrolled: device, author: author, at: now), into: db)
         }
     }
 
@@ -67,15 +71,17 @@ extension SQLiteStore {
         }
     }
 
-    public func revokeDevice(id: String, issuer: String, clientUserID: String, now: Date) async throws -> TrustedDevice
+    public func revokeDevice(id: String, issuer: String, clientUserID: String, author: ChangeAuthor, now: Date)
+        async throws -> TrustedDevice
     {
         try await write { db in
             try db.execute(
                 sql: """
-                    UPDATE devices SET revoked_at = coalesce(revoked_at, ?)
-                    WHERE id = ? AND issuer = ? AND client_user_id = ?
+                    UPDATE devices SET revoked_at = ?
+                    WHERE id = ? AND issuer = ? AND client_user_id = ? AND revoked_at IS NULL
                     """,
                 arguments: [now.timeIntervalSince1970, id, issuer, clientUserID])
+            let revokedNow = db.changesCount == 1
             guard
                 let row = try Row.fetchOne(
                     db, sql: "SELECT * FROM devices WHERE id = ? AND issuer = ? AND client_user_id = ?",
@@ -83,8 +89,50 @@ extension SQLiteStore {
             else {
                 throw StoreError(.notFound, "no such device for this user")
             }
-            return try Self.device(row: row)
+            let device = try Self.device(row: row)
+            if revokedNow {
+                try Self.record(
+                    DeviceChange(
+                        issuer: issuer, clientUserID: clientUserID, deviceID: id, deviceName: device.name,
+                        action: .revoked, author: author, at: now),
+                    into: db)
+            }
+            return device
         }
+    }
+
+    public func deviceChanges(issuer: String, clientUserID: String, limit: Int) async throws -> [DeviceChange] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM device_changes WHERE issuer = ? AND client_user_id = ?
+                    ORDER BY id DESC LIMIT ?
+                    """,
+                arguments: [issuer, clientUserID, limit]
+            ).map { row in
+                guard let action = DeviceChange.Action(rawValue: row["action"]) else {
+                    throw StoreError(.backend, "unreadable device change row")
+                }
+                return DeviceChange(
+                    issuer: row["issuer"], clientUserID: row["client_user_id"], deviceID: row["device_id"],
+                    deviceName: row["device_name"], action: action,
+                    author: ChangeAuthor(actor: row["actor"], ip: row["ip"]),
+                    at: Date(timeIntervalSince1970: row["at"]))
+            }
+        }
+    }
+
+    static func record(_ change: DeviceChange, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO device_changes (issuer, client_user_id, device_id, device_name, action, actor, ip, at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                change.issuer, change.clientUserID, change.deviceID, change.deviceName, change.action.rawValue,
+                change.author.actor, change.author.ip, change.at.timeIntervalSince1970,
+            ])
     }
 
     public func markDeviceSeen(id: String, now: Date) async throws {
@@ -95,7 +143,7 @@ extension SQLiteStore {
         }
     }
 
-    private static func insert(_ device: TrustedDevice, publicKey: String, into db: Database) throws {
+    static func insert(_ device: TrustedDevice, publicKey: String, into db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO devices (id, issuer, client_user_id, public_key, name, type, created_at, last_seen_at, revoked_at)

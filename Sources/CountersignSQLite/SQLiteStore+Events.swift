@@ -72,7 +72,18 @@ extension SQLiteStore {
                     decision.status.rawValue, decision.deviceID, now.timeIntervalSince1970, decision.jws,
                     now.timeIntervalSince1970, id, now.timeIntervalSince1970, decision.deviceID,
                 ])
-            return try Self.afterConditionalWrite(id: id, in: db)
+            let settled = try Self.afterConditionalWrite(id: id, in: db)
+            if decision.status == .approved, let device = decision.enrolls {
+                // A duplicate key throws alreadyExists and rolls the decision back.
+                try Self.insert(device, publicKey: try Self.encodeKey(device.publicKey), into: db)
+                try Self.record(
+                    DeviceChange(
+                        issuer: device.issuer, clientUserID: device.clientUserID, deviceID: device.id,
+                        deviceName: device.name, action: .enrolled,
+                        author: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now),
+                    into: db)
+            }
+            return settled
         }
     }
 
@@ -110,8 +121,8 @@ extension SQLiteStore {
             sql: """
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
-                    requester_token_digest, decided_by, decided_at, decision)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    requester_token_digest, decided_by, decided_at, decision, new_device)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 event.id, event.createdAt.timeIntervalSince1970, event.updatedAt.timeIntervalSince1970, event.issuer,
@@ -119,6 +130,7 @@ extension SQLiteStore {
                 event.storedStatus.rawValue, event.expiresAt.timeIntervalSince1970, event.details,
                 event.requesterName, event.nonce, event.matchNumber, event.wrongMatches, event.requesterTokenDigest,
                 event.decidedBy, event.decidedAt?.timeIntervalSince1970, event.decision,
+                try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) },
             ])
     }
 
@@ -135,6 +147,9 @@ extension SQLiteStore {
             matchNumber: row["match_number"], wrongMatches: row["wrong_matches"],
             requesterTokenDigest: row["requester_token_digest"], decidedBy: row["decided_by"],
             decidedAt: (row["decided_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-            decision: row["decision"])
+            decision: row["decision"],
+            newDevice: try (row["new_device"] as String?).map {
+                try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8))
+            })
     }
 }

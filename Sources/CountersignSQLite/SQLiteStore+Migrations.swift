@@ -139,6 +139,24 @@ extension SQLiteStore {
         migrator.registerMigration("v5-refresh-auth-time") { db in
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN auth_time REAL")
         }
+        migrator.registerMigration("v6-device-lifecycle") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE device_changes (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        device_name TEXT NOT NULL,
+                        action TEXT NOT NULL CHECK (action IN ('enrolled', 'revoked')),
+                        actor TEXT NOT NULL,
+                        ip TEXT NOT NULL,
+                        at REAL NOT NULL
+                    );
+                    CREATE INDEX device_changes_by_user ON device_changes(issuer, client_user_id, id);
+                    ALTER TABLE events ADD COLUMN new_device TEXT;
+                    """)
+        }
         return migrator
     }
 }

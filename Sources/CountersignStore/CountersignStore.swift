@@ -43,22 +43,31 @@ public protocol CountersignStore: Sendable {
     /// in one transaction. The token must exist, be unused, unexpired at
     /// `now` and issued for the device's issuer and user, else `notFound`
     /// (no state changes, the token stays usable). `alreadyExists` if a
-    /// device with the same key is enrolled (the token stays usable).
-    func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, now: Date) async throws
+    /// device with the same key is enrolled (the token stays usable). The
+    /// enrollment is recorded in the audit log with `author`.
+    func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, author: ChangeAuthor, now: Date)
+        async throws
 
     /// Enrolls `device` as its user's first trusted device (the user proved
     /// an email address or phone number instead of presenting a token), in
     /// one transaction: `conflict` if the user already has an unrevoked
-    /// device, `alreadyExists` if the key is enrolled.
-    func enrollFirstDevice(_ device: TrustedDevice, now: Date) async throws
+    /// device, `alreadyExists` if the key is enrolled. Recorded in the audit
+    /// log with `author`.
+    func enrollFirstDevice(_ device: TrustedDevice, author: ChangeAuthor, now: Date) async throws
 
     /// The device with this id, revoked or not; nil if unknown.
     func device(id: String) async throws -> TrustedDevice?
     /// The devices of one user, revoked ones included, oldest first.
     func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice]
     /// Revokes a device of this user at `now` and returns it; `notFound` if
-    /// the user has no such device. Revoking twice keeps the first time.
-    func revokeDevice(id: String, issuer: String, clientUserID: String, now: Date) async throws -> TrustedDevice
+    /// the user has no such device. Revoking twice keeps the first time and
+    /// records nothing more; the first revocation is recorded in the audit
+    /// log with `author`.
+    func revokeDevice(id: String, issuer: String, clientUserID: String, author: ChangeAuthor, now: Date) async throws
+        -> TrustedDevice
+    /// A user's device audit log, newest first, at most `limit` entries.
+    /// It outlives the devices and is never garbage-collected.
+    func deviceChanges(issuer: String, clientUserID: String, limit: Int) async throws -> [DeviceChange]
     /// Records that the device was seen at `now`.
     func markDeviceSeen(id: String, now: Date) async throws
 
@@ -86,7 +95,10 @@ public protocol CountersignStore: Sendable {
     /// Settles a pending event with one conditional write: only if it is
     /// still pending, unexpired at `now`, and `decision.deviceID` is an
     /// unrevoked device; else `conflict` and nothing changes. `notFound` for
-    /// an unknown id. Returns the settled event.
+    /// an unknown id. An approval with `decision.enrolls` also enrolls that
+    /// device (recorded in the audit log as the deciding device's doing);
+    /// `alreadyExists` if its key is enrolled, and nothing changes. Returns
+    /// the settled event.
     func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent
 
     /// Counts one wrong match number on a pending, unexpired event; the
@@ -176,10 +188,17 @@ public struct RecordedDecision: Sendable, Equatable {
     public var deviceID: String
     /// The device's JWS, verbatim.
     public var jws: String?
+    /// A device an approval adds to the user (pairing), in the same
+    /// transaction; the deciding device is recorded as its author.
+    public var enrolls: TrustedDevice?
+    /// The decision's client address, for the audit log.
+    public var ip: String
 
-    public init(status: EventStatus, deviceID: String, jws: String?) {
+    public init(status: EventStatus, deviceID: String, jws: String?, enrolls: TrustedDevice? = nil, ip: String = "") {
         self.status = status
         self.deviceID = deviceID
         self.jws = jws
+        self.enrolls = enrolls
+        self.ip = ip
     }
 }

@@ -32,6 +32,8 @@ func checkThrows<T>(
 /// Test data shared by the conformance cases.
 enum Fixture {
     static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    /// Who the conformance cases say made a device change.
+    static let author = ChangeAuthor(actor: "test", ip: "192.0.2.1")
 
     static func device(issuer: String = "ck_app", user: String = "alice", at: Date = t0) -> TrustedDevice {
         let key = P256.Signing.PrivateKey()
@@ -62,7 +64,8 @@ enum Fixture {
             EnrollmentToken(
                 digest: SecretToken.digest(secret), issuer: issuer, clientUserID: user, createdAt: t0,
                 expiresAt: t0 + 600))
-        try await store.enrollDevice(device, consumingToken: SecretToken.digest(secret), now: t0)
+        try await store.enrollDevice(
+            device, consumingToken: SecretToken.digest(secret), author: Fixture.author, now: t0)
         return device
     }
 }

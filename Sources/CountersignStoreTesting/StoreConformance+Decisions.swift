@@ -41,7 +41,7 @@ extension StoreConformance {
                     now: Fixture.t0 + 1)
             }
             _ = try await store.revokeDevice(
-                id: device.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 1)
+                id: device.id, issuer: "ck_app", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 1)
             try await checkThrows(.conflict, "a device revoked after the event was created") {
                 try await store.settleEvent(id: event.id, decision: approve, now: Fixture.t0 + 2)
             }

@@ -12,10 +12,11 @@ extension StoreConformance {
                     digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
                     expiresAt: Fixture.t0 + 600))
             let first = Fixture.device()
-            try await store.enrollDevice(first, consumingToken: digest, now: Fixture.t0 + 1)
+            try await store.enrollDevice(first, consumingToken: digest, author: Fixture.author, now: Fixture.t0 + 1)
             try check(try await store.device(id: first.id) == first, "the device reads back")
             try await checkThrows(.notFound, "a used token") {
-                try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 2)
+                try await store.enrollDevice(
+                    Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0 + 2)
             }
         },
         Case(name: "enrollment: wrong user, wrong app, expired and unknown tokens enroll nothing") { store in
@@ -26,21 +27,24 @@ extension StoreConformance {
                     expiresAt: Fixture.t0 + 600))
             let mallory = Fixture.device(user: "mallory")
             try await checkThrows(.notFound, "token of another user") {
-                try await store.enrollDevice(mallory, consumingToken: digest, now: Fixture.t0)
+                try await store.enrollDevice(mallory, consumingToken: digest, author: Fixture.author, now: Fixture.t0)
             }
             try await checkThrows(.notFound, "token of another app") {
                 try await store.enrollDevice(
-                    Fixture.device(issuer: "ck_other"), consumingToken: digest, now: Fixture.t0)
+                    Fixture.device(issuer: "ck_other"), consumingToken: digest, author: Fixture.author, now: Fixture.t0)
             }
             try await checkThrows(.notFound, "expired token") {
-                try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 600)
+                try await store.enrollDevice(
+                    Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0 + 600)
             }
             try await checkThrows(.notFound, "unknown token") {
-                try await store.enrollDevice(Fixture.device(), consumingToken: Data(count: 32), now: Fixture.t0)
+                try await store.enrollDevice(
+                    Fixture.device(), consumingToken: Data(count: 32), author: Fixture.author, now: Fixture.t0)
             }
             try check(try await store.device(id: mallory.id) == nil, "nothing was enrolled")
             // The failures did not use the token up.
-            try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0 + 1)
+            try await store.enrollDevice(
+                Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0 + 1)
         },
         Case(name: "enrollment: an enrolled key is refused and the token stays usable") { store in
             let device = try await Fixture.enrolled(in: store)
@@ -50,9 +54,10 @@ extension StoreConformance {
                     digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
                     expiresAt: Fixture.t0 + 600))
             try await checkThrows(.alreadyExists, "same key twice") {
-                try await store.enrollDevice(device, consumingToken: digest, now: Fixture.t0)
+                try await store.enrollDevice(device, consumingToken: digest, author: Fixture.author, now: Fixture.t0)
             }
-            try await store.enrollDevice(Fixture.device(), consumingToken: digest, now: Fixture.t0)
+            try await store.enrollDevice(
+                Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0)
         },
         Case(name: "devices: listed per user, revocation keeps its first time") { store in
             let a = try await Fixture.enrolled(in: store)
@@ -61,35 +66,40 @@ extension StoreConformance {
             let listed = try await store.devices(issuer: "ck_app", clientUserID: "alice")
             try check(Set(listed.map(\.id)) == [a.id, b.id], "alice has her two devices")
             try await checkThrows(.notFound, "revoking through another user") {
-                try await store.revokeDevice(id: a.id, issuer: "ck_app", clientUserID: "bob", now: Fixture.t0)
+                try await store.revokeDevice(
+                    id: a.id, issuer: "ck_app", clientUserID: "bob", author: Fixture.author, now: Fixture.t0)
             }
             try await checkThrows(.notFound, "revoking through another app") {
-                try await store.revokeDevice(id: a.id, issuer: "ck_other", clientUserID: "alice", now: Fixture.t0)
+                try await store.revokeDevice(
+                    id: a.id, issuer: "ck_other", clientUserID: "alice", author: Fixture.author, now: Fixture.t0)
             }
             let revoked = try await store.revokeDevice(
-                id: a.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 5)
+                id: a.id, issuer: "ck_app", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 5)
             try check(revoked.revokedAt == Fixture.t0 + 5, "revoked at the given time")
             let again = try await store.revokeDevice(
-                id: a.id, issuer: "ck_app", clientUserID: "alice", now: Fixture.t0 + 9)
+                id: a.id, issuer: "ck_app", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 9)
             try check(again.revokedAt == Fixture.t0 + 5, "a second revocation keeps the first time")
             try check(try await store.device(id: b.id)?.revokedAt == nil, "the other device is untouched")
         },
         Case(name: "first devices: only while the user has no unrevoked device") { store in
             let first = Fixture.device(user: "dave")
-            try await store.enrollFirstDevice(first, now: Fixture.t0)
+            try await store.enrollFirstDevice(first, author: Fixture.author, now: Fixture.t0)
             try check(try await store.device(id: first.id) == first, "enrolled")
             let second = Fixture.device(user: "dave")
             try await checkThrows(.conflict, "a second first device") {
-                try await store.enrollFirstDevice(second, now: Fixture.t0)
+                try await store.enrollFirstDevice(second, author: Fixture.author, now: Fixture.t0)
             }
             try check(try await store.device(id: second.id) == nil, "nothing enrolled")
-            try await store.enrollFirstDevice(Fixture.device(issuer: "ck_other", user: "dave"), now: Fixture.t0)
-            _ = try await store.revokeDevice(id: first.id, issuer: "ck_app", clientUserID: "dave", now: Fixture.t0 + 1)
-            try await store.enrollFirstDevice(second, now: Fixture.t0 + 2)
+            try await store.enrollFirstDevice(
+                Fixture.device(issuer: "ck_other", user: "dave"), author: Fixture.author, now: Fixture.t0)
+            _ = try await store.revokeDevice(
+                id: first.id, issuer: "ck_app", clientUserID: "dave", author: Fixture.author, now: Fixture.t0 + 1)
+            try await store.enrollFirstDevice(second, author: Fixture.author, now: Fixture.t0 + 2)
             // Revoked keys stay enrolled: the same key cannot come back as a first device.
-            _ = try await store.revokeDevice(id: second.id, issuer: "ck_app", clientUserID: "dave", now: Fixture.t0 + 3)
+            _ = try await store.revokeDevice(
+                id: second.id, issuer: "ck_app", clientUserID: "dave", author: Fixture.author, now: Fixture.t0 + 3)
             try await checkThrows(.alreadyExists, "an enrolled key") {
-                try await store.enrollFirstDevice(second, now: Fixture.t0 + 4)
+                try await store.enrollFirstDevice(second, author: Fixture.author, now: Fixture.t0 + 4)
             }
         },
         Case(name: "devices: last seen only moves forward") { store in

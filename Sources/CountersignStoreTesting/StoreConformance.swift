@@ -23,5 +23,7 @@ public enum StoreConformance {
     }
 
     /// Every check of the contract.
-    public static let cases: [Case] = keyCases + deviceCases + eventCases + decisionCases + verificationCases
+    public static let cases: [Case] =
+        keyCases + deviceCases + lifecycleCases + eventCases + decisionCases
+        + verificationCases
 }

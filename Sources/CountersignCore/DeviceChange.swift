@@ -1,0 +1,62 @@
+public import Foundation
+
+/// Who changed a user's devices, and from where: what the audit log keeps
+/// with every change.
+public struct ChangeAuthor: Sendable, Equatable {
+    /// The acting device's id, or ``backend``, ``enrollmentToken`` or
+    /// ``verifiedIdentifier``.
+    public var actor: String
+    /// The client address the change came from.
+    public var ip: String
+
+    public init(actor: String, ip: String) {
+        self.actor = actor
+        self.ip = ip
+    }
+
+    /// The app backend, with its secret key.
+    public static let backend = "backend"
+    /// A device enrolled itself with a one-time enrollment token.
+    public static let enrollmentToken = "enrollment_token"
+    /// A first device enrolled after its user verified an email address or phone number.
+    public static let verifiedIdentifier = "verified_identifier"
+}
+
+/// One entry of a user's device audit log.
+public struct DeviceChange: Sendable, Equatable {
+    public enum Action: String, Codable, Sendable {
+        case enrolled
+        case revoked
+    }
+
+    public var issuer: String
+    public var clientUserID: String
+    public var deviceID: String
+    /// The device's name when it changed.
+    public var deviceName: String
+    public var action: Action
+    public var author: ChangeAuthor
+    public var at: Date
+
+    public init(
+        issuer: String, clientUserID: String, deviceID: String, deviceName: String, action: Action,
+        author: ChangeAuthor, at: Date
+    ) {
+        self.issuer = issuer
+        self.clientUserID = clientUserID
+        self.deviceID = deviceID
+        self.deviceName = deviceName
+        self.action = action
+        self.author = author
+        self.at = at
+    }
+}
+
+extension DeviceChange {
+    /// The record of `device` being enrolled.
+    public init(enrolled device: TrustedDevice, author: ChangeAuthor, at: Date) {
+        self.init(
+            issuer: device.issuer, clientUserID: device.clientUserID, deviceID: device.id, deviceName: device.name,
+            action: .enrolled, author: author, at: at)
+    }
+}
