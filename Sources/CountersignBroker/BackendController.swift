@@ -12,10 +12,12 @@ struct BackendController {
             .get("users/:user/events", use: listEvents)
             .get("users/:user/devices", use: listDevices)
             .delete("users/:user/devices/:device", use: revokeDevice)
+            .get("users/:user/device-changes", use: listDeviceChanges)
     }
 
     struct EventList: Encodable, Sendable { let events: [EventDocument] }
     struct DeviceList: Encodable, Sendable { let devices: [DeviceDocument] }
+    struct DeviceChangeList: Encodable, Sendable { let changes: [DeviceChangeDocument] }
 
     @Sendable func listEvents(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<EventList> {
         let user = try context.parameters.userID()
@@ -26,13 +28,7 @@ struct BackendController {
             }
             status = parsed
         }
-        var limit = 50
-        if let text = request.uri.queryParameters["limit"] {
-            guard let parsed = Int(text), (1...200).contains(parsed) else {
-                throw APIError.badRequest("limit must be between 1 and 200")
-            }
-            limit = parsed
-        }
+        let limit = try request.limit()
         let events = try await environment.store.events(
             issuer: context.apiKey.id, clientUserID: user, status: status, now: environment.now(), limit: limit)
         var documents: [EventDocument] = []
@@ -52,11 +48,44 @@ struct BackendController {
     > {
         let user = try context.parameters.userID()
         let deviceID = try context.parameters.require("device")
-        let device = try await environment.store.revokeDevice(
-            id: deviceID, issuer: context.apiKey.id, clientUserID: user,
-            author: ChangeAuthor(actor: ChangeAuthor.backend, ip: context.clientAddress), now: environment.now())
-        // Ends the revoked device's inbox long-poll at once.
-        environment.hub.notify(WakeHub.inboxKey(issuer: device.issuer, user: device.clientUserID))
+        let device = try await environment.revoke(
+            deviceID, issuer: context.apiKey.id, user: user,
+            author: ChangeAuthor(actor: ChangeAuthor.backend, ip: context.clientAddress))
         return JSONBody(DeviceDocument(device))
+    }
+
+    /// The user's device audit log, newest first.
+    @Sendable func listDeviceChanges(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<
+        DeviceChangeList
+    > {
+        let user = try context.parameters.userID()
+        let limit = try request.limit()
+        let changes = try await environment.store.deviceChanges(
+            issuer: context.apiKey.id, clientUserID: user, limit: limit)
+        return JSONBody(DeviceChangeList(changes: changes.map(DeviceChangeDocument.init)))
+    }
+}
+
+extension Request {
+    /// `?limit=N`, 1 to 200, 50 by default.
+    func limit() throws -> Int {
+        guard let text = uri.queryParameters["limit"] else { return 50 }
+        guard let parsed = Int(text), (1...200).contains(parsed) else {
+            throw APIError.badRequest("limit must be between 1 and 200")
+        }
+        return parsed
+    }
+}
+
+extension BrokerEnvironment {
+    /// Revokes a device of `user`, records who did it, and ends its
+    /// long-polls at once.
+    func revoke(_ deviceID: String, issuer: String, user: String, author: ChangeAuthor) async throws
+        -> TrustedDevice
+    {
+        let device = try await store.revokeDevice(
+            id: deviceID, issuer: issuer, clientUserID: user, author: author, now: now())
+        hub.notify(WakeHub.inboxKey(issuer: device.issuer, user: device.clientUserID))
+        return device
     }
 }

@@ -64,6 +64,14 @@ public struct CountersignBackend: Sendable {
             as: DeviceDocument.self)
     }
 
+    /// The user's device audit log, newest first.
+    public func deviceChanges(user: String) async throws -> [DeviceChangeDocument] {
+        struct List: Decodable { let changes: [DeviceChangeDocument] }
+        return try await connection.send(
+            .GET, "/api/v1/users/\(Self.escape(user))/device-changes", headers: [authorization], as: List.self
+        ).changes
+    }
+
     static func escape(_ segment: String) -> String {
         segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? segment
     }

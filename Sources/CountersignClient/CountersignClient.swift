@@ -117,6 +117,20 @@ public struct CountersignClient: Sendable {
             .GET, path, headers: [try await proofHeader(credential, .GET, path)], as: DeviceDocument.self)
     }
 
+    /// The user's devices, revoked ones included; `thisDevice` is the caller.
+    public func devices(_ credential: DeviceCredential) async throws -> DeviceListDocument {
+        let path = "/api/v1/devices"
+        return try await connection.send(
+            .GET, path, headers: [try await proofHeader(credential, .GET, path)], as: DeviceListDocument.self)
+    }
+
+    /// Revokes one of the user's devices (or this one), signed by this device.
+    public func removeDevice(_ deviceID: String, credential: DeviceCredential) async throws -> DeviceDocument {
+        let path = "/api/v1/devices/\(CountersignBackend.escape(deviceID))"
+        return try await connection.send(
+            .DELETE, path, headers: [try await proofHeader(credential, .DELETE, path)], as: DeviceDocument.self)
+    }
+
     /// Signs and sends a decision on one inbox item.
     public func decide(
         _ item: InboxItem, verdict: Verdict, match: String?, credential: DeviceCredential

@@ -160,3 +160,47 @@ public struct ErrorDocument: Codable, Sendable, Equatable, Error {
         self.message = message
     }
 }
+
+/// One entry of a user's device audit log, as the REST API shows it.
+public struct DeviceChangeDocument: Codable, Sendable, Equatable {
+    public var deviceID: String
+    public var deviceName: String
+    /// `enrolled` or `revoked`.
+    public var action: DeviceChange.Action
+    /// The acting device's id, or `backend`, `enrollment_token`, `verified_identifier`.
+    public var actor: String
+    public var ip: String
+    public var at: Date
+
+    enum CodingKeys: String, CodingKey {
+        case action, actor, ip, at
+        case deviceID = "device_id"
+        case deviceName = "device_name"
+    }
+
+    public init(_ change: DeviceChange) {
+        deviceID = change.deviceID
+        deviceName = change.deviceName
+        action = change.action
+        actor = change.author.actor
+        ip = change.author.ip
+        at = change.at
+    }
+}
+
+/// A user's devices as one of them sees them.
+public struct DeviceListDocument: Codable, Sendable, Equatable {
+    public var devices: [DeviceDocument]
+    /// The id of the device that asked.
+    public var thisDevice: String?
+
+    enum CodingKeys: String, CodingKey {
+        case devices
+        case thisDevice = "this_device"
+    }
+
+    public init(devices: [DeviceDocument], thisDevice: String?) {
+        self.devices = devices
+        self.thisDevice = thisDevice
+    }
+}

@@ -6,6 +6,6 @@ struct DeviceAgent: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device-agent",
         abstract: "Sign in with a device you trust: enroll this machine, log in, approve requests.",
-        subcommands: [Enroll.self, Login.self, Approve.self]
+        subcommands: [Enroll.self, Login.self, Approve.self, Devices.self, Status.self]
     )
 }

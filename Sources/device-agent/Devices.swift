@@ -1,0 +1,103 @@
+import ArgumentParser
+import CountersignClient
+import CountersignCore
+import Foundation
+
+extension DeviceAgent {
+    struct Devices: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the user's trusted devices, or remove one.",
+            subcommands: [List.self, Remove.self], defaultSubcommand: List.self)
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "List the user's devices: name, id, added, last seen; this one is marked with *.")
+
+            @OptionGroup var account: AccountOptions
+
+            @Flag(help: "Print the broker's JSON instead of a table.")
+            var json = false
+
+            @Flag(help: "Include removed devices.")
+            var all = false
+
+            func run() async throws {
+                let credential = try account.enrolledCredential()
+                let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+                let list = try await client.devices(credential)
+                if json {
+                    print(String(decoding: try JSONEncoder.pretty.encode(list), as: UTF8.self))
+                    return
+                }
+                let shown = list.devices.filter { all || $0.revokedAt == nil }
+                print("Devices of \(credential.clientUserID) at \(credential.broker):")
+                for device in shown {
+                    let mark = device.id == list.thisDevice ? "*" : " "
+                    let seen = device.lastSeenAt.map(Self.format) ?? "never"
+                    let state = device.revokedAt.map { "  removed \(Self.format($0))" } ?? ""
+                    print("\(mark) \(device.name)")
+                    print("    id \(device.id)  fingerprint \(device.fingerprint)")
+                    print("    added \(Self.format(device.createdAt)), last seen \(seen)\(state)")
+                }
+                if shown.isEmpty { print("  (none)") }
+            }
+
+            static func format(_ date: Date) -> String { date.formatted(date: .abbreviated, time: .shortened) }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Remove a trusted device of the user at once (this one too, if you name it).",
+                discussion: """
+                    The request is signed by this machine's key, which must be a trusted device of the \
+                    same user. The removed device can no longer approve anything, including requests \
+                    already waiting. Device ids may start with '-': write `devices remove -- ID`.
+                    """)
+
+            @OptionGroup var account: AccountOptions
+
+            @Argument(help: "The id of the device to remove (see `device-agent devices`).")
+            var id: String
+
+            func run() async throws {
+                let credential = try account.enrolledCredential()
+                let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+                let removed = try await client.removeDevice(id, credential: credential)
+                print("Removed \(removed.name) (\(removed.id)).")
+                if removed.id == credential.deviceID {
+                    try account.credentials.remove(credential)
+                    print("That was this machine: its key is deleted.")
+                }
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check whether this machine is a trusted device (asks the broker).",
+            discussion: "Exit codes: 0 trusted; 6 not enrolled here, or removed; 1 error.")
+
+        @OptionGroup var account: AccountOptions
+
+        func run() async throws {
+            let credential: DeviceCredential
+            do {
+                credential = try account.enrolledCredential()
+            } catch let failure as AgentFailure {
+                FileHandle.standardError.write(Data("\(failure.description)\n".utf8))
+                throw ExitCode(6)
+            }
+            let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+            do {
+                let device = try await client.whoAmI(credential)
+                print("This machine is a trusted device of \(device.clientUserID) at \(credential.broker).")
+                print("  name \(device.name), id \(device.id)")
+                print("  fingerprint \(device.fingerprint)")
+            } catch let error as CountersignError where error.status == 401 || error.status == 403 {
+                FileHandle.standardError.write(
+                    Data("This machine is no longer trusted: \(error.message)\n".utf8))
+                throw ExitCode(6)
+            }
+        }
+    }
+}
