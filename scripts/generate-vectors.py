@@ -127,16 +127,18 @@ write("device-proofs.json", {
 
 
 EVENT_ID, NONCE = "ev_vectors0000000000000", b64url(b"\x01" * 16)
+new_device = ec.generate_private_key(ec.SECP256R1())
+NEW_DEVICE_ID = thumbprint(jwk_of(new_device))
 
 
-def decision_case(comment, result, *, error=None, header=None, claims=None, key=device, token=None):
+def decision_case(comment, result, *, error=None, header=None, claims=None, key=device, token=None, pairing=False):
     h = {"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device_id}
     h.update(header or {})
     c = {"evt": EVENT_ID, "nonce": NONCE, "decision": "approve", "match": "42", "aud": ORIGIN, "iat": NOW,
          "jti": "decision-" + comment.replace(" ", "-")}
     c.update(claims or {})
     c = {k: v for k, v in c.items() if v is not None}
-    case = {"comment": comment, "decision": token or jws(h, c, key), "result": result}
+    case = {"comment": comment, "decision": token or jws(h, c, key), "result": result, "pairing": pairing}
     if error:
         case["error"] = error
     return case
@@ -147,8 +149,11 @@ signed_reject = jws({"typ": "countersign-decision+jwt", "alg": "ES256", "kid": d
 write("decisions.json", {
     "description": "Decisions (proto/signing.md §2) on event `eventId` with server nonce `nonce`, verified at `now` "
                    "by a broker answering at `origins`, with `deviceKey`. Whether the verdict then settles the "
-                   "event (number matching, revocation, window) is not part of these vectors.",
+                   "event (number matching, revocation, window) is not part of these vectors. Cases with "
+                   "`pairing` are verified for an ENROLL_NEW_TRUSTED_DEVICE event that would add the key with "
+                   "thumbprint `newDeviceId`: an approval must name it in `jkt`.",
     "deviceKey": device_jwk, "deviceId": device_id, "eventId": EVENT_ID, "nonce": NONCE, "now": NOW,
+    "newDeviceId": NEW_DEVICE_ID,
     "origins": [ORIGIN],
     "tests": [
         decision_case("valid approval with match number", "valid"),
@@ -164,6 +169,12 @@ write("decisions.json", {
         decision_case("rejection flipped to approval under the old signature", "invalid", error="bad_signature",
                       token=swap_payload(signed_reject, dict(reject_claims, decision="approve"))),
         decision_case("alg none", "invalid", error="wrong_algorithm", header={"alg": "none"}),
+        decision_case("pairing approval naming the new key", "valid", claims={"jkt": NEW_DEVICE_ID}, pairing=True),
+        decision_case("pairing approval without jkt", "invalid", error="wrong_key", pairing=True),
+        decision_case("pairing approval naming another key", "invalid", error="wrong_key",
+                      claims={"jkt": device_id}, pairing=True),
+        decision_case("pairing rejection without jkt", "valid", claims={"decision": "reject", "match": None},
+                      pairing=True),
     ],
 })
 

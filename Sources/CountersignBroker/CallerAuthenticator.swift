@@ -11,6 +11,8 @@ extension HTTPField.Name {
     static let apiSecretKey = Self("API_SECRET_KEY")!
     /// A device's proof JWT.
     static let deviceProof = Self("Device-Proof")!
+    /// A proof by the key a pairing event asks to add.
+    static let newDeviceProof = Self("New-Device-Proof")!
 }
 
 /// Establishes who is calling from the request's credentials and puts it in

@@ -35,7 +35,8 @@ struct DecisionController {
         do {
             claims = try await DecisionProof.verify(
                 body.decision, key: device.publicKey, eventID: event.id, nonce: event.nonce,
-                acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
+                newDevice: event.newDevice?.publicKey.thumbprint, acceptedOrigins: environment.origins, now: now,
+                leeway: environment.policy.proofLeeway)
         } catch {
             throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
         }
@@ -46,21 +47,33 @@ struct DecisionController {
         } catch let error as StoreError where error.code == .alreadyExists {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
         }
-        let settled = try await apply(claims, jws: body.decision, by: device, on: event, now: now)
+        let settled = try await apply(
+            claims, jws: body.decision, by: device, on: event, ip: context.clientAddress, now: now)
         environment.hub.notify(WakeHub.eventKey(event.id))
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
 
     private func apply(
-        _ claims: DecisionClaims, jws: String, by device: TrustedDevice, on event: ApprovalEvent, now: Date
+        _ claims: DecisionClaims, jws: String, by device: TrustedDevice, on event: ApprovalEvent, ip: String,
+        now: Date
     ) async throws -> ApprovalEvent {
         switch DecisionRules.evaluate(claims, by: device, on: event, now: now) {
         case .settle(let status):
+            // A pairing approval adds the event's key, in the same write.
+            let enrolls = event.newDevice.map {
+                TrustedDevice(
+                    publicKey: $0.publicKey, issuer: event.issuer, clientUserID: event.clientUserID, name: $0.name,
+                    type: $0.type, createdAt: now)
+            }
             do {
                 return try await environment.store.settleEvent(
-                    id: event.id, decision: RecordedDecision(status: status, deviceID: device.id, jws: jws), now: now)
+                    id: event.id,
+                    decision: RecordedDecision(status: status, deviceID: device.id, jws: jws, enrolls: enrolls, ip: ip),
+                    now: now)
             } catch let error as StoreError where error.code == .conflict {
                 throw try await conflict(eventID: event.id, now: now)
+            } catch let error as StoreError where error.code == .alreadyExists {
+                throw APIError.conflict("device_exists", "the key this pairing would add is enrolled already")
             }
         case .wrongMatch:
             let after: ApprovalEvent

@@ -25,12 +25,14 @@ struct EventController {
         var ip: String?
         var location: String?
         var numberMatching: Bool?
+        var newDevice: NewDevice?
 
         enum CodingKeys: String, CodingKey {
             case event, details, ip, location
             case clientUserID = "client_user_id"
             case requesterName = "requester_name"
             case numberMatching = "number_matching"
+            case newDevice = "new_device"
         }
     }
 
@@ -44,8 +46,12 @@ struct EventController {
             throw APIError.badRequest("details may be at most 1024 bytes")
         }
         let requesterName = try body.requesterName.map { try DeviceName.validate($0, field: "requester_name") }
+        let newDevice = try await checkPairing(name: name, body: body, request: request)
         switch context.identity {
         case .device(let device, _):
+            guard newDevice == nil else {
+                throw APIError.badRequest("a pairing is asked for by the new machine, not by a trusted device")
+            }
             if let user = body.clientUserID, user != device.clientUserID {
                 throw APIError.forbidden("wrong_user", "this device belongs to another user")
             }
@@ -53,10 +59,11 @@ struct EventController {
         case .backend(let key):
             return try await createPending(
                 issuer: key, name: name, body: body, requesterName: requesterName, ip: body.ip ?? context.clientAddress,
-                context: context)
+                newDevice: newDevice, context: context)
         case .app(let key):
-            guard name == EventName.login else {
-                throw APIError.forbidden("secret_required", "only LOGIN events may be created without the secret key")
+            guard name == EventName.login || name == EventName.enrollNewTrustedDevice else {
+                throw APIError.forbidden(
+                    "secret_required", "only LOGIN and pairing events may be created without the secret key")
             }
             guard body.details == nil, body.ip == nil, body.location == nil, body.numberMatching == nil else {
                 throw APIError.forbidden(
@@ -64,10 +71,38 @@ struct EventController {
             }
             return try await createPending(
                 issuer: key, name: name, body: body, requesterName: requesterName, ip: context.clientAddress,
-                context: context)
+                newDevice: newDevice, context: context)
         case .requester, nil:
             throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
         }
+    }
+
+    /// For `ENROLL_NEW_TRUSTED_DEVICE`: the device to add, whose key must
+    /// have signed the `New-Device-Proof` and must not be enrolled yet.
+    private func checkPairing(name: String, body: CreateRequest, request: Request) async throws -> NewDevice? {
+        guard name == EventName.enrollNewTrustedDevice else {
+            guard body.newDevice == nil else {
+                throw APIError.badRequest("new_device belongs to ENROLL_NEW_TRUSTED_DEVICE events only")
+            }
+            return nil
+        }
+        guard var newDevice = body.newDevice else {
+            throw APIError.badRequest("a pairing needs new_device: the new machine's public_key, name and type")
+        }
+        guard body.numberMatching != false else {
+            throw APIError.badRequest("a pairing always asks for its pairing code")
+        }
+        newDevice.name = try DeviceName.validate(newDevice.name)
+        newDevice.type = try DeviceName.validate(newDevice.type, field: "type")
+        guard let proof = request.headers[.newDeviceProof] else {
+            throw APIError.unauthorized("sign a New-Device-Proof with the new key to show you hold it")
+        }
+        try await ProofCheck(environment: environment).verify(
+            proof, key: newDevice.publicKey, request: request, now: environment.now())
+        guard try await environment.store.device(id: newDevice.publicKey.thumbprint) == nil else {
+            throw APIError.conflict("device_exists", "this key is enrolled already")
+        }
+        return newDevice
     }
 
     /// Seed case 1: the request comes from a trusted device itself.
@@ -89,7 +124,7 @@ struct EventController {
     /// Seed case 2: a machine that is not trusted asks; a trusted device decides.
     private func createPending(
         issuer key: APIKey, name: String, body: CreateRequest, requesterName: String?, ip: String,
-        context: BrokerRequestContext
+        newDevice: NewDevice?, context: BrokerRequestContext
     ) async throws -> JSONBody<EventTicket> {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
@@ -105,8 +140,11 @@ struct EventController {
             ip: ip, location: body.location ?? "Unknown", method: .trustedDevice, storedStatus: .pending,
             expiresAt: now + environment.policy.window, details: body.details, requesterName: requesterName,
             nonce: SecretToken.generate(bytes: 16),
-            matchNumber: body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(), wrongMatches: 0,
-            requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil, decision: nil)
+            matchNumber: newDevice != nil
+                ? ApprovalEvent.newPairingCode()
+                : body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(),
+            wrongMatches: 0, requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil,
+            decision: nil, newDevice: newDevice)
         try await environment.store.insertPendingEvent(
             event, maxPending: environment.policy.maxPendingPerUser, now: now)
         environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))

@@ -40,7 +40,8 @@ struct InboxController {
         let items = pending.map {
             InboxItem(
                 event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
-                nonce: $0.nonce, matchRequired: $0.matchNumber != nil)
+                nonce: $0.nonce, matchRequired: $0.matchNumber != nil,
+                newDevice: $0.newDevice.map(NewDeviceSummary.init))
         }
         return JSONBody(Inbox(events: items))
     }

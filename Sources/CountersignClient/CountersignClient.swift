@@ -25,10 +25,12 @@ public struct CountersignClient: Sendable {
         var event: String?
         var requesterName: String?
         var details: String?
+        var newDevice: NewDevice?
         enum CodingKeys: String, CodingKey {
             case event, details
             case clientUserID = "client_user_id"
             case requesterName = "requester_name"
+            case newDevice = "new_device"
         }
     }
 
@@ -37,6 +39,23 @@ public struct CountersignClient: Sendable {
         try await connection.send(
             .POST, "/api/v1/events", headers: [("API_KEY_ID", apiKeyID)],
             body: CreateEvent(clientUserID: user, event: EventName.login, requesterName: requesterName),
+            as: EventTicket.self)
+    }
+
+    /// Asks a trusted device of the credential's user to add this machine's
+    /// key (not enrolled yet) as a trusted device; the ticket's
+    /// `matchNumber` is the pairing code to show, and its outcome tells
+    /// this machine when it is trusted.
+    public func requestPairing(_ credential: DeviceCredential, type: String = "cli") async throws -> EventTicket {
+        let path = "/api/v1/events"
+        let proof = try await DeviceProof.make(
+            key: credential.privateKey, method: "POST", url: connection.url(path), now: Date())
+        return try await connection.send(
+            .POST, path, headers: [("API_KEY_ID", apiKeyID), ("New-Device-Proof", proof)],
+            body: CreateEvent(
+                clientUserID: credential.clientUserID, event: EventName.enrollNewTrustedDevice,
+                requesterName: credential.name,
+                newDevice: NewDevice(publicKey: credential.publicKey, name: credential.name, type: type)),
             as: EventTicket.self)
     }
 
@@ -131,14 +150,15 @@ public struct CountersignClient: Sendable {
             .DELETE, path, headers: [try await proofHeader(credential, .DELETE, path)], as: DeviceDocument.self)
     }
 
-    /// Signs and sends a decision on one inbox item.
+    /// Signs and sends a decision on one inbox item (for a pairing, bound
+    /// to the key the item shows).
     public func decide(
         _ item: InboxItem, verdict: Verdict, match: String?, credential: DeviceCredential
     ) async throws -> EventDocument {
         struct Body: Encodable { let decision: String }
         let jws = try await DecisionProof.make(
             key: credential.privateKey, eventID: item.event.ID, nonce: item.nonce, verdict: verdict, match: match,
-            broker: connection.baseURL, now: Date())
+            broker: connection.baseURL, now: Date(), newDevice: item.newDevice?.id)
         return try await connection.send(
             .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws), as: EventDocument.self)
     }

@@ -115,6 +115,11 @@ extension ApprovalEvent {
     /// A new random event id.
     public static func newID() -> String { "ev_" + SecretToken.generate(bytes: 16) }
 
+    /// The 6-digit code a new machine shows for pairing, typed on the approving device.
+    public static func newPairingCode() -> String {
+        String(Int.random(in: 100_000...999_999))
+    }
+
     /// A two-digit number for number matching, 10…99 so it never reads as one digit.
     public static func newMatchNumber() -> String {
         String(Int.random(in: 10...99))

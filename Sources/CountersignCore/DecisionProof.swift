@@ -26,9 +26,15 @@ public struct DecisionClaims: JWTPayload, Equatable {
     public var iat: Int
     /// A unique id; a decision is accepted at most once.
     public var jti: String
+    /// For a pairing (`ENROLL_NEW_TRUSTED_DEVICE`): the RFC 7638 thumbprint
+    /// of the new device's key, so an approval adds that key and no other.
+    public var jkt: String?
 
     /// Creates decision claims.
-    public init(evt: String, nonce: String, decision: Verdict, match: String?, aud: String, iat: Int, jti: String) {
+    public init(
+        evt: String, nonce: String, decision: Verdict, match: String?, aud: String, iat: Int, jti: String,
+        jkt: String? = nil
+    ) {
         self.evt = evt
         self.nonce = nonce
         self.decision = decision
@@ -36,6 +42,7 @@ public struct DecisionClaims: JWTPayload, Equatable {
         self.aud = aud
         self.iat = iat
         self.jti = jti
+        self.jkt = jkt
     }
 
     public func verify(using _: some JWTAlgorithm) async throws {}
@@ -46,26 +53,30 @@ public enum DecisionProof {
     /// The JOSE `typ` of a decision.
     public static let type = "countersign-decision+jwt"
 
-    /// Signs a decision on one event.
+    /// Signs a decision on one event; `newDevice` is the thumbprint of the
+    /// key a pairing event asks to add.
     public static func make(
         key: P256.Signing.PrivateKey, eventID: String, nonce: String, verdict: Verdict, match: String?,
-        broker: String, now: Date
+        broker: String, now: Date, newDevice: String? = nil
     ) async throws -> String {
         let claims = DecisionClaims(
             evt: eventID, nonce: nonce, decision: verdict, match: match,
             aud: Origin(url: broker)?.description ?? broker, iat: Int(now.timeIntervalSince1970),
-            jti: SecretToken.generate(bytes: 16))
+            jti: SecretToken.generate(bytes: 16), jkt: newDevice)
         return try await CompactJWS.sign(claims, type: type, key: key)
     }
 
     /// Verifies a decision's signature and its binding to one event: event
-    /// id, server nonce, audience and freshness. Whether the device may
-    /// decide, and what the decision does, is ``DecisionRules``' job.
+    /// id, server nonce, audience and freshness, and for a pairing event
+    /// (`newDevice`, the thumbprint of the key it would add) that an
+    /// approval names that key in `jkt`. Whether the device may decide,
+    /// and what the decision does, is ``DecisionRules``' job.
     public static func verify(
         _ token: String,
         key: DevicePublicKey,
         eventID: String,
         nonce: String,
+        newDevice: String? = nil,
         acceptedOrigins: Set<Origin>,
         now: Date,
         leeway: TimeInterval
@@ -87,6 +98,11 @@ public enum DecisionProof {
         }
         guard abs(TimeInterval(claims.iat) - now.timeIntervalSince1970) <= leeway else {
             throw ProtocolError(.stale, "the decision's iat is more than \(Int(leeway)) s from the broker's clock")
+        }
+        if let newDevice, claims.decision == .approve {
+            guard let jkt = claims.jkt, SecretToken.constantTimeEquals(Data(jkt.utf8), Data(newDevice.utf8)) else {
+                throw ProtocolError(.wrongKey, "the approval does not name the key this pairing would add (jkt)")
+            }
         }
         return claims
     }

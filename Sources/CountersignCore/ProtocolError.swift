@@ -17,6 +17,7 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         case wrongNonce = "wrong_nonce"
         case stale = "stale"
         case wrongDevice = "wrong_device"
+        case wrongKey = "wrong_key"
     }
 
     /// The kind of failure.

@@ -98,17 +98,41 @@ public struct InboxItem: Codable, Sendable, Equatable {
     public var nonce: String
     /// Whether approving needs the number the requester shows.
     public var matchRequired: Bool
+    /// For a pairing: the device an approval would add.
+    public var newDevice: NewDeviceSummary?
 
     enum CodingKeys: String, CodingKey {
         case event, app, nonce
         case matchRequired = "match_required"
+        case newDevice = "new_device"
     }
 
-    public init(event: EventDocument, app: String, nonce: String, matchRequired: Bool) {
+    public init(
+        event: EventDocument, app: String, nonce: String, matchRequired: Bool, newDevice: NewDeviceSummary? = nil
+    ) {
         self.event = event
         self.app = app
         self.nonce = nonce
         self.matchRequired = matchRequired
+        self.newDevice = newDevice
+    }
+}
+
+/// The device a pairing would add, as the approving device shows it.
+public struct NewDeviceSummary: Codable, Sendable, Equatable {
+    /// The key's RFC 7638 thumbprint: the device id it would get, and the
+    /// `jkt` an approval must carry.
+    public var id: String
+    /// The key's short fingerprint, for a person to compare with the new machine's screen.
+    public var fingerprint: String
+    public var name: String
+    public var type: String
+
+    public init(_ device: NewDevice) {
+        id = device.publicKey.thumbprint
+        fingerprint = device.publicKey.fingerprint
+        name = device.name
+        type = device.type
     }
 }
 

@@ -78,8 +78,9 @@ extension DeviceAgent {
                 verdict = try askVerdict()
             }
             var number = match
+            let asked = item.newDevice == nil ? "Number shown on the requesting machine: " : "Pairing code: "
             if verdict == .approve, item.matchRequired, number == nil {
-                number = prompt("Number shown on the requesting machine: ")
+                number = prompt(asked)
             }
             while true {
                 do {
@@ -90,7 +91,7 @@ extension DeviceAgent {
                     // Asked again while tries remain; the broker counts them and
                     // rejects the request after the last.
                     print(error.message)
-                    guard let retry = prompt("Number shown on the requesting machine: ") else { throw ExitCode.failure }
+                    guard let retry = prompt(asked) else { throw ExitCode.failure }
                     number = retry
                 }
             }
@@ -117,6 +118,10 @@ extension DeviceAgent {
             print("  from:      \(event.requesterName ?? "an unnamed machine") (\(event.ip), \(event.location))")
             print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard)) (\(left) s left)")
             if let details = event.details { print("  details:   \(details)") }
+            if let device = item.newDevice {
+                print("  adds device: \(device.name) (\(device.type))")
+                print("  fingerprint: \(device.fingerprint)  <- must match the new machine's screen")
+            }
             print("  event id:  \(event.ID)")
             fflush(nil)
         }

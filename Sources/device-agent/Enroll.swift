@@ -18,6 +18,11 @@ extension DeviceAgent {
                 machine for the verified address, which becomes the user id. The API key \
                 needs http://127.0.0.1/callback among its redirect URLs.
 
+                With --pair: asks a trusted device of the user to add this machine. It prints a \
+                pairing code and the new key's fingerprint; on the trusted device, `device-agent \
+                approve` shows the same fingerprint and asks for the code. This machine learns \
+                the answer at once. Exit codes: 0 trusted; 3 refused; 4 nobody answered in time.
+
                 A new P-256 key is created here; the private key never leaves this machine.
                 """)
 
@@ -32,6 +37,9 @@ extension DeviceAgent {
         @Option(help: "Verify this phone number (with country code) instead of using a token.")
         var phone: String?
 
+        @Flag(help: "Ask a trusted device of the user to add this machine.")
+        var pair = false
+
         @Option(help: "A name for this device that you will recognise (default: the host name).")
         var name: String?
 
@@ -42,8 +50,8 @@ extension DeviceAgent {
         var timeout = 600
 
         func validate() throws {
-            guard [token, email, phone].compactMap({ $0 }).count == 1 else {
-                throw ValidationError("give one of --token, --email or --phone")
+            guard [token, email, phone].compactMap({ $0 }).count + (pair ? 1 : 0) == 1 else {
+                throw ValidationError("give one of --token, --email, --phone or --pair")
             }
         }
 
@@ -52,6 +60,11 @@ extension DeviceAgent {
                 throw ValidationError("give --broker URL and --api-key ID")
             }
             let client = CountersignClient(broker: broker, apiKeyID: apiKey)
+            if pair {
+                guard let user = account.resolvedUser else { throw ValidationError("give --user ID") }
+                try await pairing(try newCredential(broker: broker, apiKey: apiKey, user: user), client: client)
+                return
+            }
             if let token {
                 guard let user = account.resolvedUser else { throw ValidationError("give --user ID") }
                 let credential = try newCredential(broker: broker, apiKey: apiKey, user: user)
@@ -106,6 +119,42 @@ extension DeviceAgent {
             print("Enrolled \(device.name) as a trusted device of \(device.clientUserID).")
             print("Device id:   \(device.id)")
             print("Fingerprint: \(device.fingerprint)")
+        }
+
+        /// Asks a trusted device to add this machine's key and waits for its
+        /// answer; the key is kept only if the answer is yes.
+        private func pairing(_ credential: DeviceCredential, client: CountersignClient) async throws {
+            let store = account.credentials
+            try store.save(credential)
+            let outcome: EventDocument
+            do {
+                let ticket = try await client.requestPairing(credential)
+                let left = max(0, Int(ticket.event.expiresAt.timeIntervalSinceNow.rounded(.down)))
+                print("Asked the trusted devices of \(credential.clientUserID) to add \(credential.name).")
+                print("On one of them, run `device-agent approve` and check that it shows:")
+                print("  Pairing code: \(ticket.matchNumber ?? "none")")
+                print("  Fingerprint:  \(credential.publicKey.fingerprint)")
+                print("Waiting up to \(left) s for the answer…")
+                fflush(nil)
+                outcome = try await client.awaitOutcome(of: ticket)
+            } catch {
+                try? store.remove(credential)
+                throw error
+            }
+            switch outcome.status {
+            case .approved:
+                print("This machine is now a trusted device of \(credential.clientUserID).")
+                print("Device id:   \(credential.deviceID)")
+                print("Fingerprint: \(credential.publicKey.fingerprint)")
+            case .rejected:
+                try? store.remove(credential)
+                FileHandle.standardError.write(Data("The pairing was refused.\n".utf8))
+                throw ExitCode(3)
+            case .pending, .expired:
+                try? store.remove(credential)
+                FileHandle.standardError.write(Data("Nobody answered in time; nothing was added.\n".utf8))
+                throw ExitCode(4)
+            }
         }
 
         private func openBrowser(_ url: String) {

@@ -30,6 +30,7 @@ struct VectorTests {
         do {
             _ = try await DecisionProof.verify(
                 test.decision, key: vectors.deviceKey, eventID: vectors.eventId, nonce: vectors.nonce,
+                newDevice: test.pairing ? vectors.newDeviceId : nil,
                 acceptedOrigins: Set(vectors.origins.compactMap(Origin.init(url:))),
                 now: Date(timeIntervalSince1970: TimeInterval(vectors.now)), leeway: 60)
             #expect(test.result == "valid", "accepted an invalid decision")

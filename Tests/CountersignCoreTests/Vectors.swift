@@ -37,11 +37,13 @@ struct DecisionVectors: Decodable {
         let decision: String
         let result: String
         let error: String?
+        let pairing: Bool
         var description: String { "#\(tcId) \(comment)" }
     }
     let deviceKey: DevicePublicKey
     let deviceId: String
     let eventId: String
+    let newDeviceId: String
     let nonce: String
     let now: Int
     let origins: [String]
