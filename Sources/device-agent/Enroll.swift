@@ -130,7 +130,9 @@ extension DeviceAgent {
             do {
                 let ticket = try await client.requestPairing(credential)
                 let left = max(0, Int(ticket.event.expiresAt.timeIntervalSinceNow.rounded(.down)))
-                print("Asked the trusted devices of \(credential.clientUserID) to add \(credential.name).")
+                print(
+                    "Pairing request \(ticket.event.ID) sent to the trusted devices of \(credential.clientUserID)"
+                        + " to add \(credential.name).")
                 print("On one of them, run `device-agent approve` and check that it shows:")
                 print("  Pairing code: \(ticket.matchNumber ?? "none")")
                 print("  Fingerprint:  \(credential.publicKey.fingerprint)")

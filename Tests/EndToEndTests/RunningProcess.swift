@@ -82,6 +82,13 @@ final class RunningProcess: Sendable {
         process.waitUntilExit()
     }
 
+    /// SIGKILL at once, for a process the test no longer needs.
+    func killNow() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     deinit { if process.isRunning { process.terminate() } }
 }
 

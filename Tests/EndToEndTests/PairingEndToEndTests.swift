@@ -1,0 +1,93 @@
+import CountersignClient
+import CountersignCore
+import Foundation
+import Testing
+
+/// Adding and removing trusted devices with real broker and agent processes.
+@Suite("end to end: pairing and removing devices", .serialized)
+struct PairingEndToEndTests {
+    @Test("pair B from A, approve a login with B, remove A: A's approvals are refused, A is no longer trusted")
+    func pairApproveRemove() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let machineB = try temporaryDirectory("agent-B").appendingPathComponent("countersign")
+
+        // B asks to be added; A checks the fingerprint and types the code.
+        let pairing = try broker.agent(["enroll", "--pair", "--name", "desktop-B"], configDirectory: machineB)
+        let eventID = try await pairing.waitFor(#"Pairing request (ev_[A-Za-z0-9_-]+) sent"#)
+        let code = try await pairing.waitFor(#"Pairing code: (\d{6})"#)
+        let fingerprint = try await pairing.waitFor(#"Fingerprint:  ([0-9A-F-]+)"#)
+        let approve = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", code], configDirectory: machineA)
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("adds device: desktop-B") && approve.text.contains(fingerprint))
+        #expect(try await pairing.exitCode() == 0, "\(pairing.text)")
+        #expect(pairing.text.contains("This machine is now a trusted device of alice"))
+
+        // B now approves a login from a third machine.
+        let machineC = try temporaryDirectory("agent-C")
+        let login = try broker.agent(["login", "--json", "--name", "machine-C"], configDirectory: machineC)
+        let loginID = try await login.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
+        let number = try await login.waitFor(#"Match number: (\d\d)"#)
+        let byB = try broker.agent(
+            ["approve", "--event", loginID, "--yes", "--match", number], configDirectory: machineB)
+        #expect(try await byB.exitCode() == 0, "\(byB.text)")
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+
+        // B lists the devices (itself marked) and removes A.
+        let list = try broker.agent(["devices"], configDirectory: machineB)
+        #expect(try await list.exitCode() == 0, "\(list.text)")
+        #expect(list.text.contains("* desktop-B") && list.text.contains("  laptop-A"))
+        let aID = try #require(try CredentialStore(directory: machineA).all().first?.deviceID)
+        // Ids may start with "-": the id goes after "--", the options before it.
+        let remove = try RunningProcess(
+            "device-agent",
+            [
+                "devices", "remove", "--broker", broker.url, "--api-key", broker.apiKeyID, "--user", "alice",
+                "--config-dir", machineB.path, "--", aID,
+            ])
+        #expect(try await remove.exitCode() == 0, "\(remove.text)")
+
+        // A's approval of a new login is refused; the login still waits.
+        let second = try broker.agent(["login", "--json", "--name", "machine-C"], configDirectory: machineC)
+        let secondID = try await second.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
+        let secondNumber = try await second.waitFor(#"Match number: (\d\d)"#)
+        let byA = try broker.agent(
+            ["approve", "--event", secondID, "--yes", "--match", secondNumber, "--timeout", "2"],
+            configDirectory: machineA)
+        #expect(try await byA.exitCode() != 0, "\(byA.text)")
+        #expect(byA.text.contains("removed from the account"), "\(byA.text)")
+        let pending = try await broker.backend.event(id: secondID)
+        #expect(pending.status == .pending)
+        second.killNow()
+
+        let statusA = try broker.agent(["status"], configDirectory: machineA)
+        #expect(try await statusA.exitCode() == 6, "\(statusA.text)")
+        let statusB = try broker.agent(["status"], configDirectory: machineB)
+        #expect(try await statusB.exitCode() == 0, "\(statusB.text)")
+
+        // The backend sees every change, and who made it.
+        let changes = try await broker.backend.deviceChanges(user: "alice")
+        let bID = try #require(try CredentialStore(directory: machineB).all().first?.deviceID)
+        #expect(changes.map(\.action) == [.revoked, .enrolled, .enrolled])
+        #expect(changes[0].deviceID == aID && changes[0].actor == bID)
+        #expect(changes[1].deviceID == bID && changes[1].actor == aID)
+        #expect(changes[2].actor == ChangeAuthor.enrollmentToken)
+    }
+
+    @Test("a refused pairing leaves no key on the new machine and no device at the broker")
+    func refused() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let machineB = try temporaryDirectory("agent-B").appendingPathComponent("countersign")
+        let pairing = try broker.agent(["enroll", "--pair", "--name", "desktop-B"], configDirectory: machineB)
+        let eventID = try await pairing.waitFor(#"Pairing request (ev_[A-Za-z0-9_-]+) sent"#)
+        let reject = try broker.agent(["approve", "--event", eventID, "--reject"], configDirectory: machineA)
+        #expect(try await reject.exitCode() == 0, "\(reject.text)")
+        #expect(try await pairing.exitCode() == 3, "\(pairing.text)")
+        #expect(try CredentialStore(directory: machineB).all().isEmpty)
+        #expect(try await broker.backend.devices(user: "alice").count == 1)
+    }
+}
