@@ -46,12 +46,9 @@ struct EventController {
             throw APIError.badRequest("details may be at most 1024 bytes")
         }
         let requesterName = try body.requesterName.map { try DeviceName.validate($0, field: "requester_name") }
-        let newDevice = try await checkPairing(name: name, body: body, request: request)
+        let newDevice = try await checkPairing(name: name, body: body, request: request, caller: context.identity)
         switch context.identity {
         case .device(let device, _):
-            guard newDevice == nil else {
-                throw APIError.badRequest("a pairing is asked for by the new machine, not by a trusted device")
-            }
             if let user = body.clientUserID, user != device.clientUserID {
                 throw APIError.forbidden("wrong_user", "this device belongs to another user")
             }
@@ -79,12 +76,19 @@ struct EventController {
 
     /// For `ENROLL_NEW_TRUSTED_DEVICE`: the device to add, whose key must
     /// have signed the `New-Device-Proof` and must not be enrolled yet.
-    private func checkPairing(name: String, body: CreateRequest, request: Request) async throws -> NewDevice? {
+    private func checkPairing(name: String, body: CreateRequest, request: Request, caller: CallerIdentity?)
+        async throws -> NewDevice?
+    {
         guard name == EventName.enrollNewTrustedDevice else {
             guard body.newDevice == nil else {
                 throw APIError.badRequest("new_device belongs to ENROLL_NEW_TRUSTED_DEVICE events only")
             }
             return nil
+        }
+        switch caller {
+        case .app, .backend: break
+        case .device: throw APIError.badRequest("a pairing is asked for by the new machine, not by a trusted device")
+        case .requester, nil: return nil  // refused as unauthenticated by the caller
         }
         guard var newDevice = body.newDevice else {
             throw APIError.badRequest("a pairing needs new_device: the new machine's public_key, name and type")

@@ -18,6 +18,11 @@ public struct CountersignClient: Sendable {
         self.apiKeyID = apiKeyID
     }
 
+    /// The client for the account a device credential belongs to.
+    public init(for credential: DeviceCredential) {
+        self.init(broker: credential.broker, apiKeyID: credential.apiKeyID)
+    }
+
     // MARK: Requester
 
     struct CreateEvent: Encodable {
@@ -48,10 +53,11 @@ public struct CountersignClient: Sendable {
     /// this machine when it is trusted.
     public func requestPairing(_ credential: DeviceCredential, type: String = "cli") async throws -> EventTicket {
         let path = "/api/v1/events"
-        let proof = try await DeviceProof.make(
-            key: credential.privateKey, method: "POST", url: connection.url(path), now: Date())
         return try await connection.send(
-            .POST, path, headers: [("API_KEY_ID", apiKeyID), ("New-Device-Proof", proof)],
+            .POST, path,
+            headers: [
+                ("API_KEY_ID", apiKeyID), try await proofHeader(credential, .POST, path, name: "New-Device-Proof"),
+            ],
             body: CreateEvent(
                 clientUserID: credential.clientUserID, event: EventName.enrollNewTrustedDevice,
                 requesterName: credential.name,
@@ -163,11 +169,11 @@ public struct CountersignClient: Sendable {
             .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws), as: EventDocument.self)
     }
 
-    private func proofHeader(_ credential: DeviceCredential, _ method: HTTPMethod, _ path: String) async throws
-        -> (String, String)
-    {
+    private func proofHeader(
+        _ credential: DeviceCredential, _ method: HTTPMethod, _ path: String, name: String = "Device-Proof"
+    ) async throws -> (String, String) {
         (
-            "Device-Proof",
+            name,
             try await DeviceProof.make(
                 key: credential.privateKey, method: method.rawValue, url: connection.url(path), now: Date())
         )

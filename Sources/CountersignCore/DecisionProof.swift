@@ -99,10 +99,8 @@ public enum DecisionProof {
         guard abs(TimeInterval(claims.iat) - now.timeIntervalSince1970) <= leeway else {
             throw ProtocolError(.stale, "the decision's iat is more than \(Int(leeway)) s from the broker's clock")
         }
-        if let newDevice, claims.decision == .approve {
-            guard let jkt = claims.jkt, SecretToken.constantTimeEquals(Data(jkt.utf8), Data(newDevice.utf8)) else {
-                throw ProtocolError(.wrongKey, "the approval does not name the key this pairing would add (jkt)")
-            }
+        if let newDevice, claims.decision == .approve, claims.jkt != newDevice {
+            throw ProtocolError(.wrongKey, "the approval does not name the key this pairing would add (jkt)")
         }
         return claims
     }

@@ -53,10 +53,10 @@ public struct DeviceChange: Sendable, Equatable {
 }
 
 extension DeviceChange {
-    /// The record of `device` being enrolled.
-    public init(enrolled device: TrustedDevice, author: ChangeAuthor, at: Date) {
+    /// The record of `device` being enrolled or revoked by `author`.
+    public init(_ action: Action, of device: TrustedDevice, by author: ChangeAuthor, at: Date) {
         self.init(
             issuer: device.issuer, clientUserID: device.clientUserID, deviceID: device.id, deviceName: device.name,
-            action: .enrolled, author: author, at: at)
+            action: action, author: author, at: at)
     }
 }

@@ -36,7 +36,7 @@ extension SQLiteStore {
             }
             // A duplicate key throws alreadyExists and rolls the token back.
             try Self.insert(device, publicKey: publicKey, into: db)
-            try Self.record(.init(enrolled: device, author: author, at: now), into: db)
+            try Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
         }
     }
 
@@ -52,7 +52,7 @@ extension SQLiteStore {
                 throw StoreError(.conflict, "the user has a trusted device; it must approve new ones")
             }
             try Self.insert(device, publicKey: publicKey, into: db)
-            try Self.record(.init(enrolled: device, author: author, at: now), into: db)
+            try Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
         }
     }
 
@@ -90,13 +90,7 @@ extension SQLiteStore {
                 throw StoreError(.notFound, "no such device for this user")
             }
             let device = try Self.device(row: row)
-            if revokedNow {
-                try Self.record(
-                    DeviceChange(
-                        issuer: issuer, clientUserID: clientUserID, deviceID: id, deviceName: device.name,
-                        action: .revoked, author: author, at: now),
-                    into: db)
-            }
+            if revokedNow { try Self.record(DeviceChange(.revoked, of: device, by: author, at: now), into: db) }
             return device
         }
     }

@@ -76,12 +76,8 @@ extension SQLiteStore {
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
                 try Self.insert(device, publicKey: try Self.encodeKey(device.publicKey), into: db)
-                try Self.record(
-                    DeviceChange(
-                        issuer: device.issuer, clientUserID: device.clientUserID, deviceID: device.id,
-                        deviceName: device.name, action: .enrolled,
-                        author: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now),
-                    into: db)
+                let approver = ChangeAuthor(actor: decision.deviceID, ip: decision.ip)
+                try Self.record(DeviceChange(.enrolled, of: device, by: approver, at: now), into: db)
             }
             return settled
         }

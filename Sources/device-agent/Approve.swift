@@ -44,7 +44,7 @@ extension DeviceAgent {
 
         func run() async throws {
             let credential = try account.enrolledCredential()
-            let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+            let client = CountersignClient(for: credential)
             var seen = Set<String>()
             let deadline = Date() + TimeInterval(timeout)
             repeat {

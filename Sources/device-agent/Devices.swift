@@ -23,7 +23,7 @@ extension DeviceAgent {
 
             func run() async throws {
                 let credential = try account.enrolledCredential()
-                let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+                let client = CountersignClient(for: credential)
                 let list = try await client.devices(credential)
                 if json {
                     print(String(decoding: try JSONEncoder.pretty.encode(list), as: UTF8.self))
@@ -61,7 +61,7 @@ extension DeviceAgent {
 
             func run() async throws {
                 let credential = try account.enrolledCredential()
-                let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+                let client = CountersignClient(for: credential)
                 let removed = try await client.removeDevice(id, credential: credential)
                 print("Removed \(removed.name) (\(removed.id)).")
                 if removed.id == credential.deviceID {
@@ -87,7 +87,7 @@ extension DeviceAgent {
                 FileHandle.standardError.write(Data("\(failure.description)\n".utf8))
                 throw ExitCode(6)
             }
-            let client = CountersignClient(broker: credential.broker, apiKeyID: credential.apiKeyID)
+            let client = CountersignClient(for: credential)
             do {
                 let device = try await client.whoAmI(credential)
                 print("This machine is a trusted device of \(device.clientUserID) at \(credential.broker).")

@@ -57,9 +57,6 @@ struct SenderOptions: ParsableArguments {
             guard smtpHost != nil, smtpFrom != nil else {
                 throw ValidationError("--sender smtp needs --smtp-host and --smtp-from")
             }
-            guard (smtpUsername == nil) == (smtpPasswordFile == nil) else {
-                throw ValidationError("--smtp-username and --smtp-password-file go together")
-            }
         }
     }
 

@@ -12,15 +12,6 @@ struct ApprovalEndToEndTests {
         let token: String?
     }
 
-    /// Starts `login --json` on machine B and returns it with the event id
-    /// and the number it shows.
-    func startLogin(_ broker: LiveBroker, machine: URL) async throws -> (RunningProcess, String, String) {
-        let login = try broker.agent(["login", "--json", "--name", "machine-B"], configDirectory: machine)
-        let eventID = try await login.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
-        let number = try await login.waitFor(#"Match number: (\d\d)"#)
-        return (login, eventID, number)
-    }
-
     func output(of process: RunningProcess) throws -> LoginOutput {
         let text = process.text
         guard let start = text.firstIndex(of: "{"), let end = text.lastIndex(of: "}") else {
@@ -35,7 +26,7 @@ struct ApprovalEndToEndTests {
         defer { broker.stop() }
         let machineA = try await broker.enrollMachine(name: "laptop-A")
         let machineB = try temporaryDirectory("agent-B")
-        let (login, eventID, number) = try await startLogin(broker, machine: machineB)
+        let (login, eventID, number) = try await broker.startLogin(machine: machineB)
 
         let started = ContinuousClock.now
         let approve = try broker.agent(
@@ -72,7 +63,7 @@ struct ApprovalEndToEndTests {
         let broker = try await LiveBroker.start()
         defer { broker.stop() }
         let machineA = try await broker.enrollMachine(name: "laptop-A")
-        let (login, _, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let (login, _, number) = try await broker.startLogin(machine: try temporaryDirectory("agent-B"))
         // An unclear answer is asked again, never taken as a no; a wrong number
         // (numbers run 10-99) is asked again while tries remain.
         let approve = try broker.agent(["approve"], configDirectory: machineA, stdin: "maybe\ny\n00\n\(number)\n")
@@ -90,7 +81,7 @@ struct ApprovalEndToEndTests {
         let broker = try await LiveBroker.start()
         defer { broker.stop() }
         let machineA = try await broker.enrollMachine(name: "laptop-A")
-        let (login, eventID, _) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let (login, eventID, _) = try await broker.startLogin(machine: try temporaryDirectory("agent-B"))
         let reject = try broker.agent(["approve", "--event", eventID, "--reject"], configDirectory: machineA)
         #expect(try await reject.exitCode() == 0, "\(reject.text)")
         #expect(try await login.exitCode() == 3, "\(login.text)")
@@ -103,7 +94,7 @@ struct ApprovalEndToEndTests {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "2s"])
         defer { broker.stop() }
         _ = try await broker.enrollMachine(name: "laptop-A")
-        let (login, _, _) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let (login, _, _) = try await broker.startLogin(machine: try temporaryDirectory("agent-B"))
         #expect(try await login.exitCode(timeout: .seconds(30)) == 4, "\(login.text)")
         #expect(login.text.contains("Expired"))
         #expect(try output(of: login).event.status == .expired)
@@ -120,7 +111,7 @@ struct ApprovalEndToEndTests {
         #expect(result.event.approved && !result.event.new && result.event.method == .trustedDevice)
         #expect(result.token != nil)
 
-        let (login, eventID, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let (login, eventID, number) = try await broker.startLogin(machine: try temporaryDirectory("agent-B"))
         let wrong = number == "10" ? "11" : "10"
         let refused = try broker.agent(
             ["approve", "--event", eventID, "--yes", "--match", wrong], configDirectory: machineA)
@@ -136,7 +127,7 @@ struct ApprovalEndToEndTests {
     func durableDecision() async throws {
         let broker = try await LiveBroker.start()
         let machineA = try await broker.enrollMachine(name: "laptop-A")
-        let (login, eventID, number) = try await startLogin(broker, machine: try temporaryDirectory("agent-B"))
+        let (login, eventID, number) = try await broker.startLogin(machine: try temporaryDirectory("agent-B"))
         let approve = try broker.agent(
             ["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
         #expect(try await approve.exitCode() == 0, "\(approve.text)")

@@ -1,6 +1,9 @@
+import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
 import Foundation
+import NIOCore
+import NIOHTTP1
 
 /// A real `device-broker serve` process on a free loopback port, with an
 /// API key made by the real `device-broker apikey create`.
@@ -86,4 +89,32 @@ struct LiveBroker {
     }
 
     func stop() { process.stop() }
+
+    /// Starts `login --json` on a machine that is not trusted and returns it
+    /// with the event id and the number it shows.
+    func startLogin(machine: URL, name: String = "machine-B") async throws -> (RunningProcess, String, String) {
+        let login = try agent(["login", "--json", "--name", name], configDirectory: machine)
+        let eventID = try await login.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
+        let number = try await login.waitFor(#"Match number: (\d\d)"#)
+        return (login, eventID, number)
+    }
+}
+
+/// What the broker answered a form POST.
+struct FormAnswer {
+    let status: HTTPResponseStatus
+    let location: String?
+    let page: String
+}
+
+/// POSTs a form the way the hosted page's browser would (redirects not followed).
+func postForm(_ url: String, form: URLComponents) async throws -> FormAnswer {
+    var request = HTTPClientRequest(url: url)
+    request.method = .POST
+    request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+    request.body = .bytes(ByteBuffer(string: form.percentEncodedQuery!.replacingOccurrences(of: "+", with: "%2B")))
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+    return FormAnswer(
+        status: response.status, location: response.headers.first(name: "Location"),
+        page: String(buffer: try await response.body.collect(upTo: 1 << 20)))
 }

@@ -6,16 +6,22 @@ import Testing
 /// Adding and removing trusted devices with real broker and agent processes.
 @Suite("end to end: pairing and removing devices", .serialized)
 struct PairingEndToEndTests {
-    @Test("pair B from A, approve a login with B, remove A: A's approvals are refused, A is no longer trusted")
-    func pairApproveRemove() async throws {
+    /// A broker with alice's machine A, and machine B asking to be paired:
+    /// B's process, the pairing event id, A's and B's config directories.
+    func startPairing() async throws -> (LiveBroker, RunningProcess, String, machineA: URL, machineB: URL) {
         let broker = try await LiveBroker.start()
-        defer { broker.stop() }
         let machineA = try await broker.enrollMachine(name: "laptop-A")
         let machineB = try temporaryDirectory("agent-B").appendingPathComponent("countersign")
-
-        // B asks to be added; A checks the fingerprint and types the code.
         let pairing = try broker.agent(["enroll", "--pair", "--name", "desktop-B"], configDirectory: machineB)
         let eventID = try await pairing.waitFor(#"Pairing request (ev_[A-Za-z0-9_-]+) sent"#)
+        return (broker, pairing, eventID, machineA, machineB)
+    }
+
+    @Test("pair B from A, approve a login with B, remove A: A's approvals are refused, A is no longer trusted")
+    func pairApproveRemove() async throws {
+        // B asks to be added; A checks the fingerprint and types the code.
+        let (broker, pairing, eventID, machineA, machineB) = try await startPairing()
+        defer { broker.stop() }
         let code = try await pairing.waitFor(#"Pairing code: (\d{6})"#)
         let fingerprint = try await pairing.waitFor(#"Fingerprint:  ([0-9A-F-]+)"#)
         let approve = try broker.agent(
@@ -27,9 +33,7 @@ struct PairingEndToEndTests {
 
         // B now approves a login from a third machine.
         let machineC = try temporaryDirectory("agent-C")
-        let login = try broker.agent(["login", "--json", "--name", "machine-C"], configDirectory: machineC)
-        let loginID = try await login.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
-        let number = try await login.waitFor(#"Match number: (\d\d)"#)
+        let (login, loginID, number) = try await broker.startLogin(machine: machineC, name: "machine-C")
         let byB = try broker.agent(
             ["approve", "--event", loginID, "--yes", "--match", number], configDirectory: machineB)
         #expect(try await byB.exitCode() == 0, "\(byB.text)")
@@ -50,9 +54,7 @@ struct PairingEndToEndTests {
         #expect(try await remove.exitCode() == 0, "\(remove.text)")
 
         // A's approval of a new login is refused; the login still waits.
-        let second = try broker.agent(["login", "--json", "--name", "machine-C"], configDirectory: machineC)
-        let secondID = try await second.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
-        let secondNumber = try await second.waitFor(#"Match number: (\d\d)"#)
+        let (second, secondID, secondNumber) = try await broker.startLogin(machine: machineC, name: "machine-C")
         let byA = try broker.agent(
             ["approve", "--event", secondID, "--yes", "--match", secondNumber, "--timeout", "2"],
             configDirectory: machineA)
@@ -78,12 +80,8 @@ struct PairingEndToEndTests {
 
     @Test("a refused pairing leaves no key on the new machine and no device at the broker")
     func refused() async throws {
-        let broker = try await LiveBroker.start()
+        let (broker, pairing, eventID, machineA, machineB) = try await startPairing()
         defer { broker.stop() }
-        let machineA = try await broker.enrollMachine(name: "laptop-A")
-        let machineB = try temporaryDirectory("agent-B").appendingPathComponent("countersign")
-        let pairing = try broker.agent(["enroll", "--pair", "--name", "desktop-B"], configDirectory: machineB)
-        let eventID = try await pairing.waitFor(#"Pairing request (ev_[A-Za-z0-9_-]+) sent"#)
         let reject = try broker.agent(["approve", "--event", eventID, "--reject"], configDirectory: machineA)
         #expect(try await reject.exitCode() == 0, "\(reject.text)")
         #expect(try await pairing.exitCode() == 3, "\(pairing.text)")

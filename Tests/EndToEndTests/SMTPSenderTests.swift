@@ -64,7 +64,7 @@ struct SMTPSenderTests {
     static func requestCode(
         _ broker: LiveBroker, apiKeyID: String? = nil, to address: String = "alice@example.com",
         type: String = "EMAIL"
-    ) async throws -> Answer {
+    ) async throws -> FormAnswer {
         let key = apiKeyID ?? broker.apiKeyID
         let register = try RunningProcess(
             "device-broker", ["apikey", "set-redirect-urls", key, redirect, "--data-dir", broker.dataDirectory.path])
@@ -76,25 +76,7 @@ struct SMTPSenderTests {
             .init(name: "code_challenge", value: PKCE.challenge(for: PKCE.newVerifier())),
             .init(name: "identifier", value: address),
         ]
-        return try await post(broker.url + "/app/code", form: form)
-    }
-
-    struct Answer {
-        let status: HTTPResponseStatus
-        let location: String?
-        let page: String
-    }
-
-    /// POSTs a form the way the page's browser would (redirects not followed).
-    static func post(_ url: String, form: URLComponents) async throws -> Answer {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: form.percentEncodedQuery!.replacingOccurrences(of: "+", with: "%2B")))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
-        return Answer(
-            status: response.status, location: response.headers.first(name: "Location"),
-            page: String(buffer: try await response.body.collect(upTo: 1 << 20)))
+        return try await postForm(broker.url + "/app/code", form: form)
     }
 
     @Test("STARTTLS, AUTH, and the emailed code completes the page")
@@ -134,7 +116,7 @@ struct SMTPSenderTests {
         form.queryItems = [
             .init(name: "challenge_id", value: String(challengeID)), .init(name: "code", value: String(code)),
         ]
-        let verified = try await Self.post(broker.url + "/app/verify", form: form)
+        let verified = try await postForm(broker.url + "/app/verify", form: form)
         #expect(verified.status == .seeOther, "\(verified.page)")
         let location = try #require(verified.location)
         #expect(location.hasPrefix(Self.redirect + "?code=") && location.contains("state=xyz"))

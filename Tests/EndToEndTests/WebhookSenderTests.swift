@@ -69,14 +69,9 @@ struct WebhookSenderTests {
             .init(name: "code_challenge", value: PKCE.challenge(for: PKCE.newVerifier())),
             .init(name: "identifier", value: "+1 (555) 010-0000"),
         ]
-        var request = HTTPClientRequest(url: broker.url + "/app/code")
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: form.percentEncodedQuery!.replacingOccurrences(of: "+", with: "%2B")))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        let page = String(buffer: try await response.body.collect(upTo: 1 << 20))
-        #expect(response.status == .ok, "\(page)")
-        #expect(page.contains("+15550100000"))
+        let answer = try await postForm(broker.url + "/app/code", form: form)
+        #expect(answer.status == .ok, "\(answer.page)")
+        #expect(answer.page.contains("+15550100000"))
 
         let line = try #require(try String(contentsOf: log, encoding: .utf8).split(separator: "\n").last)
         let received = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

@@ -49,7 +49,6 @@ enum HostedPage {
         #"<input type="hidden" name="\#(name)" value="\#(escape(value))">"#
     }
 
-    /// The page asking for the email address or phone number.
     /// The page asking for the email address or phone number; `value`
     /// prefills it (the app's `login_hint`, or what was typed before an error).
     static func identifierForm(

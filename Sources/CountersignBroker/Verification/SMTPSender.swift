@@ -1,5 +1,5 @@
 public import CountersignCore
-public import Foundation
+import Foundation
 import NIOCore
 import NIOSSL
 
@@ -69,7 +69,8 @@ public struct SMTPSender: CodeSender {
         }
         guard (1...65535).contains(settings.port) else { throw BrokerSetupError("the SMTP port must be 1…65535") }
         guard (settings.username == nil) == (settings.password == nil) else {
-            throw BrokerSetupError("an SMTP username needs a password, and a password a username")
+            throw BrokerSetupError(
+                "an SMTP username needs a password (--smtp-password-file), and a password a username")
         }
         if settings.security == .none, settings.username != nil {
             throw BrokerSetupError("an SMTP password is only sent over TLS: use --smtp-security starttls or tls")
@@ -154,7 +155,7 @@ public struct SMTPSender: CodeSender {
     /// words of at most 75 characters, folded.
     static func encodedText(_ text: String) -> String {
         let clean = text.filter { !$0.isNewline }
-        if clean.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 32 }) { return clean }
+        if isPrintableASCII(clean) { return clean }
         var words: [String] = []
         var chunk = ""
         for character in clean {
@@ -171,8 +172,12 @@ public struct SMTPSender: CodeSender {
     /// A display name: quoted when ASCII, encoded words otherwise.
     static func encodedPhrase(_ name: String) -> String {
         let clean = name.filter { !$0.isNewline }
-        guard clean.unicodeScalars.allSatisfy({ $0.isASCII && $0.value >= 32 }) else { return encodedText(clean) }
+        guard isPrintableASCII(clean) else { return encodedText(clean) }
         return "\"" + clean.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
             + "\""
+    }
+
+    static func isPrintableASCII(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { $0.isASCII && $0.value >= 32 }
     }
 }

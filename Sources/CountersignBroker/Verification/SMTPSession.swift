@@ -103,7 +103,7 @@ struct SMTPSession {
             }
         try await channel.executeThenClose { inbound, outbound in
             var conversation = Conversation(replies: inbound.makeAsyncIterator(), outbound: outbound)
-            try await conversation.expect(220, during: "the greeting")
+            try await conversation.expect([220], during: "the greeting")
             var hello = try await conversation.command("EHLO \(settings.heloName)", expecting: 250)
             if settings.security == .startTLS {
                 guard hello.extensions["STARTTLS"] != nil else {
@@ -149,8 +149,10 @@ struct SMTPSession {
             return reply
         }
 
+        /// The next reply, which must have one of `codes`; `step` names
+        /// what was refused in the error.
         @discardableResult
-        mutating func expect(_ codes: Int..., during step: String) async throws -> SMTPReply {
+        mutating func expect(_ codes: [Int], during step: String) async throws -> SMTPReply {
             let reply = try await read()
             guard codes.contains(reply.code) else { throw SMTPFailure("the mail server refused \(step): \(reply)") }
             return reply
@@ -160,13 +162,8 @@ struct SMTPSession {
             -> SMTPReply
         {
             try await outbound.write(ByteBuffer(string: line + "\r\n"))
-            let reply = try await read()
-            guard codes.contains(reply.code) else {
-                // Only the verb: the rest may be a credential or the message.
-                let verb = step ?? String(line.prefix { $0 != " " && $0 != ":" })
-                throw SMTPFailure("the mail server refused \(verb): \(reply)")
-            }
-            return reply
+            // Only the verb: the rest may be a credential or the message.
+            return try await expect(codes, during: step ?? String(line.prefix { $0 != " " && $0 != ":" }))
         }
 
         /// AUTH PLAIN (RFC 4616) if offered, else AUTH LOGIN.

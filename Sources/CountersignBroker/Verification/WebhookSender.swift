@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-public import CountersignCore
+import CountersignCore
 import Crypto
 public import Foundation
 import NIOCore
