@@ -72,12 +72,15 @@ public struct ApprovalEvent: Sendable, Equatable {
     public var decision: String?
     /// For `ENROLL_NEW_TRUSTED_DEVICE`: the device to add if approved.
     public var newDevice: NewDevice?
+    /// TOTP codes tried on this event so far.
+    public var codeAttempts: Int
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
         location: String, method: AuthMethod, storedStatus: EventStatus, expiresAt: Date, details: String?,
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
-        decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil
+        decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil,
+        codeAttempts: Int = 0
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -100,6 +103,7 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.decidedAt = decidedAt
         self.decision = decision
         self.newDevice = newDevice
+        self.codeAttempts = codeAttempts
     }
 
     /// The status at `now`: a pending event past its window is expired.

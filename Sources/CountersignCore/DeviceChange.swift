@@ -20,6 +20,8 @@ public struct ChangeAuthor: Sendable, Equatable {
     public static let enrollmentToken = "enrollment_token"
     /// A first device enrolled after its user verified an email address or phone number.
     public static let verifiedIdentifier = "verified_identifier"
+    /// A device enrolled itself with one of the user's recovery codes.
+    public static let recoveryCode = "recovery_code"
 }
 
 /// One entry of a user's device audit log.

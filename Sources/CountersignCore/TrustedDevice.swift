@@ -17,10 +17,17 @@ public struct TrustedDevice: Sendable, Equatable {
     public var lastSeenAt: Date?
     /// Set once; a revoked device can do nothing.
     public var revokedAt: Date?
+    /// The device's TOTP secret, sealed by the broker (opaque to the store);
+    /// nil until the device asked for one.
+    public var sealedTOTPSecret: Data?
+    /// The last time step whose code was accepted; older and equal steps
+    /// are refused, so every code works once.
+    public var lastTOTPStep: Int64?
 
     public init(
         publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String, type: String,
-        createdAt: Date, lastSeenAt: Date? = nil, revokedAt: Date? = nil
+        createdAt: Date, lastSeenAt: Date? = nil, revokedAt: Date? = nil, sealedTOTPSecret: Data? = nil,
+        lastTOTPStep: Int64? = nil
     ) {
         self.id = publicKey.thumbprint
         self.issuer = issuer
@@ -31,6 +38,8 @@ public struct TrustedDevice: Sendable, Equatable {
         self.createdAt = createdAt
         self.lastSeenAt = lastSeenAt
         self.revokedAt = revokedAt
+        self.sealedTOTPSecret = sealedTOTPSecret
+        self.lastTOTPStep = lastTOTPStep
     }
 
     /// Whether this device may act for `clientUserID` of `issuer`.

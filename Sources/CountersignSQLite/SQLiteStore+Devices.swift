@@ -159,6 +159,7 @@ extension SQLiteStore {
             publicKey: key, issuer: row["issuer"], clientUserID: row["client_user_id"], name: row["name"],
             type: row["type"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
             lastSeenAt: (row["last_seen_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+            sealedTOTPSecret: row["totp_secret"], lastTOTPStep: row["totp_last_step"])
     }
 }

@@ -103,7 +103,7 @@ extension SQLiteStore {
 
     /// The row after a conditional UPDATE: it if the write happened, else
     /// `notFound` or `conflict`.
-    private static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
+    static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
         let changed = db.changesCount == 1
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]) else {
             throw StoreError(.notFound, "no event \(id)")
@@ -146,6 +146,7 @@ extension SQLiteStore {
             decision: row["decision"],
             newDevice: try (row["new_device"] as String?).map {
                 try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8))
-            })
+            },
+            codeAttempts: row["code_attempts"])
     }
 }

@@ -157,6 +157,29 @@ extension SQLiteStore {
                     ALTER TABLE events ADD COLUMN new_device TEXT;
                     """)
         }
+        migrator.registerMigration("v7-codes") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE devices ADD COLUMN totp_secret BLOB;
+                    ALTER TABLE devices ADD COLUMN totp_last_step INTEGER;
+                    ALTER TABLE events ADD COLUMN code_attempts INTEGER NOT NULL DEFAULT 0;
+                    CREATE TABLE code_failures (
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        consecutive INTEGER NOT NULL,
+                        locked_until REAL,
+                        PRIMARY KEY (issuer, client_user_id)
+                    );
+                    CREATE TABLE recovery_codes (
+                        digest BLOB PRIMARY KEY NOT NULL,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        used_at REAL
+                    );
+                    CREATE INDEX recovery_codes_by_user ON recovery_codes(issuer, client_user_id);
+                    """)
+        }
         return migrator
     }
 }

@@ -71,6 +71,50 @@ public protocol CountersignStore: Sendable {
     /// Records that the device was seen at `now`.
     func markDeviceSeen(id: String, now: Date) async throws
 
+    // MARK: TOTP codes and recovery codes
+
+    /// Stores a device's sealed TOTP secret, once: `conflict` if the device
+    /// has one already or is revoked, `notFound` for an unknown device.
+    func setTOTPSecret(_ sealed: Data, deviceID: String) async throws
+
+    /// Counts one TOTP code attempt *before* the code is checked, so that
+    /// concurrent guesses cannot outrun the limits. In one transaction:
+    /// - `limitReached(retryAfter:)` while the user is locked out; nothing
+    ///   is counted.
+    /// - With `eventID`: `notFound` for an unknown event or one of another
+    ///   user; `conflict` unless it is pending and unexpired;
+    ///   `limitReached(retryAfter:)` (until it expires) once it has had
+    ///   `limits.perEvent` attempts. Else the attempt is counted on it.
+    /// - The attempt counts as one more consecutive failure of the user
+    ///   until ``acceptTOTPCode(deviceID:step:eventID:now:)`` clears them.
+    ///   The failure that reaches `limits.lockoutAfter`, and each one after,
+    ///   locks the user out for `limits.firstLockout`, doubled per further
+    ///   failure, at most `limits.maxLockout`.
+    func reserveCodeAttempt(issuer: String, clientUserID: String, eventID: String?, limits: CodeLimits, now: Date)
+        async throws -> CodeAttempt
+
+    /// Accepts a device's matching code of time step `step`, in one
+    /// transaction: `conflict` if the device is revoked, has no TOTP secret,
+    /// or had a code of this or a later step accepted (nothing changes).
+    /// Clears the user's consecutive failures. With `eventID`, also settles
+    /// that pending, unexpired event of the same user as approved by this
+    /// device with method `TOTP` (`conflict` otherwise, and nothing
+    /// changes) and returns it.
+    @discardableResult
+    func acceptTOTPCode(deviceID: String, step: Int64, eventID: String?, now: Date) async throws -> ApprovalEvent?
+
+    /// Replaces all of a user's recovery codes with new ones (their digests).
+    func replaceRecoveryCodes(_ digests: [Data], issuer: String, clientUserID: String, now: Date) async throws
+    /// How many of a user's recovery codes are unused.
+    func recoveryCodesLeft(issuer: String, clientUserID: String) async throws -> Int
+    /// Enrolls `device` by using up the recovery code with this digest, in
+    /// one transaction: `notFound` unless an unused code of the device's
+    /// user has it (nothing changes); `alreadyExists` for a key that is
+    /// enrolled (the code stays usable). Recorded in the audit log with
+    /// `author`.
+    func enrollDevice(_ device: TrustedDevice, consumingRecoveryCode digest: Data, author: ChangeAuthor, now: Date)
+        async throws
+
     // MARK: Replay cache
 
     /// Records a proof or decision id (`jti`) of a device, kept until
@@ -177,6 +221,47 @@ public struct ChallengeLimits: Sendable {
         self.perIdentifier = perIdentifier
         self.perAddress = perAddress
         self.window = window
+    }
+}
+
+/// How many TOTP codes may be tried, per event and per user.
+public struct CodeLimits: Sendable {
+    /// Attempts one pending event takes.
+    public var perEvent: Int
+    /// Consecutive failures of a user after which each failure locks out.
+    public var lockoutAfter: Int
+    /// The first lock-out; each further failure doubles it.
+    public var firstLockout: TimeInterval
+    /// The longest lock-out.
+    public var maxLockout: TimeInterval
+
+    public init(
+        perEvent: Int = 5, lockoutAfter: Int = 10, firstLockout: TimeInterval = 60, maxLockout: TimeInterval = 3600
+    ) {
+        self.perEvent = perEvent
+        self.lockoutAfter = lockoutAfter
+        self.firstLockout = firstLockout
+        self.maxLockout = maxLockout
+    }
+
+    /// How long the user is locked out after `failures` consecutive ones.
+    public func lockout(afterFailures failures: Int) -> TimeInterval? {
+        guard failures >= lockoutAfter else { return nil }
+        let doublings = min(failures - lockoutAfter, 30)
+        return min(firstLockout * Double(1 << doublings), maxLockout)
+    }
+}
+
+/// A counted code attempt.
+public struct CodeAttempt: Sendable, Equatable {
+    /// Attempts the event takes after this one; nil without an event.
+    public var eventAttemptsLeft: Int?
+    /// The user's consecutive failures, this attempt included.
+    public var consecutiveFailures: Int
+
+    public init(eventAttemptsLeft: Int?, consecutiveFailures: Int) {
+        self.eventAttemptsLeft = eventAttemptsLeft
+        self.consecutiveFailures = consecutiveFailures
     }
 }
 

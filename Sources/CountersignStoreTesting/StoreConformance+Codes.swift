@@ -1,0 +1,165 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let codeCases: [Case] = [
+        Case(name: "TOTP: a secret is stored once, and never for a revoked device") { store in
+            let device = try await Fixture.enrolled(in: store, user: "gina")
+            try await store.setTOTPSecret(Data([1, 2, 3]), deviceID: device.id)
+            try check(try await store.device(id: device.id)?.sealedTOTPSecret == Data([1, 2, 3]), "reads back")
+            try await checkThrows(.conflict, "a second secret") {
+                try await store.setTOTPSecret(Data([4]), deviceID: device.id)
+            }
+            try check(try await store.device(id: device.id)?.sealedTOTPSecret == Data([1, 2, 3]), "the first stays")
+            let revoked = try await Fixture.enrolled(in: store, user: "gina")
+            _ = try await store.revokeDevice(
+                id: revoked.id, issuer: "ck_app", clientUserID: "gina", author: Fixture.author, now: Fixture.t0)
+            try await checkThrows(.conflict, "a revoked device") {
+                try await store.setTOTPSecret(Data([5]), deviceID: revoked.id)
+            }
+            try await checkThrows(.notFound, "an unknown device") {
+                try await store.setTOTPSecret(Data([6]), deviceID: "nope")
+            }
+        },
+        Case(name: "TOTP: each step is accepted once per device, and an accepted code settles its event") { store in
+            let device = try await Fixture.enrolled(in: store, user: "hank")
+            try await store.setTOTPSecret(Data([1]), deviceID: device.id)
+            let event = Fixture.event(user: "hank")
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let settled = try await store.acceptTOTPCode(
+                deviceID: device.id, step: 100, eventID: event.id, now: Fixture.t0 + 1)
+            try check(
+                settled?.storedStatus == .approved && settled?.method == .totp && settled?.decidedBy == device.id
+                    && settled?.decidedAt == Fixture.t0 + 1, "approved by TOTP, by the device whose code matched")
+            try check(try await store.device(id: device.id)?.lastTOTPStep == 100, "the step is remembered")
+            for step: Int64 in [100, 99] {
+                try await checkThrows(.conflict, "step \(step) again") {
+                    try await store.acceptTOTPCode(deviceID: device.id, step: step, eventID: nil, now: Fixture.t0 + 2)
+                }
+            }
+            try await store.acceptTOTPCode(deviceID: device.id, step: 101, eventID: nil, now: Fixture.t0 + 3)
+
+            let late = Fixture.event(user: "hank")
+            try await store.insertPendingEvent(late, maxPending: 3, now: Fixture.t0)
+            try await checkThrows(.conflict, "an expired event") {
+                try await store.acceptTOTPCode(deviceID: device.id, step: 102, eventID: late.id, now: Fixture.t0 + 61)
+            }
+            try check(
+                try await store.device(id: device.id)?.lastTOTPStep == 101, "a refused settlement burns no step")
+            let other = Fixture.event(user: "ivy")
+            try await store.insertPendingEvent(other, maxPending: 3, now: Fixture.t0)
+            try await checkThrows(.conflict, "another user's event") {
+                try await store.acceptTOTPCode(deviceID: device.id, step: 102, eventID: other.id, now: Fixture.t0 + 4)
+            }
+            try check(try await store.event(id: other.id)?.storedStatus == .pending, "which stays pending")
+
+            let bare = try await Fixture.enrolled(in: store, user: "hank")
+            try await checkThrows(.conflict, "a device without a secret") {
+                try await store.acceptTOTPCode(deviceID: bare.id, step: 200, eventID: nil, now: Fixture.t0)
+            }
+            _ = try await store.revokeDevice(
+                id: device.id, issuer: "ck_app", clientUserID: "hank", author: Fixture.author, now: Fixture.t0 + 5)
+            try await checkThrows(.conflict, "a revoked device") {
+                try await store.acceptTOTPCode(deviceID: device.id, step: 300, eventID: nil, now: Fixture.t0 + 6)
+            }
+        },
+        Case(name: "TOTP: attempts are counted before checking; 5 per event, then lock-outs that double") { store in
+            let limits = CodeLimits(perEvent: 5, lockoutAfter: 7, firstLockout: 60, maxLockout: 200)
+            let device = try await Fixture.enrolled(in: store, user: "jane")
+            try await store.setTOTPSecret(Data([1]), deviceID: device.id)
+            let event = Fixture.event(user: "jane", window: 3600)
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            for attempt in 1...5 {
+                let counted = try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: event.id, limits: limits, now: Fixture.t0)
+                try check(
+                    counted == CodeAttempt(eventAttemptsLeft: 5 - attempt, consecutiveFailures: attempt),
+                    "attempt \(attempt): \(counted)")
+            }
+            try await checkThrows(.limitReached(retryAfter: 3600), "a sixth on the event") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: event.id, limits: limits, now: Fixture.t0)
+            }
+            try check(try await store.event(id: event.id)?.codeAttempts == 5, "the refused one is not counted")
+            try check(try await store.event(id: event.id)?.storedStatus == .pending, "the event stays pending")
+
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0)
+            let seventh = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0)
+            try check(seventh.consecutiveFailures == 7, "seven failures in a row")
+            try await checkThrows(.limitReached(retryAfter: 60), "locked out for a minute") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 0.5)
+            }
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 60)
+            try await checkThrows(.limitReached(retryAfter: 120), "then two") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 60)
+            }
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 180)
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 380)
+            try await checkThrows(.limitReached(retryAfter: 200), "never longer than the maximum") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 380)
+            }
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "ivan", eventID: nil, limits: limits, now: Fixture.t0 + 380)
+
+            try await store.acceptTOTPCode(deviceID: device.id, step: 1, eventID: nil, now: Fixture.t0 + 580)
+            let fresh = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 580)
+            try check(fresh.consecutiveFailures == 1, "a matching code clears the failures")
+
+            let settled = Fixture.event(user: "jane", at: Fixture.t0 + 580)
+            try await store.insertPendingEvent(settled, maxPending: 3, now: Fixture.t0 + 580)
+            try await store.acceptTOTPCode(deviceID: device.id, step: 2, eventID: settled.id, now: Fixture.t0 + 581)
+            try await checkThrows(.conflict, "a settled event") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: settled.id, limits: limits, now: Fixture.t0 + 582)
+            }
+            try await checkThrows(.notFound, "an event of another user") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "ivan", eventID: settled.id, limits: limits, now: Fixture.t0 + 582)
+            }
+        },
+        Case(name: "recovery codes: single use, replaced as a set, and only for their own user") { store in
+            _ = try await Fixture.enrolled(in: store, user: "kim")
+            let first = [Data([1]), Data([2])]
+            try await store.replaceRecoveryCodes(first, issuer: "ck_app", clientUserID: "kim", now: Fixture.t0)
+            try await store.replaceRecoveryCodes(
+                [Data([3]), Data([4]), Data([5])], issuer: "ck_app", clientUserID: "kim", now: Fixture.t0 + 1)
+            try check(try await store.recoveryCodesLeft(issuer: "ck_app", clientUserID: "kim") == 3, "the new set")
+            let lost = Fixture.device(user: "kim")
+            try await checkThrows(.notFound, "a code of the replaced set") {
+                try await store.enrollDevice(
+                    lost, consumingRecoveryCode: Data([1]), author: Fixture.author, now: Fixture.t0 + 2)
+            }
+            try await checkThrows(.notFound, "kim's code for another user") {
+                try await store.enrollDevice(
+                    Fixture.device(user: "lee"), consumingRecoveryCode: Data([3]), author: Fixture.author,
+                    now: Fixture.t0 + 2)
+            }
+            let author = ChangeAuthor(actor: ChangeAuthor.recoveryCode, ip: "192.0.2.9")
+            try await store.enrollDevice(lost, consumingRecoveryCode: Data([3]), author: author, now: Fixture.t0 + 3)
+            try check(try await store.device(id: lost.id) == lost, "enrolled")
+            try check(
+                try await store.deviceChanges(issuer: "ck_app", clientUserID: "kim", limit: 1).first?.author == author,
+                "recorded as a recovery")
+            try check(try await store.recoveryCodesLeft(issuer: "ck_app", clientUserID: "kim") == 2, "one used")
+            try await checkThrows(.notFound, "the same code twice") {
+                try await store.enrollDevice(
+                    Fixture.device(user: "kim"), consumingRecoveryCode: Data([3]), author: author, now: Fixture.t0 + 4)
+            }
+            try await checkThrows(.alreadyExists, "an enrolled key") {
+                try await store.enrollDevice(
+                    lost, consumingRecoveryCode: Data([4]), author: author, now: Fixture.t0 + 5)
+            }
+            try check(try await store.recoveryCodesLeft(issuer: "ck_app", clientUserID: "kim") == 2, "kept usable")
+        },
+    ]
+}
