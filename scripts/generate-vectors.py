@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes proto/vectors/*.json: known-good and known-bad device proofs,
-decisions, event tokens and key thumbprints.
+decisions, event tokens, key thumbprints, TOTP codes, recovery-code digests
+and sealed TOTP secrets.
 
 An implementation independent of the Swift code (Python's `cryptography`)
 makes the signatures, so the Swift tests that load these files check the
@@ -17,6 +18,7 @@ import pathlib
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 OUT = pathlib.Path(__file__).resolve().parent.parent / "proto" / "vectors"
 NOW = 1_800_000_000
@@ -277,5 +279,61 @@ write("thumbprints.json", {
               {"comment": "broker key", "jwk": broker_jwk, "thumbprint": broker_kid, "result": "valid"},
               {"comment": "member order or white space changed: not the thumbprint", "jwk": device_jwk,
                "thumbprint": b64url(hashlib.sha256(json.dumps(device_jwk).encode()).digest()), "result": "invalid"}],
+})
+
+
+def totp(secret: str, step: int) -> str:
+    """RFC 6238 with HMAC-SHA-1, 6 digits; the key is the secret's ASCII."""
+    mac = hmac.new(secret.encode(), step.to_bytes(8, "big"), hashlib.sha1).digest()
+    offset = mac[-1] & 0x0F
+    return "%06d" % ((int.from_bytes(mac[offset:offset + 4], "big") & 0x7FFFFFFF) % 1_000_000)
+
+
+def recovery_digest(canonical: str) -> str:
+    return b64url(hashlib.sha256(b"countersign-recovery\x00" + canonical.encode()).digest())
+
+
+def seal(key: bytes, secret: str, device: str, nonce: bytes) -> str:
+    key_id = hashlib.sha256(b"countersign-totp-key" + key).digest()[:8]
+    box = AESGCM(key).encrypt(nonce, secret.encode(), b"countersign-totp\x00" + device.encode())
+    return b64url(b"\x01" + key_id + nonce + box)
+
+
+TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+STEP = NOW // 30
+VAULT_KEY = bytes(range(32))
+sealed = seal(VAULT_KEY, TOTP_SECRET, device_id, bytes(12))
+tampered = bytearray(base64.urlsafe_b64decode(sealed + "=" * (-len(sealed) % 4)))
+tampered[-1] ^= 1
+write("codes.json", {
+    "description": "TOTP codes of a device secret (RFC 6238, HMAC-SHA-1, 6 digits, 30 s steps; the HMAC key is the "
+                   "secret's 32 ASCII characters), recovery-code digests (SHA-256 of \"countersign-recovery\\0\" + "
+                   "the canonical code), and TOTP secrets sealed by the broker (proto/signing.md §6).",
+    "totpSecret": TOTP_SECRET,
+    "vaultKey": b64url(VAULT_KEY),
+    "tests": [
+        *[{"comment": f"step {step}", "kind": "totp", "step": step, "code": totp(TOTP_SECRET, step),
+           "result": "valid"} for step in (0, 1, STEP, STEP + 1, 20_000_000_000 // 30)],
+        {"comment": "the code of the next step is not this step's", "kind": "totp", "step": STEP,
+         "code": totp(TOTP_SECRET, STEP + 1), "result": "invalid"},
+        {"comment": "as printed", "kind": "recovery", "typed": "7KQ2M-0ABCD-EFGHJ-KMNPQ-RSTVW",
+         "digest": recovery_digest("7KQ2M0ABCDEFGHJKMNPQRSTVW"), "result": "valid"},
+        {"comment": "lower case, spaces, O for 0 and l for 1", "kind": "recovery",
+         "typed": "7kq2m oabcd efghj kmnpq rstvw", "digest": recovery_digest("7KQ2M0ABCDEFGHJKMNPQRSTVW"),
+         "result": "valid"},
+        {"comment": "I and L fold to 1", "kind": "recovery", "typed": "IL000-00000-00000-00000-00000",
+         "digest": recovery_digest("1100000000000000000000000"), "result": "valid"},
+        {"comment": "U is not in the alphabet", "kind": "recovery", "typed": "U0000-00000-00000-00000-00000",
+         "result": "invalid"},
+        {"comment": "24 symbols", "kind": "recovery", "typed": "00000-00000-00000-00000-0000", "result": "invalid"},
+        {"comment": "sealed for this device", "kind": "sealed", "deviceId": device_id, "sealed": sealed,
+         "result": "valid"},
+        {"comment": "moved to another device's row", "kind": "sealed", "deviceId": thumbprint(other_jwk),
+         "sealed": sealed, "result": "invalid"},
+        {"comment": "one bit of the tag changed", "kind": "sealed", "deviceId": device_id,
+         "sealed": b64url(bytes(tampered)), "result": "invalid"},
+        {"comment": "sealed under another key", "kind": "sealed", "deviceId": device_id,
+         "sealed": seal(bytes(32), TOTP_SECRET, device_id, bytes(12)), "result": "invalid"},
+    ],
 })
 print("wrote", ", ".join(sorted(p.name for p in OUT.glob("*.json"))))

@@ -26,6 +26,9 @@ public struct BrokerConfiguration: Sendable {
     public var phoneSender: SenderConfiguration?
     /// Code lifetime, tries and send limits of email/phone verification.
     public var verification = VerificationPolicy()
+    /// The key file that TOTP secrets are sealed under; without one the
+    /// broker offers no TOTP codes.
+    public var totpKeyFile: String?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
@@ -128,10 +131,14 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     logger.logLevel = configuration.logLevel
     let store = try configuration.openStore()
     let (issuer, origins) = try configuration.origins()
+    let vault = try configuration.totpKeyFile.map(TOTPVault.load(file:))
+    if vault == nil {
+        logger.notice("no --totp-key-file: devices get no TOTP secrets and codes are refused")
+    }
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
         keys: try await BrokerKeys.load(from: store, now: Date()),
-        verification: configuration.verification, sender: try configuration.makeSender(logger: logger))
+        verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault)
     var app = Application(
         router: buildRouter(environment),
         configuration: .init(
@@ -158,11 +165,15 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let authenticated = api.group().add(middleware: CallerAuthenticator(environment: environment))
     authenticated.addRoutes(EventController(environment: environment).endpoints)
     authenticated.addRoutes(DecisionController(environment: environment).endpoints)
+    let codes = CodeController(environment: environment)
+    authenticated.addRoutes(codes.eventEndpoints)
     let backend = authenticated.group(context: BackendRequestContext.self)
     backend.addRoutes(EnrollmentController(environment: environment).backendEndpoints)
     backend.addRoutes(BackendController(environment: environment).endpoints)
-    authenticated.group(context: DeviceRequestContext.self)
-        .addRoutes(InboxController(environment: environment).endpoints)
+    backend.addRoutes(codes.backendEndpoints)
+    let device = authenticated.group(context: DeviceRequestContext.self)
+    device.addRoutes(InboxController(environment: environment).endpoints)
+    device.addRoutes(codes.deviceEndpoints)
     return router
 }
 

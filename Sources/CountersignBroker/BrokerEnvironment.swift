@@ -20,11 +20,16 @@ public struct BrokerEnvironment: Sendable {
     public let verification: VerificationPolicy
     /// Where one-time codes go.
     public let sender: any CodeSender
+    /// Seals and opens TOTP secrets; nil when no TOTP key is configured.
+    public let vault: TOTPVault?
+    /// How many TOTP codes may be tried.
+    public let codeLimits: CodeLimits
 
     public init(
         store: any CountersignStore, policy: ApprovalPolicy, issuer: String, origins: Set<Origin>, keys: BrokerKeys,
         hub: WakeHub = WakeHub(), verification: VerificationPolicy = VerificationPolicy(),
         sender: any CodeSender = DevelopmentSender(outbox: nil, logger: Logger(label: "device-broker")),
+        vault: TOTPVault? = nil, codeLimits: CodeLimits = CodeLimits(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
@@ -35,6 +40,8 @@ public struct BrokerEnvironment: Sendable {
         self.hub = hub
         self.verification = verification
         self.sender = sender
+        self.vault = vault
+        self.codeLimits = codeLimits
         self.now = now
     }
 

@@ -51,6 +51,8 @@ struct EnrollmentController {
         let enrollmentToken: String?
         /// The hosted page's authorization code, instead of a token.
         let verification: VerifiedCode?
+        /// One of the user's recovery codes, instead of a token.
+        let recoveryCode: String?
         let publicKey: DevicePublicKey
         let name: String
         let type: String?
@@ -58,6 +60,7 @@ struct EnrollmentController {
             case name, type, verification
             case clientUserID = "client_user_id"
             case enrollmentToken = "enrollment_token"
+            case recoveryCode = "recovery_code"
             case publicKey = "public_key"
         }
     }
@@ -83,8 +86,8 @@ struct EnrollmentController {
         }
         let enrolled: TrustedDevice
         do {
-            switch (body.enrollmentToken, body.verification) {
-            case (let token?, nil):
+            switch (body.enrollmentToken, body.verification, body.recoveryCode) {
+            case (let token?, nil, nil):
                 guard let user = body.clientUserID, ClientUserID.isValid(user) else {
                     throw APIError.badRequest("client_user_id is missing or invalid")
                 }
@@ -98,11 +101,25 @@ struct EnrollmentController {
                         .forbidden, "invalid_enrollment_token",
                         "the enrollment token is unknown, used, expired or for another user")
                 }
-            case (nil, let grant?):
+            case (nil, let grant?, nil):
                 enrolled = try await enrollVerified(
                     grant, body: body, key: key, ip: context.clientAddress, device: device(for:))
+            case (nil, nil, let code?):
+                guard let user = body.clientUserID, ClientUserID.isValid(user) else {
+                    throw APIError.badRequest("client_user_id is missing or invalid")
+                }
+                enrolled = device(for: user)
+                do {
+                    guard let digest = RecoveryCode.digest(code) else { throw StoreError(.notFound, "malformed") }
+                    try await environment.store.enrollDevice(
+                        enrolled, consumingRecoveryCode: digest,
+                        author: ChangeAuthor(actor: ChangeAuthor.recoveryCode, ip: context.clientAddress), now: now)
+                } catch let error as StoreError where error.code == .notFound {
+                    throw APIError(
+                        .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
+                }
             default:
-                throw APIError.badRequest("send either enrollment_token or verification")
+                throw APIError.badRequest("send one of enrollment_token, verification or recovery_code")
             }
         } catch let error as StoreError where error.code == .alreadyExists {
             throw APIError.conflict("device_exists", "this key is enrolled already")

@@ -191,7 +191,7 @@ public struct DeviceChangeDocument: Codable, Sendable, Equatable {
     public var deviceName: String
     /// `enrolled` or `revoked`.
     public var action: DeviceChange.Action
-    /// The acting device's id, or `backend`, `enrollment_token`, `verified_identifier`.
+    /// The acting device's id, or `backend`, `enrollment_token`, `verified_identifier`, `recovery_code`.
     public var actor: String
     public var ip: String
     public var at: Date

@@ -42,6 +42,15 @@ extension DeviceBroker {
         @Option(help: "How long an emailed or texted one-time code can be typed, e.g. 5m.")
         var codeLifetime: DurationArgument = DurationArgument(seconds: 300)
 
+        @Option(
+            name: .customLong("totp-key-file"),
+            help: """
+                A file holding the key TOTP secrets are sealed under (env COUNTERSIGN_TOTP_KEY_FILE; \
+                make one with `device-broker totp-key generate FILE`). Keep it away from the data \
+                directory and its backups. Without it, devices get no TOTP codes.
+                """)
+        var totpKeyFile: String?
+
         @OptionGroup(title: "Code delivery") var senders: SenderOptions
 
         func validate() throws {
@@ -64,6 +73,7 @@ extension DeviceBroker {
                 durability: durability, logLevel: logLevel, retention: retention.seconds)
             (configuration.sender, configuration.phoneSender) = senders.configurations()
             configuration.verification.codeLifetime = codeLifetime.seconds
+            configuration.totpKeyFile = totpKeyFile ?? ProcessEnvironment.value("COUNTERSIGN_TOTP_KEY_FILE")
             let app = try await buildApplication(configuration)
             try await app.runService()
         }

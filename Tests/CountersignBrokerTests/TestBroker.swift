@@ -26,13 +26,18 @@ struct TestBroker {
     let environment: BrokerEnvironment
     let clock: TestClock
     let store: SQLiteStore
+    let databasePath: String
     let apiKeyID: String
     let apiSecret: String
 
-    init(policy: ApprovalPolicy = ApprovalPolicy(), sender: any CodeSender = CapturingSender()) async throws {
+    init(
+        policy: ApprovalPolicy = ApprovalPolicy(), sender: any CodeSender = CapturingSender(),
+        vault: TOTPVault? = TOTPVault(key: SymmetricKey(size: .bits256)), codeLimits: CodeLimits = CodeLimits()
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try SQLiteStore(path: directory.appendingPathComponent("db.sqlite").path)
+        databasePath = directory.appendingPathComponent("db.sqlite").path
+        store = try SQLiteStore(path: databasePath)
         clock = TestClock()
         apiSecret = SecretToken.generate()
         apiKeyID = APIKey.newID()
@@ -41,7 +46,8 @@ struct TestBroker {
         let clock = self.clock
         environment = BrokerEnvironment(
             store: store, policy: policy, issuer: Self.origin, origins: [Origin(url: Self.origin)!],
-            keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, now: { clock.now })
+            keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, vault: vault,
+            codeLimits: codeLimits, now: { clock.now })
     }
 
     /// The same broker seen as another app, with that app's API key.
@@ -49,6 +55,7 @@ struct TestBroker {
         environment = broker.environment
         clock = broker.clock
         store = broker.store
+        databasePath = broker.databasePath
         self.apiKeyID = apiKeyID
         self.apiSecret = apiSecret
     }

@@ -1,0 +1,104 @@
+import CountersignCore
+import CountersignOTP
+import CountersignStore
+import Foundation
+import Hummingbird
+
+/// Checking a TOTP code against every trusted device of a user.
+///
+/// The attempt is counted in the store first, so concurrent guesses
+/// (through any broker instance) cannot outrun the per-event and per-user
+/// limits. A code of the current or previous step of any unrevoked device
+/// with a secret matches; the step is then accepted once, in one write
+/// that also settles the event, if any.
+struct CodeCheck {
+    let environment: BrokerEnvironment
+
+    struct Match {
+        let device: TrustedDevice
+        let step: Int64
+        let settled: ApprovalEvent?
+    }
+
+    func verify(_ code: String, issuer: String, user: String, event: ApprovalEvent?) async throws -> Match {
+        guard let vault = environment.vault else { throw Self.unavailable }
+        guard TOTPParameters.isWellFormed(code) else {
+            throw APIError.badRequest("a code is 6 digits", code: "invalid_code")
+        }
+        let now = environment.now()
+        let attempt: CodeAttempt
+        do {
+            attempt = try await environment.store.reserveCodeAttempt(
+                issuer: issuer, clientUserID: user, eventID: event?.id, limits: environment.codeLimits, now: now)
+        } catch let error as StoreError {
+            throw try await refusal(error, event: event, now: now)
+        }
+        let devices = try await environment.store.devices(issuer: issuer, clientUserID: user).filter {
+            $0.revokedAt == nil && $0.sealedTOTPSecret != nil
+        }
+        for step in TOTPParameters.acceptedSteps(at: now) {
+            for device in devices {
+                let secret = try vault.unseal(device.sealedTOTPSecret!, deviceID: device.id)
+                guard SecretToken.constantTimeEquals(Data(secret.code(at: step).utf8), Data(code.utf8)) else {
+                    continue
+                }
+                guard (device.lastTOTPStep ?? .min) < step else { throw Self.used(now: now) }
+                do {
+                    let settled = try await environment.store.acceptTOTPCode(
+                        deviceID: device.id, step: step, eventID: event?.id, now: now)
+                    return Match(device: device, step: step, settled: settled)
+                } catch let error as StoreError where error.code == .conflict {
+                    // Lost a race: the event was settled, or the step used, meanwhile.
+                    if let event, let current = try await environment.store.event(id: event.id),
+                        current.isSettled(at: now)
+                    {
+                        throw Self.closed(current, now: now)
+                    }
+                    throw Self.used(now: now)
+                }
+            }
+        }
+        let left = attempt.eventAttemptsLeft.map { "; \($0) \($0 == 1 ? "try" : "tries") left for this request" } ?? ""
+        throw APIError(.unprocessableContent, "wrong_code", "that code is wrong\(left)")
+    }
+
+    /// Why the store would not count the attempt.
+    private func refusal(_ error: StoreError, event: ApprovalEvent?, now: Date) async throws -> APIError {
+        switch error.code {
+        case .limitReached(let retryAfter):
+            if let event, let current = try await environment.store.event(id: event.id),
+                current.codeAttempts >= environment.codeLimits.perEvent
+            {
+                return APIError(
+                    .tooManyRequests, "too_many_codes",
+                    "this request takes no more codes; approve it on a trusted device or start a new one")
+            }
+            return APIError(
+                .tooManyRequests, "too_many_failures",
+                "too many wrong codes for this user; try again in \(retryAfter) s",
+                headers: [.retryAfter: String(retryAfter)])
+        case .conflict:
+            if let event, let current = try await environment.store.event(id: event.id) {
+                return Self.closed(current, now: now)
+            }
+            return .conflict("conflict", error.message)
+        case .notFound: return .notFound("no such event")
+        default: throw error
+        }
+    }
+
+    private static func closed(_ event: ApprovalEvent, now: Date) -> APIError {
+        event.status(at: now) == .expired
+            ? APIError(.gone, "expired", "the approval window has closed")
+            : .conflict("already_decided", "the event was already decided; the first decision stands")
+    }
+
+    private static func used(now: Date) -> APIError {
+        APIError(
+            .unprocessableContent, "code_used",
+            "this code was used already; wait \(TOTPParameters.secondsLeft(at: now)) s for the next one")
+    }
+
+    static let unavailable = APIError(
+        .notImplemented, "totp_unavailable", "this broker has no TOTP key configured (device-broker --totp-key-file)")
+}

@@ -1,0 +1,108 @@
+import CountersignCore
+import CountersignOTP
+import CountersignStore
+import Foundation
+import Hummingbird
+
+/// TOTP codes and recovery codes.
+struct CodeController {
+    let environment: BrokerEnvironment
+
+    /// Routes a trusted device calls.
+    var deviceEndpoints: RouteCollection<DeviceRequestContext> {
+        RouteCollection(context: DeviceRequestContext.self)
+            .post("devices/self/totp", use: createSecret)
+            .post("recovery-codes", use: createRecoveryCodes)
+            .get("recovery-codes", use: recoveryCodeStatus)
+    }
+
+    /// Routes the app backend calls.
+    var backendEndpoints: RouteCollection<BackendRequestContext> {
+        RouteCollection(context: BackendRequestContext.self)
+            .post("users/:user/totp/verify", use: verify)
+    }
+
+    /// Routes of an event's requester (or the backend).
+    var eventEndpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("events/:id/code", use: submit)
+    }
+
+    struct CodeRequest: Decodable { let code: String }
+
+    /// The device's TOTP secret, made and shown once.
+    @Sendable func createSecret(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
+        TOTPSecretDocument
+    > {
+        guard let vault = environment.vault else { throw CodeCheck.unavailable }
+        let secret = TOTPSecret.generate()
+        do {
+            try await environment.store.setTOTPSecret(
+                try vault.seal(secret, deviceID: context.device.id), deviceID: context.device.id)
+        } catch let error as StoreError where error.code == .conflict {
+            throw APIError.conflict("totp_exists", "this device has its TOTP secret already; it is shown only once")
+        }
+        let uri = secret.authenticatorURI(app: context.apiKey.name, user: context.device.clientUserID)
+        return JSONBody(
+            TOTPSecretDocument(
+                secret: secret, otpauthURI: uri, digits: TOTPParameters.digits, period: TOTPParameters.period,
+                algorithm: "SHA1"),
+            status: .created)
+    }
+
+    /// A requester finishes its pending LOGIN with a code.
+    @Sendable func submit(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+        let id = try context.parameters.require("id")
+        let body = try await request.decodeJSON(CodeRequest.self, context: context)
+        guard let event = try await environment.store.event(id: id) else { throw APIError.notFound("no such event") }
+        switch context.identity {
+        case .backend(let key) where key.id == event.issuer: break
+        case .requester(let secret):
+            guard let digest = event.requesterTokenDigest,
+                SecretToken.constantTimeEquals(digest, SecretToken.digest(secret))
+            else { throw APIError.notFound("no such event") }
+        case nil: throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
+        default: throw APIError.notFound("no such event")
+        }
+        guard event.name == EventName.login, event.newDevice == nil else {
+            throw APIError.badRequest(
+                "only a LOGIN can be finished with a code; \(event.name) needs a trusted device's decision",
+                code: "code_not_accepted")
+        }
+        let match = try await CodeCheck(environment: environment).verify(
+            body.code, issuer: event.issuer, user: event.clientUserID, event: event)
+        environment.hub.notify(WakeHub.eventKey(event.id))
+        return JSONBody(try await environment.document(for: match.settled!, withToken: true))
+    }
+
+    /// The backend checks a code a user typed into the app.
+    @Sendable func verify(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<
+        CodeVerificationDocument
+    > {
+        let user = try context.parameters.userID()
+        let body = try await request.decodeJSON(CodeRequest.self, context: context)
+        let match = try await CodeCheck(environment: environment).verify(
+            body.code, issuer: context.apiKey.id, user: user, event: nil)
+        return JSONBody(CodeVerificationDocument(valid: true, deviceID: match.device.id, deviceName: match.device.name))
+    }
+
+    /// A new set of recovery codes for the device's user, replacing the old.
+    @Sendable func createRecoveryCodes(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
+        RecoveryCodesDocument
+    > {
+        let codes = (0..<RecoveryCode.setSize).map { _ in RecoveryCode.generate() }
+        try await environment.store.replaceRecoveryCodes(
+            codes.compactMap(RecoveryCode.digest), issuer: context.device.issuer,
+            clientUserID: context.device.clientUserID, now: environment.now())
+        return JSONBody(RecoveryCodesDocument(codes: codes, remaining: codes.count), status: .created)
+    }
+
+    /// How many recovery codes are left (never the codes).
+    @Sendable func recoveryCodeStatus(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
+        RecoveryCodesDocument
+    > {
+        let left = try await environment.store.recoveryCodesLeft(
+            issuer: context.device.issuer, clientUserID: context.device.clientUserID)
+        return JSONBody(RecoveryCodesDocument(codes: nil, remaining: left))
+    }
+}
