@@ -88,7 +88,8 @@ public struct CountersignClient: Sendable {
 
     struct EnrollRequest: Encodable {
         let clientUserID: String
-        let enrollmentToken: String
+        var enrollmentToken: String?
+        var recoveryCode: String?
         let publicKey: DevicePublicKey
         let name: String
         let type: String
@@ -96,6 +97,7 @@ public struct CountersignClient: Sendable {
             case name, type
             case clientUserID = "client_user_id"
             case enrollmentToken = "enrollment_token"
+            case recoveryCode = "recovery_code"
             case publicKey = "public_key"
         }
     }
@@ -104,14 +106,27 @@ public struct CountersignClient: Sendable {
     public func enroll(_ credential: DeviceCredential, enrollmentToken: String, type: String = "cli") async throws
         -> DeviceDocument
     {
+        try await enroll(credential, type: type) { $0.enrollmentToken = enrollmentToken }
+    }
+
+    /// Enrolls `credential`'s key with one of the user's recovery codes
+    /// (for a user who lost their trusted devices); the code is used up.
+    public func enroll(_ credential: DeviceCredential, recoveryCode: String, type: String = "cli") async throws
+        -> DeviceDocument
+    {
+        try await enroll(credential, type: type) { $0.recoveryCode = recoveryCode }
+    }
+
+    private func enroll(_ credential: DeviceCredential, type: String, grant: (inout EnrollRequest) -> Void)
+        async throws -> DeviceDocument
+    {
         let path = "/api/v1/enrollments"
+        var body = EnrollRequest(
+            clientUserID: credential.clientUserID, publicKey: credential.publicKey, name: credential.name, type: type)
+        grant(&body)
         return try await connection.send(
-            .POST, path,
-            headers: [("API_KEY_ID", apiKeyID), try await proofHeader(credential, .POST, path)],
-            body: EnrollRequest(
-                clientUserID: credential.clientUserID, enrollmentToken: enrollmentToken,
-                publicKey: credential.publicKey, name: credential.name, type: type),
-            as: DeviceDocument.self)
+            .POST, path, headers: [("API_KEY_ID", apiKeyID), try await proofHeader(credential, .POST, path)],
+            body: body, as: DeviceDocument.self)
     }
 
     /// A login from the trusted device itself: approved at once.
@@ -169,7 +184,7 @@ public struct CountersignClient: Sendable {
             .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws), as: EventDocument.self)
     }
 
-    private func proofHeader(
+    func proofHeader(
         _ credential: DeviceCredential, _ method: HTTPMethod, _ path: String, name: String = "Device-Proof"
     ) async throws -> (String, String) {
         (

@@ -36,8 +36,15 @@ struct AccountOptions: ParsableArguments {
         return (broker, apiKey, user)
     }
 
-    /// The one enrolled account the options select.
+    /// The key of the one enrolled account the options select, opened with
+    /// its PIN if it has one.
     func enrolledCredential() throws -> DeviceCredential {
+        let account = try enrolledAccount()
+        return try credentials.unlock(account, pin: Prompt.pin(for: account))
+    }
+
+    /// The one enrolled account the options select, its key not opened.
+    func enrolledAccount() throws -> StoredAccount {
         let found = try credentials.matching(broker: resolvedBroker, apiKeyID: resolvedAPIKey, user: resolvedUser)
         switch found.count {
         case 1: return found[0]

@@ -23,7 +23,13 @@ extension DeviceAgent {
                 approve` shows the same fingerprint and asks for the code. This machine learns \
                 the answer at once. Exit codes: 0 trusted; 3 refused; 4 nobody answered in time.
 
-                A new P-256 key is created here; the private key never leaves this machine.
+                With --recovery: for a user who lost every trusted device, one of their recovery \
+                codes (asked for; each works once) enrolls this machine.
+
+                A new P-256 key is created here; the private key never leaves this machine. The \
+                broker also gives the device a TOTP secret, for `device-agent code`. With --pin, both \
+                are sealed in the key file under a PIN or passphrase (scrypt, AES-GCM), asked for \
+                whenever the key is used.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -40,6 +46,12 @@ extension DeviceAgent {
         @Flag(help: "Ask a trusted device of the user to add this machine.")
         var pair = false
 
+        @Flag(help: "Enroll with one of the user's recovery codes (asked for).")
+        var recovery = false
+
+        @Flag(help: "Protect this device's key with a PIN or passphrase (asked for).")
+        var pin = false
+
         @Option(help: "A name for this device that you will recognise (default: the host name).")
         var name: String?
 
@@ -50,8 +62,8 @@ extension DeviceAgent {
         var timeout = 600
 
         func validate() throws {
-            guard [token, email, phone].compactMap({ $0 }).count + (pair ? 1 : 0) == 1 else {
-                throw ValidationError("give one of --token, --email, --phone or --pair")
+            guard [token, email, phone].compactMap({ $0 }).count + (pair ? 1 : 0) + (recovery ? 1 : 0) == 1 else {
+                throw ValidationError("give one of --token, --email, --phone, --pair or --recovery")
             }
         }
 
@@ -60,16 +72,22 @@ extension DeviceAgent {
                 throw ValidationError("give --broker URL and --api-key ID")
             }
             let client = CountersignClient(broker: broker, apiKeyID: apiKey)
-            if pair {
+            let enrollment = Enrollment(account: account, name: name, pin: pin)
+            if pair || token != nil || recovery {
                 guard let user = account.resolvedUser else { throw ValidationError("give --user ID") }
-                try await pairing(try newCredential(broker: broker, apiKey: apiKey, user: user), client: client)
-                return
-            }
-            if let token {
-                guard let user = account.resolvedUser else { throw ValidationError("give --user ID") }
-                let credential = try newCredential(broker: broker, apiKey: apiKey, user: user)
-                try await enroll(credential) { try await client.enroll(credential, enrollmentToken: token) }
-                return
+                let credential = try enrollment.newCredential(broker: broker, apiKey: apiKey, user: user)
+                if pair { return try await enrollment.pair(credential, client: client) }
+                if let token {
+                    return try await enrollment.register(credential) {
+                        try await client.enroll(credential, enrollmentToken: token)
+                    }
+                }
+                guard let code = Prompt.secret("Recovery code: "), !code.isEmpty else {
+                    throw AgentFailure("no recovery code given")
+                }
+                return try await enrollment.register(credential) {
+                    try await client.enroll(credential, recoveryCode: code)
+                }
             }
             let type: IdentifierType = email != nil ? .email : .phone
             guard let user = type.normalize(email ?? phone ?? "") else {
@@ -78,7 +96,7 @@ extension DeviceAgent {
             if let given = account.resolvedUser, given != user {
                 throw ValidationError("--user must be the verified \(type == .email ? "address" : "number"), \(user)")
             }
-            let credential = try newCredential(broker: broker, apiKey: apiKey, user: user)
+            let credential = try enrollment.newCredential(broker: broker, apiKey: apiKey, user: user)
             let listener = try await LoopbackRedirectListener.start()
             let pending = client.startVerification(type: type, redirectURL: listener.redirectURL)
             print("Verify \(user) in your browser:")
@@ -91,72 +109,7 @@ extension DeviceAgent {
             }
             await listener.close()
             let code = try pending.complete(with: query)
-            try await enroll(credential) { try await client.enroll(credential, verification: code) }
-        }
-
-        private func newCredential(broker: String, apiKey: String, user: String) throws -> DeviceCredential {
-            if !(try account.credentials.matching(broker: broker, apiKeyID: apiKey, user: user)).isEmpty {
-                throw AgentFailure("this machine is already a trusted device of \(user)")
-            }
-            return DeviceCredential(
-                broker: broker, apiKeyID: apiKey, clientUserID: user, privateKey: P256.Signing.PrivateKey(),
-                name: name ?? ProcessInfo.processInfo.hostName)
-        }
-
-        /// Saves the key first (an enrolled key must never be lost to a
-        /// failed write), enrolls, and removes the key if enrolling failed.
-        private func enroll(_ credential: DeviceCredential, _ register: () async throws -> DeviceDocument) async throws
-        {
-            let store = account.credentials
-            try store.save(credential)
-            let device: DeviceDocument
-            do {
-                device = try await register()
-            } catch {
-                try? store.remove(credential)
-                throw error
-            }
-            print("Enrolled \(device.name) as a trusted device of \(device.clientUserID).")
-            print("Device id:   \(device.id)")
-            print("Fingerprint: \(device.fingerprint)")
-        }
-
-        /// Asks a trusted device to add this machine's key and waits for its
-        /// answer; the key is kept only if the answer is yes.
-        private func pairing(_ credential: DeviceCredential, client: CountersignClient) async throws {
-            let store = account.credentials
-            try store.save(credential)
-            let outcome: EventDocument
-            do {
-                let ticket = try await client.requestPairing(credential)
-                let left = max(0, Int(ticket.event.expiresAt.timeIntervalSinceNow.rounded(.down)))
-                print(
-                    "Pairing request \(ticket.event.ID) sent to the trusted devices of \(credential.clientUserID)"
-                        + " to add \(credential.name).")
-                print("On one of them, run `device-agent approve` and check that it shows:")
-                print("  Pairing code: \(ticket.matchNumber ?? "none")")
-                print("  Fingerprint:  \(credential.publicKey.fingerprint)")
-                print("Waiting up to \(left) s for the answer…")
-                fflush(nil)
-                outcome = try await client.awaitOutcome(of: ticket)
-            } catch {
-                try? store.remove(credential)
-                throw error
-            }
-            switch outcome.status {
-            case .approved:
-                print("This machine is now a trusted device of \(credential.clientUserID).")
-                print("Device id:   \(credential.deviceID)")
-                print("Fingerprint: \(credential.publicKey.fingerprint)")
-            case .rejected:
-                try? store.remove(credential)
-                FileHandle.standardError.write(Data("The pairing was refused.\n".utf8))
-                throw ExitCode(3)
-            case .pending, .expired:
-                try? store.remove(credential)
-                FileHandle.standardError.write(Data("Nobody answered in time; nothing was added.\n".utf8))
-                throw ExitCode(4)
-            }
+            try await enrollment.register(credential) { try await client.enroll(credential, verification: code) }
         }
 
         private func openBrowser(_ url: String) {
@@ -166,6 +119,82 @@ extension DeviceAgent {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try? process.run()
+        }
+    }
+}
+
+/// Making this machine a trusted device, however it is vouched for.
+struct Enrollment {
+    let account: AccountOptions
+    let name: String?
+    let pin: Bool
+
+    /// A new key for the account, protected by a new PIN if asked.
+    func newCredential(broker: String, apiKey: String, user: String) throws -> DeviceCredential {
+        if !(try account.credentials.matching(broker: broker, apiKeyID: apiKey, user: user)).isEmpty {
+            throw AgentFailure("this machine is already a trusted device of \(user)")
+        }
+        var credential = DeviceCredential(
+            broker: broker, apiKeyID: apiKey, clientUserID: user, privateKey: P256.Signing.PrivateKey(),
+            name: name ?? ProcessInfo.processInfo.hostName)
+        if pin { try credential.setPIN(try Prompt.newPIN()) }
+        return credential
+    }
+
+    /// Saves the key first (an enrolled key must never be lost to a
+    /// failed write), enrolls, and removes the key if enrolling failed.
+    func register(_ credential: DeviceCredential, _ register: () async throws -> DeviceDocument) async throws {
+        let store = account.credentials
+        try store.save(credential)
+        let device: DeviceDocument
+        do {
+            device = try await register()
+        } catch {
+            try? store.remove(credential)
+            throw error
+        }
+        print("Enrolled \(device.name) as a trusted device of \(device.clientUserID).")
+        print("Device id:   \(device.id)")
+        print("Fingerprint: \(device.fingerprint)")
+        await TOTPSetup(store: store).run(credential)
+    }
+
+    /// Asks a trusted device to add this machine's key and waits for its
+    /// answer; the key is kept only if the answer is yes.
+    func pair(_ credential: DeviceCredential, client: CountersignClient) async throws {
+        let store = account.credentials
+        try store.save(credential)
+        let outcome: EventDocument
+        do {
+            let ticket = try await client.requestPairing(credential)
+            let left = max(0, Int(ticket.event.expiresAt.timeIntervalSinceNow.rounded(.down)))
+            print(
+                "Pairing request \(ticket.event.ID) sent to the trusted devices of \(credential.clientUserID)"
+                    + " to add \(credential.name).")
+            print("On one of them, run `device-agent approve` and check that it shows:")
+            print("  Pairing code: \(ticket.matchNumber ?? "none")")
+            print("  Fingerprint:  \(credential.publicKey.fingerprint)")
+            print("Waiting up to \(left) s for the answer…")
+            fflush(nil)
+            outcome = try await client.awaitOutcome(of: ticket)
+        } catch {
+            try? store.remove(credential)
+            throw error
+        }
+        switch outcome.status {
+        case .approved:
+            print("This machine is now a trusted device of \(credential.clientUserID).")
+            print("Device id:   \(credential.deviceID)")
+            print("Fingerprint: \(credential.publicKey.fingerprint)")
+            await TOTPSetup(store: store).run(credential)
+        case .rejected:
+            try? store.remove(credential)
+            FileHandle.standardError.write(Data("The pairing was refused.\n".utf8))
+            throw ExitCode(3)
+        case .pending, .expired:
+            try? store.remove(credential)
+            FileHandle.standardError.write(Data("Nobody answered in time; nothing was added.\n".utf8))
+            throw ExitCode(4)
         }
     }
 }

@@ -13,9 +13,15 @@ extension DeviceAgent {
                 default) while you approve it on a trusted device with `device-agent approve`, \
                 typing that number there.
 
+                With --code: when no trusted device can answer, the request is finished at once with \
+                the TOTP code `device-agent code` shows on one of them.
+
+                With --trust: make this machine a trusted device, approved by one you have \
+                (the same as `device-agent enroll --pair`).
+
                 Exit codes: 0 approved; 1 error (broker unreachable, refused request); \
                 3 rejected on a trusted device; 4 expired: nobody decided within the window; \
-                64 bad command line.
+                5 the code was refused (wrong, used, or too many tries); 64 bad command line.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -26,15 +32,46 @@ extension DeviceAgent {
         @Flag(help: "Print the event and the broker-signed event token as JSON.")
         var json = false
 
+        @Option(help: "A TOTP code from a trusted device of the user, instead of waiting for an approval.")
+        var code: String?
+
+        @Flag(help: "Ask a trusted device to make this machine trusted (as `enroll --pair`).")
+        var trust = false
+
+        @Flag(help: "With --trust: protect the new key with a PIN or passphrase (asked for).")
+        var pin = false
+
+        func validate() throws {
+            guard !(trust && code != nil) else { throw ValidationError("choose --trust or --code, not both") }
+            if let code, !TOTPParameters.isWellFormed(code) { throw ValidationError("a code is 6 digits") }
+            if pin, !trust { throw ValidationError("--pin goes with --trust") }
+        }
+
         func run() async throws {
             let (broker, apiKey, user) = try account.account()
             let client = CountersignClient(broker: broker, apiKeyID: apiKey)
+            if trust {
+                let enrollment = Enrollment(account: account, name: name, pin: pin)
+                return try await enrollment.pair(
+                    try enrollment.newCredential(broker: broker, apiKey: apiKey, user: user), client: client)
+            }
             let console = Console(toStandardError: json)
             let trusted = try account.credentials.matching(broker: broker, apiKeyID: apiKey, user: user).first
             let outcome: EventDocument
             if let trusted {
-                outcome = try await client.loginAsTrustedDevice(trusted).event
+                let credential = try account.credentials.unlock(trusted, pin: Prompt.pin(for: trusted))
+                outcome = try await client.loginAsTrustedDevice(credential).event
                 console.say("This machine is a trusted device of \(user): approved.")
+            } else if let code {
+                let ticket = try await client.requestLogin(
+                    user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
+                do {
+                    outcome = try await client.submitCode(code, for: ticket)
+                } catch let error as CountersignError where error.status == 422 || error.status == 429 {
+                    console.say("The code was refused: \(error.message).")
+                    throw ExitCode(5)
+                }
+                console.say("Approved with a TOTP code of device \(outcome.decidedBy ?? "?").")
             } else {
                 let ticket = try await client.requestLogin(
                     user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
@@ -57,7 +94,7 @@ extension DeviceAgent {
             }
             switch outcome.status {
             case .approved:
-                if !json || trusted == nil {
+                if code == nil, !json || trusted == nil {
                     console.say("Approved\(outcome.decidedBy.map { " by device \($0)" } ?? "").")
                 }
             case .rejected:

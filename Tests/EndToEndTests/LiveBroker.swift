@@ -14,11 +14,18 @@ struct LiveBroker {
     let apiKeyID: String
     let apiSecret: String
 
+    /// Starts a broker with a TOTP key made by `device-broker totp-key
+    /// generate`, kept outside the data directory.
     static func start(arguments: [String] = []) async throws -> LiveBroker {
         let data = try temporaryDirectory("broker-data")
+        let totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
+        let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
+        guard try await generate.exitCode(timeout: .seconds(30)) == 0 else {
+            throw ProcessFailure("totp-key generate failed: \(generate.text)")
+        }
         let port = try freePort()
         let url = "http://127.0.0.1:\(port)"
-        let process = try await serve(data: data, port: port, arguments: arguments)
+        let process = try await serve(data: data, port: port, arguments: ["--totp-key-file", totpKey] + arguments)
         // Created while the server runs: two processes share the SQLite file.
         let create = try RunningProcess(
             "device-broker", ["apikey", "create", "--name", "demo", "--json", "--data-dir", data.path])

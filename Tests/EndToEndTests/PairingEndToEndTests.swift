@@ -43,7 +43,7 @@ struct PairingEndToEndTests {
         let list = try broker.agent(["devices"], configDirectory: machineB)
         #expect(try await list.exitCode() == 0, "\(list.text)")
         #expect(list.text.contains("* desktop-B") && list.text.contains("  laptop-A"))
-        let aID = try #require(try CredentialStore(directory: machineA).all().first?.deviceID)
+        let aID = try #require(try CredentialStore(directory: machineA).accounts().first?.deviceID)
         // Ids may start with "-": the id goes after "--", the options before it.
         let remove = try RunningProcess(
             "device-agent",
@@ -71,7 +71,7 @@ struct PairingEndToEndTests {
 
         // The backend sees every change, and who made it.
         let changes = try await broker.backend.deviceChanges(user: "alice")
-        let bID = try #require(try CredentialStore(directory: machineB).all().first?.deviceID)
+        let bID = try #require(try CredentialStore(directory: machineB).accounts().first?.deviceID)
         #expect(changes.map(\.action) == [.revoked, .enrolled, .enrolled])
         #expect(changes[0].deviceID == aID && changes[0].actor == bID)
         #expect(changes[1].deviceID == bID && changes[1].actor == aID)
@@ -85,7 +85,7 @@ struct PairingEndToEndTests {
         let reject = try broker.agent(["approve", "--event", eventID, "--reject"], configDirectory: machineA)
         #expect(try await reject.exitCode() == 0, "\(reject.text)")
         #expect(try await pairing.exitCode() == 3, "\(pairing.text)")
-        #expect(try CredentialStore(directory: machineB).all().isEmpty)
+        #expect(try CredentialStore(directory: machineB).accounts().isEmpty)
         #expect(try await broker.backend.devices(user: "alice").count == 1)
     }
 }
