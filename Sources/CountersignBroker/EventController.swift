@@ -162,26 +162,35 @@ struct EventController {
     @Sendable func show(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        let event = try await Self.event(id, readableBy: context.identity, in: environment)
+        let settled = try await LongPoll(environment: environment).awaitSettled(event, wait: wait)
+        return JSONBody(try await environment.document(for: settled, withToken: true))
+    }
+}
+
+extension EventController {
+    /// The event, if `caller` is its requester (by the requester token) or
+    /// its app's backend; for anyone else, the same 404 as for an unknown
+    /// id, so a guessed id tells nothing.
+    static func event(_ id: String, readableBy caller: CallerIdentity?, in environment: BrokerEnvironment)
+        async throws -> ApprovalEvent
+    {
         guard let event = try await environment.store.event(id: id) else {
             throw APIError.notFound("no such event")
         }
-        switch context.identity {
+        switch caller {
         case .backend(let key) where key.id == event.issuer:
-            break
+            return event
         case .requester(let secret):
             guard let digest = event.requesterTokenDigest,
                 SecretToken.constantTimeEquals(digest, SecretToken.digest(secret))
-            else {
-                // The same answer as for an unknown id: a guessed id tells nothing.
-                throw APIError.notFound("no such event")
-            }
+            else { throw APIError.notFound("no such event") }
+            return event
         case .backend, .app, .device:
             throw APIError.notFound("no such event")
         case nil:
             throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
         }
-        let settled = try await LongPoll(environment: environment).awaitSettled(event, wait: wait)
-        return JSONBody(try await environment.document(for: settled, withToken: true))
     }
 }
 

@@ -26,11 +26,7 @@ struct CodeVectorFile: Decodable {
     let vaultKey: String
     let tests: [Test]
 
-    static let shared: Self = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("proto/vectors/codes.json")
-        return try! JSONDecoder().decode(Self.self, from: Data(contentsOf: url))
-    }()
+    static let shared = try! JSONDecoder().decode(Self.self, from: Data(contentsOf: vectorFile("codes.json")))
 }
 
 @Suite("proto/vectors: TOTP codes, recovery codes, sealed secrets")

@@ -226,6 +226,26 @@ struct TOTPTests {
         }
     }
 
+    @Test("a secret sealed under another key gives that device no codes and breaks no one else's")
+    func foreignKey() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let secret = try await broker.createTOTPSecret(client, alice.device)
+            let stray = try await broker.enroll(client)
+            let straySecret = TOTPSecret.generate()
+            try await broker.store.setTOTPSecret(
+                try TOTPVault(key: SymmetricKey(size: .bits256)).seal(straySecret, deviceID: stray.device.id),
+                deviceID: stray.device.id)
+            try await broker.verifyCode(client, user: "alice", Self.code(straySecret, at: broker.clock.now)) {
+                #expect(errorCode($0) == "wrong_code", "\(String(buffer: $0.body))")
+            }
+            try await broker.verifyCode(client, user: "alice", Self.code(secret.secret, at: broker.clock.now)) {
+                #expect($0.status == .ok, "\(String(buffer: $0.body))")
+            }
+        }
+    }
+
     @Test("a broker without a TOTP key says so and stores nothing")
     func unavailable() async throws {
         let broker = try await TestBroker(vault: nil)

@@ -3,6 +3,12 @@ import CountersignCore
 import Foundation
 import Testing
 
+/// A file of proto/vectors.
+func vectorFile(_ name: String) -> URL {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("proto/vectors/\(name)")
+}
+
 /// A token vector file of proto/vectors: a JWKS, the issuer and app they are
 /// for, and the cases.
 struct TokenVectorFile: Decodable {
@@ -24,9 +30,7 @@ struct TokenVectorFile: Decodable {
     let tests: [Test]
 
     static func load(_ name: String) -> Self {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("proto/vectors/\(name)")
-        return try! JSONDecoder().decode(Self.self, from: Data(contentsOf: url))
+        try! JSONDecoder().decode(Self.self, from: Data(contentsOf: vectorFile(name)))
     }
 
     func verifier() async throws -> BrokerTokenVerifier {

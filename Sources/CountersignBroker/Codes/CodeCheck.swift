@@ -3,6 +3,7 @@ import CountersignOTP
 import CountersignStore
 import Foundation
 import Hummingbird
+import Logging
 
 /// Checking a TOTP code against every trusted device of a user.
 ///
@@ -13,6 +14,7 @@ import Hummingbird
 /// that also settles the event, if any.
 struct CodeCheck {
     let environment: BrokerEnvironment
+    let logger: Logger
 
     struct Match {
         let device: TrustedDevice
@@ -38,7 +40,7 @@ struct CodeCheck {
         }
         for step in TOTPParameters.acceptedSteps(at: now) {
             for device in devices {
-                let secret = try vault.unseal(device.sealedTOTPSecret!, deviceID: device.id)
+                guard let secret = unseal(device, vault: vault) else { continue }
                 guard SecretToken.constantTimeEquals(Data(secret.code(at: step).utf8), Data(code.utf8)) else {
                     continue
                 }
@@ -60,6 +62,19 @@ struct CodeCheck {
         }
         let left = attempt.eventAttemptsLeft.map { "; \($0) \($0 == 1 ? "try" : "tries") left for this request" } ?? ""
         throw APIError(.unprocessableContent, "wrong_code", "that code is wrong\(left)")
+    }
+
+    /// The device's secret; nil, and logged, if it does not open (sealed
+    /// under another key): that device has no codes, the others still do.
+    private func unseal(_ device: TrustedDevice, vault: TOTPVault) -> TOTPSecret? {
+        do {
+            return try vault.unseal(device.sealedTOTPSecret!, deviceID: device.id)
+        } catch {
+            logger.error(
+                "a TOTP secret does not open with this --totp-key-file",
+                metadata: ["device": "\(device.id)", "error": "\(error)"])
+            return nil
+        }
     }
 
     /// Why the store would not count the attempt.

@@ -54,22 +54,13 @@ struct CodeController {
     @Sendable func submit(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let body = try await request.decodeJSON(CodeRequest.self, context: context)
-        guard let event = try await environment.store.event(id: id) else { throw APIError.notFound("no such event") }
-        switch context.identity {
-        case .backend(let key) where key.id == event.issuer: break
-        case .requester(let secret):
-            guard let digest = event.requesterTokenDigest,
-                SecretToken.constantTimeEquals(digest, SecretToken.digest(secret))
-            else { throw APIError.notFound("no such event") }
-        case nil: throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
-        default: throw APIError.notFound("no such event")
-        }
-        guard event.name == EventName.login, event.newDevice == nil else {
+        let event = try await EventController.event(id, readableBy: context.identity, in: environment)
+        guard event.name == EventName.login else {
             throw APIError.badRequest(
                 "only a LOGIN can be finished with a code; \(event.name) needs a trusted device's decision",
                 code: "code_not_accepted")
         }
-        let match = try await CodeCheck(environment: environment).verify(
+        let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: event.issuer, user: event.clientUserID, event: event)
         environment.hub.notify(WakeHub.eventKey(event.id))
         return JSONBody(try await environment.document(for: match.settled!, withToken: true))
@@ -81,7 +72,7 @@ struct CodeController {
     > {
         let user = try context.parameters.userID()
         let body = try await request.decodeJSON(CodeRequest.self, context: context)
-        let match = try await CodeCheck(environment: environment).verify(
+        let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: context.apiKey.id, user: user, event: nil)
         return JSONBody(CodeVerificationDocument(valid: true, deviceID: match.device.id, deviceName: match.device.name))
     }
