@@ -26,5 +26,25 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     fi
 fi
 
+# The PostgreSQL store and the multi-instance tests run against a throwaway
+# cluster made here from the server binaries on this machine, stopped at exit.
+if [ -z "${COUNTERSIGN_TEST_POSTGRES:-}" ]; then
+    if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ]; then
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+        else
+            echo "error: NO POSTGRESQL SERVER BINARIES (initdb, pg_ctl): install Debian's postgresql package;" \
+                "the PostgreSQL tests are never skipped" >&2
+            exit 1
+        fi
+    fi
+    cluster=$(mktemp -d /tmp/countersign-postgres.XXXXXX)
+    trap 'scripts/postgres-cluster.sh stop "$cluster"' EXIT
+    COUNTERSIGN_TEST_POSTGRES=$(scripts/postgres-cluster.sh start "$cluster")
+    export COUNTERSIGN_TEST_POSTGRES
+    echo "PostgreSQL test cluster: $COUNTERSIGN_TEST_POSTGRES"
+fi
+
 swift build --build-tests
 swift test

@@ -58,6 +58,6 @@ public struct BrokerEnvironment: Sendable {
 }
 
 extension WakeHub {
-    static func eventKey(_ id: String) -> String { "event:" + id }
-    static func inboxKey(issuer: String, user: String) -> String { "inbox:\(issuer)\u{1F}\(user)" }
+    static func eventKey(_ id: String) -> String { WakeKey.event(id) }
+    static func inboxKey(issuer: String, user: String) -> String { WakeKey.inbox(issuer: issuer, user: user) }
 }

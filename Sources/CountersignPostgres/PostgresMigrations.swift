@@ -1,0 +1,149 @@
+import CountersignStore
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema's history. A shipped migration is never edited: a
+/// change is a new one appended to ``all``. Times are seconds since 1970
+/// (`double precision`), as in the SQLite store.
+enum PostgresMigrations {
+    static let all: [(id: String, sql: [String])] = [
+        (
+            "v1",
+            [
+                """
+                CREATE TABLE api_keys (
+                    id text PRIMARY KEY, name text NOT NULL, secret_digest bytea NOT NULL,
+                    created_at double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE api_key_redirect_urls (
+                    api_key_id text NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+                    position integer NOT NULL, url text NOT NULL,
+                    PRIMARY KEY (api_key_id, position), UNIQUE (api_key_id, url))
+                """,
+                """
+                CREATE TABLE signing_keys (
+                    id text PRIMARY KEY, private_key_pem text NOT NULL, created_at double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE enrollment_tokens (
+                    digest bytea PRIMARY KEY, issuer text NOT NULL, client_user_id text NOT NULL,
+                    created_at double precision NOT NULL, expires_at double precision NOT NULL,
+                    used_at double precision)
+                """,
+                """
+                CREATE TABLE devices (
+                    id text PRIMARY KEY, issuer text NOT NULL, client_user_id text NOT NULL,
+                    public_key text NOT NULL, name text NOT NULL, type text NOT NULL,
+                    created_at double precision NOT NULL, last_seen_at double precision,
+                    revoked_at double precision, totp_secret bytea, totp_last_step bigint)
+                """,
+                "CREATE INDEX devices_by_user ON devices (issuer, client_user_id)",
+                """
+                CREATE TABLE proof_ids (
+                    device_id text NOT NULL, jti text NOT NULL, expires_at double precision NOT NULL,
+                    PRIMARY KEY (device_id, jti))
+                """,
+                "CREATE INDEX proof_ids_by_expiry ON proof_ids (expires_at)",
+                """
+                CREATE TABLE events (
+                    id text PRIMARY KEY, created_at double precision NOT NULL,
+                    updated_at double precision NOT NULL, issuer text NOT NULL, client_user_id text NOT NULL,
+                    name text NOT NULL, ip text NOT NULL, location text NOT NULL, method text NOT NULL,
+                    status text NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
+                    expires_at double precision NOT NULL, details text, requester_name text, nonce text NOT NULL,
+                    match_number text, wrong_matches integer NOT NULL DEFAULT 0, requester_token_digest bytea,
+                    decided_by text, decided_at double precision, decision text, new_device text,
+                    code_attempts integer NOT NULL DEFAULT 0)
+                """,
+                "CREATE INDEX events_by_user ON events (issuer, client_user_id, created_at)",
+                """
+                CREATE INDEX events_pending ON events (issuer, client_user_id, expires_at)
+                WHERE status = 'pending'
+                """,
+                "CREATE INDEX events_by_expiry ON events (expires_at)",
+                """
+                CREATE TABLE device_changes (
+                    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, issuer text NOT NULL,
+                    client_user_id text NOT NULL, device_id text NOT NULL, device_name text NOT NULL,
+                    action text NOT NULL CHECK (action IN ('enrolled', 'revoked')), actor text NOT NULL,
+                    ip text NOT NULL, at double precision NOT NULL)
+                """,
+                "CREATE INDEX device_changes_by_user ON device_changes (issuer, client_user_id, id)",
+                """
+                CREATE TABLE verification_challenges (
+                    id bigint PRIMARY KEY, api_key_id text NOT NULL, identifier_type text NOT NULL,
+                    identifier text NOT NULL, code_digest bytea NOT NULL,
+                    code_expires_at double precision NOT NULL, code_challenge text NOT NULL,
+                    redirect_url text NOT NULL, state text, created_at double precision NOT NULL,
+                    failed_attempts integer NOT NULL DEFAULT 0, sends integer NOT NULL DEFAULT 1,
+                    verified_at double precision, authorization_code_digest bytea,
+                    authorization_code_expires_at double precision, redeemed_at double precision,
+                    user_agent text NOT NULL, ip text NOT NULL, nonce text)
+                """,
+                "CREATE INDEX challenges_by_identifier ON verification_challenges (identifier, created_at)",
+                "CREATE INDEX challenges_by_ip ON verification_challenges (ip, created_at)",
+                """
+                CREATE TABLE verified_identities (
+                    id text PRIMARY KEY, user_id text NOT NULL, api_key_id text NOT NULL,
+                    identifier_type text NOT NULL, identifier text NOT NULL,
+                    created_at double precision NOT NULL, updated_at double precision NOT NULL,
+                    UNIQUE (api_key_id, identifier_type, identifier))
+                """,
+                """
+                CREATE TABLE refresh_tokens (
+                    digest bytea PRIMARY KEY, family_id text NOT NULL, api_key_id text NOT NULL,
+                    identity_id text NOT NULL, created_at double precision NOT NULL,
+                    expires_at double precision NOT NULL, rotated_at double precision,
+                    revoked_at double precision, auth_time double precision)
+                """,
+                "CREATE INDEX refresh_tokens_by_family ON refresh_tokens (family_id)",
+                """
+                CREATE TABLE code_failures (
+                    issuer text NOT NULL, client_user_id text NOT NULL, consecutive integer NOT NULL,
+                    locked_until double precision, PRIMARY KEY (issuer, client_user_id))
+                """,
+                """
+                CREATE TABLE recovery_codes (
+                    digest bytea PRIMARY KEY, issuer text NOT NULL, client_user_id text NOT NULL,
+                    created_at double precision NOT NULL, used_at double precision)
+                """,
+                "CREATE INDEX recovery_codes_by_user ON recovery_codes (issuer, client_user_id)",
+            ]
+        )
+    ]
+
+    /// Applies what is missing in one READ COMMITTED transaction, under an
+    /// advisory lock, so that instances starting together take turns and
+    /// each sees what the one before it committed.
+    static func apply(using store: PostgresStore) async throws {
+        let logger = store.logger
+        try await store.transaction { connection in
+            try await connection.run("SELECT pg_advisory_xact_lock(7243001)", logger: logger)
+            try await connection.run(
+                """
+                CREATE TABLE IF NOT EXISTS countersign_migrations (
+                    id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            let applied = try await connection.rows("SELECT id FROM countersign_migrations", logger: logger).map {
+                try $0.value("id", as: String.self)
+            }
+            let known = Set(all.map(\.id))
+            let unknown = applied.filter { !known.contains($0) }
+            guard unknown.isEmpty else {
+                throw StoreError(
+                    .backend,
+                    "the database has migrations this broker does not know (\(unknown.sorted().joined(separator: ", "))): it was upgraded by a newer broker"
+                )
+            }
+            for migration in all where !applied.contains(migration.id) {
+                for statement in migration.sql {
+                    try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.run(
+                    "INSERT INTO countersign_migrations (id) VALUES (\(migration.id))", logger: logger)
+                logger.info("applied migration", metadata: ["migration": "\(migration.id)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    public func insertEnrollmentToken(_ token: EnrollmentToken) async throws {
+        let logger = logger
+        try await write { db in
+            try await db.run(
+                """
+                INSERT INTO enrollment_tokens (digest, issuer, client_user_id, created_at, expires_at, used_at)
+                VALUES (\(token.digest), \(token.issuer), \(token.clientUserID), \(token.createdAt.seconds),
+                        \(token.expiresAt.seconds), \(token.usedAt?.seconds))
+                """, logger: logger)
+        }
+    }
+
+    public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, author: ChangeAuthor, now: Date)
+        async throws
+    {
+        let logger = logger
+        try await write { db in
+            let used = try await db.run(
+                """
+                UPDATE enrollment_tokens SET used_at = \(now.seconds)
+                WHERE digest = \(digest) AND issuer = \(device.issuer) AND client_user_id = \(device.clientUserID)
+                  AND used_at IS NULL AND expires_at > \(now.seconds)
+                RETURNING 1
+                """, logger: logger)
+            guard used == 1 else { throw StoreError(.notFound, "no usable enrollment token for this user") }
+            try await Self.insert(device, into: db, logger: logger)
+            try await Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
+        }
+    }
+
+    public func enrollFirstDevice(_ device: TrustedDevice, author: ChangeAuthor, now: Date) async throws {
+        let logger = logger
+        try await write { db in
+            let live = try await db.run(
+                """
+                SELECT 1 FROM devices
+                WHERE issuer = \(device.issuer) AND client_user_id = \(device.clientUserID) AND revoked_at IS NULL
+                """, logger: logger)
+            guard live == 0 else {
+                throw StoreError(.conflict, "the user has a trusted device; it must approve new ones")
+            }
+            try await Self.insert(device, into: db, logger: logger)
+            try await Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
+        }
+    }
+
+    public func enrollDevice(
+        _ device: TrustedDevice, consumingRecoveryCode digest: Data, author: ChangeAuthor, now: Date
+    ) async throws {
+        let logger = logger
+        try await write { db in
+            let used = try await db.run(
+                """
+                UPDATE recovery_codes SET used_at = \(now.seconds)
+                WHERE digest = \(digest) AND issuer = \(device.issuer) AND client_user_id = \(device.clientUserID)
+                  AND used_at IS NULL
+                RETURNING 1
+                """, logger: logger)
+            guard used == 1 else { throw StoreError(.notFound, "no unused recovery code of this user has that digest") }
+            try await Self.insert(device, into: db, logger: logger)
+            try await Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
+        }
+    }
+
+    public func device(id: String) async throws -> TrustedDevice? {
+        let logger = logger
+        return try await read { db in
+            try await db.row("SELECT * FROM devices WHERE id = \(id)", logger: logger).map(Self.device(row:))
+        }
+    }
+
+    public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT * FROM devices WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)
+                ORDER BY created_at, id
+                """, logger: logger
+            ).map(Self.device(row:))
+        }
+    }
+
+    public func revokeDevice(id: String, issuer: String, clientUserID: String, author: ChangeAuthor, now: Date)
+        async throws -> TrustedDevice
+    {
+        let logger = logger
+        return try await write { db in
+            let revokedNow =
+                try await db.run(
+                    """
+                    UPDATE devices SET revoked_at = \(now.seconds)
+                    WHERE id = \(id) AND issuer = \(issuer) AND client_user_id = \(clientUserID) AND revoked_at IS NULL
+                    RETURNING 1
+                    """, logger: logger) == 1
+            guard
+                let row = try await db.row(
+                    "SELECT * FROM devices WHERE id = \(id) AND issuer = \(issuer) AND client_user_id = \(clientUserID)",
+                    logger: logger)
+            else { throw StoreError(.notFound, "no such device for this user") }
+            let device = try Self.device(row: row)
+            if revokedNow {
+                try await Self.record(DeviceChange(.revoked, of: device, by: author, at: now), into: db, logger: logger)
+                // The revoked device's inbox long-polls, on every instance, end now.
+                try await db.notify(WakeKey.inbox(issuer: issuer, user: clientUserID), logger: logger)
+            }
+            return device
+        }
+    }
+
+    public func deviceChanges(issuer: String, clientUserID: String, limit: Int) async throws -> [DeviceChange] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT * FROM device_changes WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)
+                ORDER BY id DESC LIMIT \(limit)
+                """, logger: logger
+            ).map { row in
+                guard let action = DeviceChange.Action(rawValue: try row.value("action")) else {
+                    throw StoreError(.backend, "unreadable device change row")
+                }
+                return DeviceChange(
+                    issuer: try row.value("issuer"), clientUserID: try row.value("client_user_id"),
+                    deviceID: try row.value("device_id"), deviceName: try row.value("device_name"), action: action,
+                    author: ChangeAuthor(actor: try row.value("actor"), ip: try row.value("ip")),
+                    at: try row.date("at"))
+            }
+        }
+    }
+
+    public func markDeviceSeen(id: String, now: Date) async throws {
+        let logger = logger
+        try await write { db in
+            try await db.run(
+                "UPDATE devices SET last_seen_at = greatest(coalesce(last_seen_at, 0), \(now.seconds)) WHERE id = \(id)",
+                logger: logger)
+        }
+    }
+
+    static func record(_ change: DeviceChange, into db: PostgresConnection, logger: Logger) async throws {
+        try await db.run(
+            """
+            INSERT INTO device_changes (issuer, client_user_id, device_id, device_name, action, actor, ip, at)
+            VALUES (\(change.issuer), \(change.clientUserID), \(change.deviceID), \(change.deviceName),
+                    \(change.action.rawValue), \(change.author.actor), \(change.author.ip), \(change.at.seconds))
+            """, logger: logger)
+    }
+
+    static func insert(_ device: TrustedDevice, into db: PostgresConnection, logger: Logger) async throws {
+        let publicKey = String(decoding: try JSONEncoder().encode(device.publicKey), as: UTF8.self)
+        try await db.run(
+            """
+            INSERT INTO devices (id, issuer, client_user_id, public_key, name, type, created_at, last_seen_at)
+            VALUES (\(device.id), \(device.issuer), \(device.clientUserID), \(publicKey), \(device.name),
+                    \(device.type), \(device.createdAt.seconds), \(device.lastSeenAt?.seconds))
+            """, logger: logger)
+    }
+
+    static func device(row: PostgresRandomAccessRow) throws -> TrustedDevice {
+        let key = try JSONDecoder().decode(
+            DevicePublicKey.self, from: Data(try row.value("public_key", as: String.self).utf8))
+        return TrustedDevice(
+            publicKey: key, issuer: try row.value("issuer"), clientUserID: try row.value("client_user_id"),
+            name: try row.value("name"), type: try row.value("type"), createdAt: try row.date("created_at"),
+            lastSeenAt: try row.optionalDate("last_seen_at"), revokedAt: try row.optionalDate("revoked_at"),
+            sealedTOTPSecret: try row.value("totp_secret"), lastTOTPStep: try row.value("totp_last_step"))
+    }
+}

@@ -1,0 +1,152 @@
+public import CountersignCore
+public import CountersignStore
+public import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
+        let logger = logger
+        try await write { db in
+            let open = try await db.rows(
+                """
+                SELECT expires_at FROM events
+                WHERE issuer = \(event.issuer) AND client_user_id = \(event.clientUserID) AND status = 'pending'
+                  AND expires_at > \(now.seconds)
+                ORDER BY expires_at
+                """, logger: logger
+            ).map { try $0.value("expires_at", as: Double.self) }
+            if open.count >= maxPending {
+                let retryAfter = max(1, Int((open[open.count - maxPending] - now.seconds).rounded(.up)))
+                throw StoreError(.limitReached(retryAfter: retryAfter), "too many pending events for this user")
+            }
+            try await Self.insert(event, into: db, logger: logger)
+            try await db.notify(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID), logger: logger)
+        }
+    }
+
+    public func insertEvent(_ event: ApprovalEvent) async throws {
+        let logger = logger
+        try await write { db in try await Self.insert(event, into: db, logger: logger) }
+    }
+
+    public func event(id: String) async throws -> ApprovalEvent? {
+        let logger = logger
+        return try await read { db in
+            try await db.row("SELECT * FROM events WHERE id = \(id)", logger: logger).map(Self.event(row:))
+        }
+    }
+
+    public func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+    {
+        let logger = logger
+        let t = now.seconds
+        let order = " ORDER BY created_at DESC, id DESC LIMIT "
+        let query: PostgresQuery =
+            switch status {
+            case nil:
+                "SELECT * FROM events WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)\(unescaped: order)\(limit)"
+            case .pending:
+                "SELECT * FROM events WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = 'pending' AND expires_at > \(t)\(unescaped: order)\(limit)"
+            case .expired:
+                "SELECT * FROM events WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = 'pending' AND expires_at <= \(t)\(unescaped: order)\(limit)"
+            case .approved, .rejected:
+                "SELECT * FROM events WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = \(status!.rawValue)\(unescaped: order)\(limit)"
+            }
+        return try await read { [query] db in try await db.rows(query, logger: logger).map(Self.event(row:)) }
+    }
+
+    public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
+        let logger = logger
+        return try await write { db in
+            let t = now.seconds
+            let changed = try await db.run(
+                """
+                UPDATE events
+                SET status = \(decision.status.rawValue), decided_by = \(decision.deviceID), decided_at = \(t),
+                    decision = \(decision.jws), updated_at = \(t)
+                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
+                  AND EXISTS (SELECT 1 FROM devices d
+                              WHERE d.id = \(decision.deviceID) AND d.revoked_at IS NULL
+                                AND d.issuer = events.issuer AND d.client_user_id = events.client_user_id)
+                RETURNING 1
+                """, logger: logger)
+            let settled = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            if decision.status == .approved, let device = decision.enrolls {
+                // A duplicate key throws alreadyExists and rolls the decision back.
+                try await Self.insert(device, into: db, logger: logger)
+                let approver = ChangeAuthor(actor: decision.deviceID, ip: decision.ip)
+                try await Self.record(
+                    DeviceChange(.enrolled, of: device, by: approver, at: now), into: db, logger: logger)
+            }
+            try await db.notify(WakeKey.event(id), logger: logger)
+            return settled
+        }
+    }
+
+    public func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent {
+        let logger = logger
+        return try await write { db in
+            let t = now.seconds
+            let changed = try await db.run(
+                """
+                UPDATE events
+                SET wrong_matches = wrong_matches + 1, updated_at = \(t),
+                    status = CASE WHEN wrong_matches + 1 >= \(maxWrong) THEN 'rejected' ELSE status END,
+                    decided_at = CASE WHEN wrong_matches + 1 >= \(maxWrong) THEN \(t) ELSE decided_at END
+                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
+                RETURNING 1
+                """, logger: logger)
+            let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            try await db.notify(WakeKey.event(id), logger: logger)
+            return after
+        }
+    }
+
+    /// The row after a conditional UPDATE: it if the write happened, else
+    /// `notFound` or `conflict`.
+    static func afterConditionalWrite(id: String, changed: Int, in db: PostgresConnection, logger: Logger)
+        async throws -> ApprovalEvent
+    {
+        guard let row = try await db.row("SELECT * FROM events WHERE id = \(id)", logger: logger) else {
+            throw StoreError(.notFound, "no event \(id)")
+        }
+        guard changed == 1 else { throw StoreError(.conflict, "event \(id) is no longer pending") }
+        return try event(row: row)
+    }
+
+    static func insert(_ event: ApprovalEvent, into db: PostgresConnection, logger: Logger) async throws {
+        let newDevice = try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        try await db.run(
+            """
+            INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
+                status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
+                requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts)
+            VALUES (\(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
+                \(event.clientUserID), \(event.name), \(event.ip), \(event.location), \(event.method.rawValue),
+                \(event.storedStatus.rawValue), \(event.expiresAt.seconds), \(event.details), \(event.requesterName),
+                \(event.nonce), \(event.matchNumber), \(event.wrongMatches), \(event.requesterTokenDigest),
+                \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts))
+            """, logger: logger)
+    }
+
+    static func event(row: PostgresRandomAccessRow) throws -> ApprovalEvent {
+        guard let method = AuthMethod(rawValue: try row.value("method")),
+            let status = EventStatus(rawValue: try row.value("status"))
+        else { throw StoreError(.backend, "unreadable event row") }
+        return ApprovalEvent(
+            id: try row.value("id"), createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"),
+            issuer: try row.value("issuer"), clientUserID: try row.value("client_user_id"),
+            name: try row.value("name"), ip: try row.value("ip"), location: try row.value("location"),
+            method: method, storedStatus: status, expiresAt: try row.date("expires_at"),
+            details: try row.value("details"), requesterName: try row.value("requester_name"),
+            nonce: try row.value("nonce"), matchNumber: try row.value("match_number"),
+            wrongMatches: try row.value("wrong_matches"), requesterTokenDigest: try row.value("requester_token_digest"),
+            decidedBy: try row.value("decided_by"), decidedAt: try row.optionalDate("decided_at"),
+            decision: try row.value("decision"),
+            newDevice: try row.value("new_device", as: String?.self).map {
+                try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8))
+            },
+            codeAttempts: try row.value("code_attempts"))
+    }
+}

@@ -1,0 +1,114 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    public func insertAPIKey(_ key: APIKey) async throws {
+        let logger = logger
+        try await write { db in
+            try await db.run(
+                """
+                INSERT INTO api_keys (id, name, secret_digest, created_at)
+                VALUES (\(key.id), \(key.name), \(key.secretDigest), \(key.createdAt.seconds))
+                """, logger: logger)
+        }
+    }
+
+    public func apiKey(id: String) async throws -> APIKey? {
+        let logger = logger
+        return try await read { db in
+            try await db.row("SELECT * FROM api_keys WHERE id = \(id)", logger: logger).map(Self.apiKey(row:))
+        }
+    }
+
+    public func apiKeys() async throws -> [APIKey] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows("SELECT * FROM api_keys ORDER BY created_at, id", logger: logger).map(Self.apiKey(row:))
+        }
+    }
+
+    static func apiKey(row: PostgresRandomAccessRow) throws -> APIKey {
+        APIKey(
+            id: try row.value("id"), name: try row.value("name"), secretDigest: try row.value("secret_digest"),
+            createdAt: try row.date("created_at"))
+    }
+
+    public func setRedirectURLs(_ urls: [String], apiKeyID: String) async throws {
+        let logger = logger
+        try await write { db in
+            guard try await db.row("SELECT 1 AS one FROM api_keys WHERE id = \(apiKeyID)", logger: logger) != nil else {
+                throw StoreError(.notFound, "no API key \(apiKeyID)")
+            }
+            try await db.run("DELETE FROM api_key_redirect_urls WHERE api_key_id = \(apiKeyID)", logger: logger)
+            for (position, url) in urls.enumerated() {
+                try await db.run(
+                    "INSERT INTO api_key_redirect_urls (api_key_id, position, url) VALUES (\(apiKeyID), \(position), \(url))",
+                    logger: logger)
+            }
+        }
+    }
+
+    public func redirectURLs(apiKeyID: String) async throws -> [String] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                "SELECT url FROM api_key_redirect_urls WHERE api_key_id = \(apiKeyID) ORDER BY position",
+                logger: logger
+            ).map { try $0.value("url", as: String.self) }
+        }
+    }
+
+    public func signingKeys() async throws -> [BrokerSigningKey] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows("SELECT * FROM signing_keys ORDER BY created_at, id", logger: logger).map {
+                BrokerSigningKey(
+                    id: try $0.value("id"), privateKeyPEM: try $0.value("private_key_pem"),
+                    createdAt: try $0.date("created_at"))
+            }
+        }
+    }
+
+    public func insertSigningKey(_ key: BrokerSigningKey) async throws {
+        let logger = logger
+        try await write { db in
+            try await db.run(
+                """
+                INSERT INTO signing_keys (id, private_key_pem, created_at)
+                VALUES (\(key.id), \(key.privateKeyPEM), \(key.createdAt.seconds))
+                """, logger: logger)
+        }
+    }
+
+    public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
+        let logger = logger
+        try await write { db in
+            try await db.run(
+                "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (\(deviceID), \(jti), \(expiresAt.seconds))",
+                logger: logger)
+        }
+    }
+
+    public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {
+        let logger = logger
+        return try await write { db in
+            let cutoff = now.seconds
+            // Never an event whose window is still open, whatever the caller asks.
+            let eventCutoff = min(eventsEndedBefore, now).seconds
+            var removed = 0
+            for query: PostgresQuery in [
+                "DELETE FROM proof_ids WHERE expires_at < \(cutoff) RETURNING 1",
+                "DELETE FROM enrollment_tokens WHERE expires_at < \(cutoff) RETURNING 1",
+                "DELETE FROM events WHERE expires_at < \(eventCutoff) RETURNING 1",
+                // Kept a day: longer than any code, authorization code or send-limit window.
+                "DELETE FROM verification_challenges WHERE created_at < \(cutoff - 86400) RETURNING 1",
+                "DELETE FROM refresh_tokens WHERE expires_at < \(cutoff) RETURNING 1",
+            ] {
+                removed += try await db.run(query, logger: logger)
+            }
+            return removed
+        }
+    }
+}

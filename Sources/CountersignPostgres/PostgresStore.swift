@@ -1,0 +1,192 @@
+import CountersignCore
+public import CountersignStore
+import Foundation
+public import Logging
+import PostgresNIO
+public import ServiceLifecycle
+
+/// The store for several broker instances: one PostgreSQL database through
+/// a postgres-nio connection pool.
+///
+/// Every write runs as one SERIALIZABLE transaction, retried when
+/// PostgreSQL reports a serialization failure, so each method is atomic
+/// exactly as the contract says, however many instances write at once.
+/// Writes that wake long-polls send `NOTIFY` in the same transaction (see
+/// ``followChanges(wake:resync:)``). Run the store as a service
+/// (``run()``) for as long as it is used.
+public final class PostgresStore: CountersignStore, WakeFeed, Service {
+    let client: PostgresClient
+    let configuration: PostgresClient.Configuration
+    let logger: Logger
+
+    /// The channel writes notify on.
+    static let channel = "countersign_wake"
+
+    /// A store for `url` (`postgres://user:password@host:port/database`,
+    /// `?sslmode=require` or `verify-full` for TLS).
+    public init(url: String, logger: Logger, maximumConnections: Int = 20) throws {
+        var configuration = try Self.configuration(url: url)
+        configuration.options.maximumConnections = maximumConnections
+        self.configuration = configuration
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    /// Runs the connection pool until the task is cancelled.
+    public func run() async throws {
+        await client.run()
+    }
+
+    /// Applies the migrations this broker knows; refuses a database that
+    /// has migrations it does not know (a newer broker's).
+    public func migrate() async throws {
+        try await PostgresMigrations.apply(using: self)
+    }
+
+    static func configuration(url: String) throws -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme),
+            let host = components.host, let user = components.user
+        else {
+            throw StoreError(.backend, "not a postgres:// URL: give postgres://user[:password]@host[:port]/database")
+        }
+        let mode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require":
+            var insecure = TLSConfiguration.makeClientConfiguration()
+            insecure.certificateVerification = .none
+            tls = .require(insecure)
+        case "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+        default: throw StoreError(.backend, "unknown sslmode \(mode)")
+        }
+        let database = components.path.count > 1 ? String(components.path.dropFirst()) : nil
+        return PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user,
+            password: components.password?.removingPercentEncoding, database: database, tls: tls)
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` as one SERIALIZABLE transaction, again from the start
+    /// (a few times) when PostgreSQL aborts it for a concurrent one.
+    @discardableResult
+    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await transaction(isolation: "SERIALIZABLE", body)
+            } catch let error as PSQLError where Self.isRetryable(error) && attempt < 20 {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(2 << min(attempt, 6)))))
+            } catch let error as PSQLError {
+                throw Self.storeError(error)
+            }
+        }
+    }
+
+    /// Runs `body` in one transaction at `isolation`.
+    func transaction<T: Sendable>(
+        isolation: String = "READ COMMITTED", _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await client.withConnection { connection in
+            try await connection.run(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
+            do {
+                let result = try await body(connection)
+                try await connection.run("COMMIT", logger: logger)
+                return result
+            } catch {
+                _ = try? await connection.run("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// Runs reads on one pooled connection.
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch let error as PSQLError {
+            throw Self.storeError(error)
+        }
+    }
+
+    static func isRetryable(_ error: PSQLError) -> Bool {
+        ["40001", "40P01"].contains(error.serverInfo?[.sqlState] ?? "")
+    }
+
+    static func storeError(_ error: PSQLError) -> StoreError {
+        if error.serverInfo?[.sqlState] == "23505" {
+            return StoreError(.alreadyExists, error.serverInfo?[.message] ?? "unique constraint violated")
+        }
+        return StoreError(.backend, String(reflecting: error))
+    }
+
+    // MARK: Wake-ups across instances
+
+    public func followChanges(
+        wake: @escaping @Sendable (String) -> Void, resync: @escaping @Sendable () -> Void
+    ) async throws {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        // Listening now: anything committed before may have been missed.
+                        resync()
+                        for try await notification in notifications { wake(notification.payload) }
+                    }
+                }
+            } catch  where !Task.isCancelled {
+                logger.warning(
+                    "lost the LISTEN connection; waiters re-check the store", metadata: ["error": "\(error)"])
+                resync()
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// The rows of a query, read into memory.
+    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        var rows: [PostgresRandomAccessRow] = []
+        for try await row in try await self.query(query, logger: logger) { rows.append(row.makeRandomAccess()) }
+        return rows
+    }
+
+    /// The first row of a query, if any.
+    func row(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRandomAccessRow? {
+        try await rows(query, logger: logger).first
+    }
+
+    /// Runs a statement; with `RETURNING`, how many rows it touched.
+    @discardableResult
+    func run(_ query: PostgresQuery, logger: Logger) async throws -> Int {
+        try await rows(query, logger: logger).count
+    }
+
+    /// Wakes long-polls on every instance once the transaction commits.
+    func notify(_ key: String, logger: Logger) async throws {
+        try await run("SELECT pg_notify(\(PostgresStore.channel), \(key))", logger: logger)
+    }
+}
+
+extension PostgresRandomAccessRow {
+    func value<T: PostgresDecodable>(_ column: String, as _: T.Type = T.self) throws -> T {
+        try self[column].decode(T.self)
+    }
+
+    func date(_ column: String) throws -> Date {
+        Date(timeIntervalSince1970: try value(column, as: Double.self))
+    }
+
+    func optionalDate(_ column: String) throws -> Date? {
+        try value(column, as: Double?.self).map(Date.init(timeIntervalSince1970:))
+    }
+}
+
+extension Date {
+    /// How the store keeps times: seconds since 1970, as a double.
+    var seconds: Double { timeIntervalSince1970 }
+}

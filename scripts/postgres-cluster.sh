@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for the tests, from the server binaries on
+# this machine: initdb in a temporary directory, pg_ctl on 127.0.0.1 and a
+# free port, trust authentication (loopback only).
+#   scripts/postgres-cluster.sh start DIR   prints the URL to connect to
+#   scripts/postgres-cluster.sh stop DIR
+# PostgreSQL refuses to run as root: as root, the cluster runs as the user
+# "postgres" (created if missing), so DIR's parents must be searchable by it
+# (as /tmp is).
+set -euo pipefail
+command=${1:?start or stop}
+directory=${2:?a directory for the cluster}
+
+find_binary() {
+    if command -v "$1" >/dev/null 2>&1; then command -v "$1"; return; fi
+    ls /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -n 1
+}
+initdb=$(find_binary initdb)
+pg_ctl=$(find_binary pg_ctl)
+if [[ -z "$initdb" || -z "$pg_ctl" ]]; then
+    echo "error: no PostgreSQL server binaries (initdb, pg_ctl) on this machine; install Debian's postgresql package" >&2
+    exit 1
+fi
+
+as_owner=()
+if [[ $(id -u) == 0 ]]; then
+    id postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+    as_owner=(runuser -u postgres --)
+fi
+
+case "$command" in
+start)
+    mkdir -p "$directory"
+    if [[ ${#as_owner[@]} -gt 0 ]]; then chown postgres "$directory"; chmod 0755 "$directory"; fi
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    "${as_owner[@]}" "$initdb" --pgdata="$directory/data" --username=countersign --auth=trust \
+        --encoding=UTF8 --locale=C.UTF-8 >"$directory/initdb.log" 2>&1 \
+        || { cat "$directory/initdb.log" >&2; exit 1; }
+    "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --log="$directory/server.log" --wait \
+        --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=300 -c fsync=on" \
+        start >/dev/null || { cat "$directory/server.log" >&2; exit 1; }
+    echo "postgres://countersign@127.0.0.1:$port/postgres"
+    ;;
+stop)
+    [[ -d "$directory/data" ]] && "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --mode=fast --wait stop >/dev/null
+    rm -rf "$directory"
+    ;;
+*)
+    echo "usage: $0 start|stop DIR" >&2
+    exit 64
+    ;;
+esac
