@@ -64,7 +64,6 @@ let package = Package(
                 "CountersignStore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
@@ -80,6 +79,7 @@ let package = Package(
                 "CountersignCore",
                 "CountersignStore",
                 "CountersignSQLite",
+                "CountersignPostgres",
                 "CountersignOTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -1,6 +1,7 @@
 public import CountersignCore
+import CountersignPostgres
 public import CountersignSQLite
-import CountersignStore
+public import CountersignStore
 public import Foundation
 public import Hummingbird
 public import Logging
@@ -12,6 +13,9 @@ public struct BrokerConfiguration: Sendable {
     public var port: Int
     /// Where the SQLite file lives.
     public var dataDirectory: String
+    /// A `postgres://` URL to use PostgreSQL (shared by several instances)
+    /// instead of the SQLite file.
+    public var databaseURL: String?
     /// URLs clients reach the broker at; the first is the token issuer.
     /// Empty means `http://host:port` (and `localhost` for a loopback host).
     public var publicURLs: [String]
@@ -66,12 +70,30 @@ public struct BrokerConfiguration: Sendable {
         return (Origin(url: urls[0])!.description, origins)
     }
 
-    /// Creates the data directory (mode 0700) and opens the store in it.
-    public func openStore() throws -> SQLiteStore {
+    /// Opens and migrates the configured store: PostgreSQL with a
+    /// ``databaseURL``, else the SQLite file in the data directory (created
+    /// with mode 0700). Close it when done.
+    public func openStore(logger: Logger) async throws -> OpenedStore {
+        if let databaseURL {
+            let store = try PostgresStore(url: databaseURL, logger: logger)
+            do {
+                try await store.migrate()
+            } catch {
+                await store.close()
+                throw error
+            }
+            return OpenedStore(store: store, close: store.close)
+        }
         try FileManager.default.createDirectory(
             atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        return try SQLiteStore(path: databasePath, durability: durability)
+        return OpenedStore(store: try SQLiteStore(path: databasePath, durability: durability), close: {})
     }
+}
+
+/// A store ready for use, and how to let go of it.
+public struct OpenedStore: Sendable {
+    public let store: any CountersignStore
+    public let close: @Sendable () async -> Void
 }
 
 /// Which channel delivers one-time codes.
@@ -125,11 +147,12 @@ public struct BrokerSetupError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Builds the broker's HTTP application on the configured SQLite store.
+/// Builds the broker's HTTP application on the configured store.
 public func buildApplication(_ configuration: BrokerConfiguration) async throws -> some ApplicationProtocol {
     var logger = Logger(label: "device-broker")
     logger.logLevel = configuration.logLevel
-    let store = try configuration.openStore()
+    let opened = try await configuration.openStore(logger: logger)
+    let store = opened.store
     let (issuer, origins) = try configuration.origins()
     let vault = try configuration.totpKeyFile.map(TOTPVault.load(file:))
     if vault == nil {
@@ -144,8 +167,38 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
         logger: logger)
+    // Services stop in reverse order: the server first, the store last.
+    app.addServices(StoreCloser(close: opened.close))
+    if let feed = store as? any WakeFeed {
+        app.addServices(WakeRelay(feed: feed, hub: environment.hub, logger: logger))
+    }
     app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
     return app
+}
+
+/// Closes the store once everything else has stopped.
+struct StoreCloser: Service {
+    let close: @Sendable () async -> Void
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await close()
+    }
+}
+
+/// Wakes this instance's long-polls on changes committed through any
+/// instance sharing the store.
+struct WakeRelay: Service {
+    let feed: any WakeFeed
+    let hub: WakeHub
+    let logger: Logger
+
+    func run() async throws {
+        let hub = hub
+        try await cancelWhenGracefulShutdown {
+            try await feed.followChanges(wake: { hub.notify($0) }, resync: { hub.notifyAll() })
+        }
+    }
 }
 
 /// Builds the router; tests build the same one around their own environment.

@@ -36,6 +36,13 @@ public final class WakeHub: Sendable {
         for continuation in continuations { continuation.yield() }
     }
 
+    /// Wakes every waiter, so each re-reads the store (after notifications
+    /// from other instances may have been missed).
+    public func notifyAll() {
+        let continuations = state.withLock { $0.waiters.values.flatMap(\.values) }
+        for continuation in continuations { continuation.yield() }
+    }
+
     /// How many subscriptions are open (long-polls held).
     public var waiting: Int { state.withLock { $0.count } }
 

@@ -3,7 +3,6 @@ public import CountersignStore
 import Foundation
 public import Logging
 import PostgresNIO
-public import ServiceLifecycle
 
 /// The store for several broker instances: one PostgreSQL database through
 /// a postgres-nio connection pool.
@@ -12,12 +11,12 @@ public import ServiceLifecycle
 /// PostgreSQL reports a serialization failure, so each method is atomic
 /// exactly as the contract says, however many instances write at once.
 /// Writes that wake long-polls send `NOTIFY` in the same transaction (see
-/// ``followChanges(wake:resync:)``). Run the store as a service
-/// (``run()``) for as long as it is used.
-public final class PostgresStore: CountersignStore, WakeFeed, Service {
+/// ``followChanges(wake:resync:)``). The pool runs from `init` until
+/// ``close()``.
+public final class PostgresStore: CountersignStore, WakeFeed {
     let client: PostgresClient
-    let configuration: PostgresClient.Configuration
     let logger: Logger
+    private let runner: Task<Void, Never>
 
     /// The channel writes notify on.
     static let channel = "countersign_wake"
@@ -27,14 +26,16 @@ public final class PostgresStore: CountersignStore, WakeFeed, Service {
     public init(url: String, logger: Logger, maximumConnections: Int = 20) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = maximumConnections
-        self.configuration = configuration
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
         self.logger = logger
+        self.runner = Task { await client.run() }
     }
 
-    /// Runs the connection pool until the task is cancelled.
-    public func run() async throws {
-        await client.run()
+    /// Closes the pool's connections; the store is unusable after.
+    public func close() async {
+        runner.cancel()
+        await runner.value
     }
 
     /// Applies the migrations this broker knows; refuses a database that

@@ -33,7 +33,12 @@ public final class SQLiteStore: CountersignStore {
             // prepareDatabase runs, so FULL has to be set here, after opening.
             let level = durability == .full ? "FULL" : "NORMAL"
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(level)") }
-            try Self.migrator.migrate(pool)
+            let migrator = Self.migrator
+            if try pool.read({ db in try migrator.hasBeenSuperseded(db) }) {
+                throw StoreError(
+                    .backend, "\(path) has migrations this broker does not know: it was upgraded by a newer broker")
+            }
+            try migrator.migrate(pool)
         } catch let error as DatabaseError {
             throw StoreError(.backend, "cannot open \(path): \(error.message ?? error.description)")
         }

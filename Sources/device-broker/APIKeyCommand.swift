@@ -38,12 +38,13 @@ extension DeviceBroker.APIKeyCommand {
             guard !trimmed.isEmpty, trimmed.count <= 128 else {
                 throw ValidationError("--name must be 1 to 128 characters")
             }
-            let store = try BrokerStoreOpener.open(store.dataDirectory)
             let secret = "cs_" + SecretToken.generate(bytes: 32)
             let key = APIKey(
                 id: APIKey.newID(), name: trimmed, secretDigest: SecretToken.digest(secret), createdAt: Date())
-            try await store.insertAPIKey(key)
-            try await store.setRedirectURLs(redirectURLs, apiKeyID: key.id)
+            try await store.withStore { [redirectURLs] store in
+                try await store.insertAPIKey(key)
+                try await store.setRedirectURLs(redirectURLs, apiKeyID: key.id)
+            }
             if json {
                 let document: [String: Any] = [
                     "api_key_id": key.id, "api_secret_key": secret, "name": key.name, "redirect_urls": redirectURLs,
@@ -65,10 +66,11 @@ extension DeviceBroker.APIKeyCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
-            let store = try BrokerStoreOpener.open(store.dataDirectory)
-            for key in try await store.apiKeys() {
-                let urls = try await store.redirectURLs(apiKeyID: key.id).joined(separator: " ")
-                print("\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(urls)")
+            try await store.withStore { store in
+                for key in try await store.apiKeys() {
+                    let urls = try await store.redirectURLs(apiKeyID: key.id).joined(separator: " ")
+                    print("\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(urls)")
+                }
             }
         }
     }
@@ -89,9 +91,10 @@ extension DeviceBroker.APIKeyCommand {
         func validate() throws { try RedirectURLArguments.validate(redirectURLs) }
 
         func run() async throws {
-            let store = try BrokerStoreOpener.open(store.dataDirectory)
             do {
-                try await store.setRedirectURLs(redirectURLs, apiKeyID: apiKeyID)
+                try await store.withStore { [redirectURLs, apiKeyID] store in
+                    try await store.setRedirectURLs(redirectURLs, apiKeyID: apiKeyID)
+                }
             } catch let error as StoreError where error.code == .notFound {
                 throw ValidationError("no API key \(apiKeyID)")
             } catch let error as StoreError where error.code == .alreadyExists {

@@ -6,9 +6,26 @@ struct DeviceBroker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device-broker",
         abstract: "Countersign's broker: trusted devices countersign logins and transactions.",
-        subcommands: [Serve.self, APIKeyCommand.self, TOTPKeyCommand.self],
+        subcommands: [Serve.self, APIKeyCommand.self, TOTPKeyCommand.self, Migrate.self],
         defaultSubcommand: Serve.self
     )
+}
+
+/// `device-broker migrate`: brings the store's schema up to date.
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply the store's pending migrations and exit (serve also does at start).",
+        discussion: """
+            Migrations are never edited once shipped. A database that a newer broker migrated is \
+            refused rather than used.
+            """)
+
+    @OptionGroup var store: StoreOptions
+
+    func run() async throws {
+        try await store.withStore { _ in }
+        print("The store's schema is up to date.")
+    }
 }
 
 /// Options every subcommand that opens the store shares.
@@ -17,4 +34,13 @@ struct StoreOptions: ParsableArguments {
         name: .customLong("data-dir"),
         help: "Directory of the SQLite database (env COUNTERSIGN_DATA_DIR).")
     var dataDirectory: String = ProcessEnvironment.value("COUNTERSIGN_DATA_DIR") ?? "./countersign-data"
+
+    @Option(
+        name: .customLong("database"),
+        help: """
+            A postgres:// URL (env COUNTERSIGN_DATABASE_URL) to keep everything in PostgreSQL, shared by \
+            several broker instances, instead of the SQLite file in --data-dir. \
+            postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require|verify-full]
+            """)
+    var databaseURL: String?
 }

@@ -71,6 +71,7 @@ extension DeviceBroker {
             var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)
+            configuration.databaseURL = store.configuration().databaseURL
             (configuration.sender, configuration.phoneSender) = senders.configurations()
             configuration.verification.codeLifetime = codeLifetime.seconds
             configuration.totpKeyFile = totpKeyFile ?? ProcessEnvironment.value("COUNTERSIGN_TOTP_KEY_FILE")

@@ -1,7 +1,8 @@
 import ArgumentParser
 import CountersignBroker
-import CountersignSQLite
+import CountersignStore
 import Foundation
+import Logging
 
 /// A duration on the command line: `500ms`, `2s`, `5m`, `1h`, `30d`, or plain seconds.
 struct DurationArgument: ExpressibleByArgument, Sendable {
@@ -31,9 +32,27 @@ enum ProcessEnvironment {
     }
 }
 
-enum BrokerStoreOpener {
-    /// Opens the store the server uses, for the administrative commands.
-    static func open(_ dataDirectory: String) throws -> SQLiteStore {
-        try BrokerConfiguration(dataDirectory: dataDirectory).openStore()
+extension StoreOptions {
+    /// Runs `body` on the store the server uses (migrated), then closes it.
+    func withStore<T: Sendable>(_ body: @Sendable (any CountersignStore) async throws -> T) async throws -> T {
+        var logger = Logger(label: "device-broker")
+        logger.logLevel = .warning
+        let opened = try await configuration().openStore(logger: logger)
+        let result = await Result { try await body(opened.store) }
+        await opened.close()
+        return try result.get()
+    }
+
+    /// A configuration naming this store.
+    func configuration() -> BrokerConfiguration {
+        var configuration = BrokerConfiguration(dataDirectory: dataDirectory)
+        configuration.databaseURL = databaseURL ?? ProcessEnvironment.value("COUNTERSIGN_DATABASE_URL")
+        return configuration
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

@@ -52,11 +52,9 @@ enum TestPostgres {
         async throws
     {
         let store = try PostgresStore(url: url, logger: logger, maximumConnections: 1)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await store.run() }
-            defer { group.cancelAll() }
-            try await body(store.client)
-        }
+        let result = await Result { try await body(store.client) }
+        await store.close()
+        try result.get()
     }
 
     /// Runs `body` with a migrated store on a fresh database, then drops it.
@@ -66,13 +64,10 @@ enum TestPostgres {
         let url = try await createDatabase()
         let store = try PostgresStore(url: url, logger: logger, maximumConnections: maximumConnections)
         let result = await Result {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await store.run() }
-                defer { group.cancelAll() }
-                try await store.migrate()
-                return try await body(store)
-            }
+            try await store.migrate()
+            return try await body(store)
         }
+        await store.close()
         try await dropDatabase(url)
         return try result.get()
     }

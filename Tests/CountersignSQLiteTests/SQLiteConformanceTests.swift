@@ -2,6 +2,7 @@ import CountersignSQLite
 import CountersignStore
 import CountersignStoreTesting
 import Foundation
+import GRDB
 import Testing
 
 /// A fresh database file in a fresh temporary directory.
@@ -36,5 +37,24 @@ struct SQLiteConformanceTests {
         await #expect(throws: StoreError(.alreadyExists, "")) {
             try await second.consumeProofID("j", deviceID: "d", expiresAt: .now + 60, now: .now)
         }
+    }
+}
+
+@Suite("SQLite migrations")
+struct SQLiteMigrationTests {
+    @Test("a database a newer broker migrated is refused, and left as it was")
+    func newerSchema() async throws {
+        let path = try temporaryDatabasePath()
+        _ = try SQLiteStore(path: path)
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v99-from-the-future')")
+        }
+        try queue.close()
+        #expect(throws: StoreError.self) { try SQLiteStore(path: path) }
+        let applied = try await DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
+        }
+        #expect(applied.contains("v99-from-the-future") && applied.contains("v7-codes"))
     }
 }
