@@ -69,6 +69,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CountersignPostgresTesting",
+            dependencies: ["CountersignPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CountersignStoreTesting",
             dependencies: ["CountersignCore", "CountersignStore", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: swiftSettings
@@ -150,8 +155,8 @@ let package = Package(
         .testTarget(
             name: "CountersignPostgresTests",
             dependencies: [
-                "CountersignPostgres", "CountersignStore", "CountersignStoreTesting", "CountersignCore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                "CountersignPostgres", "CountersignPostgresTesting", "CountersignStore", "CountersignStoreTesting",
+                "CountersignCore", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -173,7 +178,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CountersignCore", "CountersignClient", "device-broker", "device-agent",
+                "CountersignCore", "CountersignClient", "CountersignPostgresTesting", "device-broker", "device-agent",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

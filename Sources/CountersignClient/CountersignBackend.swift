@@ -33,6 +33,23 @@ public struct CountersignBackend: Sendable {
             body: [String: String](), as: EnrollmentGrant.self)
     }
 
+    /// Asks `user`'s trusted devices to approve something (a `TRANSACTION`
+    /// by default), shown to the approver with `details`.
+    public func requestApproval(
+        user: String, event: String = EventName.transaction, details: String? = nil, numberMatching: Bool = true
+    ) async throws -> EventTicket {
+        struct Body: Encodable {
+            let client_user_id: String
+            let event: String
+            let details: String?
+            let number_matching: Bool
+        }
+        return try await connection.send(
+            .POST, "/api/v1/events", headers: [authorization],
+            body: Body(client_user_id: user, event: event, details: details, number_matching: numberMatching),
+            as: EventTicket.self)
+    }
+
     /// One event, held up to `wait` seconds until it is settled.
     public func event(id: String, wait: Int = 0) async throws -> EventDocument {
         try await connection.send(

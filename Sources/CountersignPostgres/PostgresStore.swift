@@ -29,7 +29,8 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
-        self.runner = Task { await client.run() }
+        // Started at once, so the pool runs before the first query leases a connection.
+        self.runner = Task.immediate { await client.run() }
     }
 
     /// Closes the pool's connections; the store is unusable after.
@@ -66,6 +67,18 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user,
             password: components.password?.removingPercentEncoding, database: database, tls: tls)
+    }
+
+    /// Runs one statement outside any transaction, for administration
+    /// (`CREATE DATABASE`, `DROP DATABASE`), never with untrusted input.
+    public func administer(_ statement: String) async throws {
+        do {
+            _ = try await client.withConnection { connection in
+                try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        } catch let error as PSQLError {
+            throw Self.storeError(error)
+        }
     }
 
     // MARK: Transactions

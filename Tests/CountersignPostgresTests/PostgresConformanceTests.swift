@@ -1,3 +1,4 @@
+import CountersignPostgresTesting
 import CountersignStore
 import CountersignStoreTesting
 import Foundation

@@ -1,3 +1,4 @@
+import CountersignPostgresTesting
 import CountersignStore
 import Foundation
 import PostgresNIO

@@ -8,27 +8,35 @@ import NIOHTTP1
 /// A real `device-broker serve` process on a free loopback port, with an
 /// API key made by the real `device-broker apikey create`.
 struct LiveBroker {
-    let process: RunningProcess
-    let url: String
+    private(set) var process: RunningProcess!
+    private(set) var url: String
     let dataDirectory: URL
-    let apiKeyID: String
-    let apiSecret: String
+    private(set) var apiKeyID: String
+    private(set) var apiSecret: String
+
+    /// Where the store is: `--database URL`, or the SQLite file in the data directory.
+    var storeArguments: [String] { database.map { ["--database", $0] } ?? ["--data-dir", dataDirectory.path] }
+    /// A postgres:// URL, or nil for SQLite.
+    var database: String? = nil
+    var totpKeyFile: String = ""
 
     /// Starts a broker with a TOTP key made by `device-broker totp-key
-    /// generate`, kept outside the data directory.
-    static func start(arguments: [String] = []) async throws -> LiveBroker {
+    /// generate`, kept outside the data directory; on PostgreSQL with a
+    /// `database` URL.
+    static func start(arguments: [String] = [], database: String? = nil) async throws -> LiveBroker {
         let data = try temporaryDirectory("broker-data")
         let totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
         let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
         guard try await generate.exitCode(timeout: .seconds(30)) == 0 else {
             throw ProcessFailure("totp-key generate failed: \(generate.text)")
         }
-        let port = try freePort()
-        let url = "http://127.0.0.1:\(port)"
-        let process = try await serve(data: data, port: port, arguments: ["--totp-key-file", totpKey] + arguments)
-        // Created while the server runs: two processes share the SQLite file.
+        var broker = LiveBroker(
+            process: nil, url: "", dataDirectory: data, apiKeyID: "", apiSecret: "", database: database,
+            totpKeyFile: totpKey)
+        broker = try await broker.startInstance(arguments: arguments)
+        // Created while the server runs: two processes share the store.
         let create = try RunningProcess(
-            "device-broker", ["apikey", "create", "--name", "demo", "--json", "--data-dir", data.path])
+            "device-broker", ["apikey", "create", "--name", "demo", "--json"] + broker.storeArguments)
         guard try await create.exitCode(timeout: .seconds(30)) == 0 else {
             throw ProcessFailure("apikey create failed: \(create.text)")
         }
@@ -37,14 +45,24 @@ struct LiveBroker {
             let api_secret_key: String
         }
         let key = try JSONDecoder().decode(CreatedKey.self, from: Data(create.text.utf8))
-        return LiveBroker(
-            process: process, url: url, dataDirectory: data, apiKeyID: key.api_key_id, apiSecret: key.api_secret_key)
+        broker.apiKeyID = key.api_key_id
+        broker.apiSecret = key.api_secret_key
+        return broker
     }
 
-    private static func serve(data: URL, port: Int, arguments: [String] = []) async throws -> RunningProcess {
+    /// Another instance on the same store, TOTP key and API key, on its own port.
+    func startInstance(arguments: [String] = []) async throws -> LiveBroker {
+        let port = try freePort()
+        var instance = self
+        instance.url = "http://127.0.0.1:\(port)"
+        instance.process = try await Self.serve(
+            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile] + arguments)
+        return instance
+    }
+
+    private static func serve(port: Int, arguments: [String]) async throws -> RunningProcess {
         let process = try RunningProcess(
-            "device-broker",
-            ["serve", "--data-dir", data.path, "--port", String(port), "--log-level", "warning"] + arguments)
+            "device-broker", ["serve", "--port", String(port), "--log-level", "warning"] + arguments)
         try await waitUntilUp("http://127.0.0.1:\(port)", process: process)
         return process
     }
@@ -55,9 +73,10 @@ struct LiveBroker {
         kill(process.process.processIdentifier, SIGKILL)
         process.process.waitUntilExit()
         let port = Int(url.split(separator: ":").last!)!
-        let restarted = try await Self.serve(data: dataDirectory, port: port)
-        return LiveBroker(
-            process: restarted, url: url, dataDirectory: dataDirectory, apiKeyID: apiKeyID, apiSecret: apiSecret)
+        var restarted = self
+        restarted.process = try await Self.serve(
+            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile])
+        return restarted
     }
 
     private static func waitUntilUp(_ url: String, process: RunningProcess) async throws {

@@ -1,0 +1,130 @@
+import CountersignClient
+import CountersignCore
+import CountersignPostgresTesting
+import Crypto
+import Foundation
+import Testing
+
+/// Two real `device-broker` processes on one PostgreSQL database.
+@Suite("end to end: two broker instances on one PostgreSQL database", .serialized)
+struct MultiInstanceEndToEndTests {
+    /// Instances A and B on a fresh database, and alice with two trusted
+    /// devices enrolled through A.
+    func start() async throws -> (a: LiveBroker, b: LiveBroker, devices: [DeviceCredential], database: String) {
+        let database = try await TestPostgres.createDatabase()
+        let a = try await LiveBroker.start(database: database)
+        let b = try await a.startInstance()
+        var devices: [DeviceCredential] = []
+        for name in ["laptop", "phone"] {
+            let credential = DeviceCredential(
+                broker: a.url, apiKeyID: a.apiKeyID, clientUserID: "alice", privateKey: P256.Signing.PrivateKey(),
+                name: name)
+            let token = try await a.backend.createEnrollmentToken(user: "alice").token
+            _ = try await CountersignClient(for: credential).enroll(credential, enrollmentToken: token)
+            devices.append(credential)
+        }
+        return (a, b, devices, database)
+    }
+
+    func stop(_ a: LiveBroker, _ b: LiveBroker, database: String) async throws {
+        a.stop()
+        b.stop()
+        try await TestPostgres.dropDatabase(database)
+    }
+
+    @Test("a decision through A wakes the requester's long-poll held by B at once")
+    func crossInstanceWake() async throws {
+        let (a, b, devices, database) = try await start()
+        let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+        var wakes: [Duration] = []
+        for _ in 0..<5 {
+            let ticket = try await throughA.requestLogin(user: "alice", requesterName: "new-machine")
+            let held = Task {
+                let event = try await throughB.poll(
+                    eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+                return (event, ContinuousClock.now)
+            }
+            try await Task.sleep(for: .milliseconds(300))  // B holds the poll by now
+            let item = try #require(
+                try await throughA.inbox(devices[0], wait: 0).first { $0.event.ID == ticket.event.ID })
+            let decided = ContinuousClock.now
+            _ = try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
+            let (event, woken) = try await held.value
+            #expect(event.status == .approved)
+            wakes.append(woken - decided)
+        }
+        // Not a timing test: anything short of the 25 s hold is a wake-up.
+        #expect(wakes.allSatisfy { $0 < .seconds(5) }, "\(wakes)")
+        print("cross-instance wake (decision sent through A → poll on B answered): \(wakes.sorted())")
+
+        // A trusted device's inbox long-poll on B wakes on a request created through A.
+        let inbox = Task { try await throughB.inbox(devices[1], wait: 25) }
+        try await Task.sleep(for: .milliseconds(300))
+        let started = ContinuousClock.now
+        _ = try await throughA.requestLogin(user: "alice", requesterName: "another-machine")
+        #expect(try await inbox.value.count == 1)
+        #expect(ContinuousClock.now - started < .seconds(5))
+        try await stop(a, b, database: database)
+    }
+
+    @Test("a notification lost with the LISTEN connection costs a delay, never the decision")
+    func lostListenConnection() async throws {
+        let (a, b, devices, database) = try await start()
+        let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+        let ticket = try await throughA.requestLogin(user: "alice", requesterName: "new-machine")
+        let held = Task {
+            try await throughB.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        // Both instances lose their LISTEN connection; the decision lands while they reconnect.
+        let name = String(URLComponents(string: database)!.path.dropFirst())
+        try await TestPostgres.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND query LIKE 'LISTEN%'")
+        let item = try #require(try await throughA.inbox(devices[0], wait: 0).first { $0.event.ID == ticket.event.ID })
+        let decided = ContinuousClock.now
+        _ = try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
+        #expect(try await held.value.status == .approved)
+        #expect(
+            ContinuousClock.now - decided < .seconds(10), "re-checked after reconnecting, not at the end of the hold")
+        print("wake after a lost LISTEN connection: \(ContinuousClock.now - decided)")
+        try await stop(a, b, database: database)
+    }
+
+    @Test(
+        "approve through A and reject through B at once, 200 times: one decision each time, a clear conflict for the other"
+    )
+    func racingDecisions() async throws {
+        let (a, b, devices, database) = try await start()
+        let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+        var wins = (approved: 0, rejected: 0)
+        for round in 0..<200 {
+            let ticket = try await throughA.requestLogin(user: "alice", requesterName: "machine-\(round)")
+            let item = try #require(
+                try await throughB.inbox(devices[1], wait: 0).first { $0.event.ID == ticket.event.ID })
+            async let approve = outcome {
+                try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
+            }
+            async let reject = outcome {
+                try await throughB.decide(item, verdict: .reject, match: nil, credential: devices[1])
+            }
+            let outcomes = await [approve, reject]
+            let succeeded = outcomes.compactMap { try? $0.get() }
+            #expect(succeeded.count == 1, "round \(round): \(outcomes)")
+            for case .failure(let error) in outcomes {
+                #expect((error as? CountersignError)?.code == "already_decided", "round \(round): \(error)")
+            }
+            let final = try await a.backend.event(id: ticket.event.ID)
+            #expect(final.status == succeeded.first?.status, "round \(round): the stored decision is the winner's")
+            if final.status == .approved { wins.approved += 1 } else { wins.rejected += 1 }
+        }
+        print("racing decisions over 200 rounds: approve won \(wins.approved), reject won \(wins.rejected)")
+        try await stop(a, b, database: database)
+    }
+}
+
+private func outcome<T: Sendable>(_ body: () async throws -> T) async -> Result<T, any Error> {
+    do { return .success(try await body()) } catch { return .failure(error) }
+}
