@@ -2,6 +2,7 @@ import CountersignCore
 import CountersignStore
 import Foundation
 import Hummingbird
+import ServiceLifecycle
 
 /// Creating events and collecting their outcome.
 ///
@@ -205,7 +206,9 @@ struct LongPoll {
     func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval) async throws -> ApprovalEvent {
         let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
         var event = event
-        while !event.isSettled(at: environment.now()), !Task.isCancelled {
+        // On shutdown the held request is answered with the event as it is;
+        // the client polls again, through another instance.
+        while !event.isSettled(at: environment.now()), !Task.isCancelled, !Task.isShuttingDownGracefully {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
             let subscription = environment.hub.subscribe([WakeHub.eventKey(event.id)])

@@ -2,6 +2,7 @@ import CountersignCore
 import CountersignStore
 import Foundation
 import Hummingbird
+import ServiceLifecycle
 
 /// A trusted device's view: the pending events it may decide.
 struct InboxController {
@@ -24,7 +25,7 @@ struct InboxController {
         let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
         let key = WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
         var pending = try await pendingEvents(context)
-        while pending.isEmpty, !Task.isCancelled {
+        while pending.isEmpty, !Task.isCancelled, !Task.isShuttingDownGracefully {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
             let subscription = environment.hub.subscribe([key])

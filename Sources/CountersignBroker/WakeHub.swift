@@ -1,4 +1,5 @@
 import Foundation
+import ServiceLifecycle
 import Synchronization
 
 /// Wakes long-polls held in this process the moment what they wait for
@@ -27,7 +28,7 @@ public final class WakeHub: Sendable {
             state.count += 1
             return state.nextID
         }
-        return Subscription(id: id, keys: keys, stream: stream, hub: self)
+        return Subscription(id: id, keys: keys, stream: stream, continuation: continuation, hub: self)
     }
 
     /// Wakes every waiter on `key`.
@@ -61,27 +62,37 @@ public final class WakeHub: Sendable {
         let id: Int
         let keys: [String]
         let stream: AsyncStream<Void>
+        let continuation: AsyncStream<Void>.Continuation
         let hub: WakeHub
 
-        fileprivate init(id: Int, keys: [String], stream: AsyncStream<Void>, hub: WakeHub) {
+        fileprivate init(
+            id: Int, keys: [String], stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation,
+            hub: WakeHub
+        ) {
             self.id = id
             self.keys = keys
             self.stream = stream
+            self.continuation = continuation
             self.hub = hub
         }
 
         deinit { hub.remove(id, keys: keys) }
 
-        /// Returns when notified or after `timeout`, whichever comes first.
+        /// Returns when notified, after `timeout`, or when the broker starts
+        /// shutting down, whichever comes first.
         public func wait(timeout: Duration) async {
-            guard timeout > .zero else { return }
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { [stream] in
-                    for await _ in stream { return }
+            guard timeout > .zero, !Task.isShuttingDownGracefully else { return }
+            await withGracefulShutdownHandler {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { [stream] in
+                        for await _ in stream { return }
+                    }
+                    group.addTask { try? await Task.sleep(for: timeout) }
+                    await group.next()
+                    group.cancelAll()
                 }
-                group.addTask { try? await Task.sleep(for: timeout) }
-                await group.next()
-                group.cancelAll()
+            } onGracefulShutdown: { [continuation] in
+                continuation.yield()
             }
         }
     }
