@@ -33,6 +33,9 @@ public struct BrokerConfiguration: Sendable {
     /// The key file that TOTP secrets are sealed under; without one the
     /// broker offers no TOTP codes.
     public var totpKeyFile: String?
+    /// What `/metrics` shows (the registry the process bootstrapped
+    /// swift-metrics with); nil serves no metrics.
+    public var metrics: BrokerMetrics = BrokerMetrics()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
@@ -161,7 +164,8 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
         keys: try await BrokerKeys.load(from: store, now: Date()),
-        verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault)
+        verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
+        metrics: configuration.metrics)
     var app = Application(
         router: buildRouter(environment),
         configuration: .init(
@@ -204,9 +208,10 @@ struct WakeRelay: Service {
 /// Builds the router; tests build the same one around their own environment.
 public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerRequestContext> {
     let router = Router(context: BrokerRequestContext.self)
-    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: AccessLogMiddleware())
+    router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMapper())
-    router.get("healthz") { _, _ in JSONBody(["status": "ok"]) }
+    router.addRoutes(OperationsController(environment: environment).endpoints)
     router.get(".well-known/jwks.json") { _, _ in
         JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
     }

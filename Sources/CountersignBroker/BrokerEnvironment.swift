@@ -24,12 +24,14 @@ public struct BrokerEnvironment: Sendable {
     public let vault: TOTPVault?
     /// How many TOTP codes may be tried.
     public let codeLimits: CodeLimits
+    /// What the broker counts.
+    public let metrics: BrokerMetrics
 
     public init(
         store: any CountersignStore, policy: ApprovalPolicy, issuer: String, origins: Set<Origin>, keys: BrokerKeys,
         hub: WakeHub = WakeHub(), verification: VerificationPolicy = VerificationPolicy(),
         sender: any CodeSender = DevelopmentSender(outbox: nil, logger: Logger(label: "device-broker")),
-        vault: TOTPVault? = nil, codeLimits: CodeLimits = CodeLimits(),
+        vault: TOTPVault? = nil, codeLimits: CodeLimits = CodeLimits(), metrics: BrokerMetrics = BrokerMetrics(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
@@ -42,6 +44,7 @@ public struct BrokerEnvironment: Sendable {
         self.sender = sender
         self.vault = vault
         self.codeLimits = codeLimits
+        self.metrics = metrics
         self.now = now
     }
 

@@ -50,6 +50,7 @@ struct DecisionController {
         let settled = try await apply(
             claims, jws: body.decision, by: device, on: event, ip: context.clientAddress, now: now)
         environment.hub.notify(WakeHub.eventKey(event.id))
+        environment.metrics.decided(settled)
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
 
@@ -86,6 +87,7 @@ struct DecisionController {
             environment.hub.notify(WakeHub.eventKey(event.id))
             let left = environment.policy.maxWrongMatches - after.wrongMatches
             guard left > 0 else {
+                environment.metrics.decided(after)
                 throw APIError(
                     .unprocessableContent, "too_many_wrong_matches",
                     "that is not the number the requesting machine shows; the request is now rejected")

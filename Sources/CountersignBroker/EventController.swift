@@ -122,6 +122,8 @@ struct EventController {
             requesterName: device.name, nonce: SecretToken.generate(bytes: 16), matchNumber: nil, wrongMatches: 0,
             requesterTokenDigest: nil, decidedBy: device.id, decidedAt: now, decision: nil)
         try await environment.store.insertEvent(event)
+        environment.metrics.created(event)
+        environment.metrics.decided(event)
         let document = try await environment.document(for: event, withToken: true)
         return JSONBody(EventTicket(event: document, requesterToken: nil, matchNumber: nil), status: .created)
     }
@@ -153,6 +155,7 @@ struct EventController {
         try await environment.store.insertPendingEvent(
             event, maxPending: environment.policy.maxPendingPerUser, now: now)
         environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))
+        environment.metrics.created(event)
         let document = try await environment.document(for: event, withToken: false)
         return JSONBody(
             EventTicket(event: document, requesterToken: requesterToken, matchNumber: event.matchNumber),
@@ -218,9 +221,12 @@ struct LongPoll {
             let now = environment.now()
             if event.isSettled(at: now) { break }
             let untilExpiry = Duration.milliseconds(Int64(event.expiresAt.timeIntervalSince(now) * 1000) + 1)
-            await subscription.wait(timeout: min(hold, untilExpiry))
+            let notified = await subscription.wait(timeout: min(hold, untilExpiry))
             guard let reread = try await environment.store.event(id: event.id) else { break }
             event = reread
+            if let notified, event.isSettled(at: environment.now()) {
+                environment.metrics.woke(after: ContinuousClock.now - notified)
+            }
         }
         return event
     }

@@ -11,7 +11,7 @@ import Synchronization
 public final class WakeHub: Sendable {
     private struct State {
         var nextID = 0
-        var waiters: [String: [Int: AsyncStream<Void>.Continuation]] = [:]
+        var waiters: [String: [Int: AsyncStream<ContinuousClock.Instant>.Continuation]] = [:]
         var count = 0
     }
 
@@ -21,7 +21,8 @@ public final class WakeHub: Sendable {
 
     /// Starts listening on `keys`; the subscription ends when released.
     public func subscribe(_ keys: [String]) -> Subscription {
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncStream<ContinuousClock.Instant>.makeStream(
+            bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state in
             state.nextID += 1
             for key in keys { state.waiters[key, default: [:]][state.nextID] = continuation }
@@ -34,14 +35,16 @@ public final class WakeHub: Sendable {
     /// Wakes every waiter on `key`.
     public func notify(_ key: String) {
         let continuations = state.withLock { $0.waiters[key].map { Array($0.values) } ?? [] }
-        for continuation in continuations { continuation.yield() }
+        let now = ContinuousClock.now
+        for continuation in continuations { continuation.yield(now) }
     }
 
     /// Wakes every waiter, so each re-reads the store (after notifications
     /// from other instances may have been missed).
     public func notifyAll() {
         let continuations = state.withLock { $0.waiters.values.flatMap(\.values) }
-        for continuation in continuations { continuation.yield() }
+        let now = ContinuousClock.now
+        for continuation in continuations { continuation.yield(now) }
     }
 
     /// How many subscriptions are open (long-polls held).
@@ -61,12 +64,13 @@ public final class WakeHub: Sendable {
     public final class Subscription: Sendable {
         let id: Int
         let keys: [String]
-        let stream: AsyncStream<Void>
-        let continuation: AsyncStream<Void>.Continuation
+        let stream: AsyncStream<ContinuousClock.Instant>
+        let continuation: AsyncStream<ContinuousClock.Instant>.Continuation
         let hub: WakeHub
 
         fileprivate init(
-            id: Int, keys: [String], stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation,
+            id: Int, keys: [String], stream: AsyncStream<ContinuousClock.Instant>,
+            continuation: AsyncStream<ContinuousClock.Instant>.Continuation,
             hub: WakeHub
         ) {
             self.id = id
@@ -78,21 +82,28 @@ public final class WakeHub: Sendable {
 
         deinit { hub.remove(id, keys: keys) }
 
-        /// Returns when notified, after `timeout`, or when the broker starts
-        /// shutting down, whichever comes first.
-        public func wait(timeout: Duration) async {
-            guard timeout > .zero, !Task.isShuttingDownGracefully else { return }
-            await withGracefulShutdownHandler {
-                await withTaskGroup(of: Void.self) { group in
+        /// Returns when notified (with when the notification was sent),
+        /// after `timeout`, or when the broker starts shutting down,
+        /// whichever comes first.
+        @discardableResult
+        public func wait(timeout: Duration) async -> ContinuousClock.Instant? {
+            guard timeout > .zero, !Task.isShuttingDownGracefully else { return nil }
+            return await withGracefulShutdownHandler {
+                await withTaskGroup(of: ContinuousClock.Instant?.self) { group in
                     group.addTask { [stream] in
-                        for await _ in stream { return }
+                        for await sent in stream { return sent }
+                        return nil
                     }
-                    group.addTask { try? await Task.sleep(for: timeout) }
-                    await group.next()
+                    group.addTask {
+                        try? await Task.sleep(for: timeout)
+                        return nil
+                    }
+                    let first = await group.next() ?? nil
                     group.cancelAll()
+                    return first
                 }
             } onGracefulShutdown: { [continuation] in
-                continuation.yield()
+                continuation.yield(ContinuousClock.now)
             }
         }
     }

@@ -5,6 +5,8 @@ public import CountersignSQLite
 import Foundation
 import Hummingbird
 public import Logging
+import Metrics
+import Prometheus
 
 extension DeviceBroker {
     struct Serve: AsyncParsableCommand {
@@ -39,6 +41,9 @@ extension DeviceBroker {
         @Option(help: "trace, debug, info, notice, warning, error or critical.")
         var logLevel: Logger.Level = .info
 
+        @Option(help: "text (for people) or json (one object per line, for log shippers).")
+        var logFormat: LogFormat = .text
+
         @Option(help: "How long an emailed or texted one-time code can be typed, e.g. 5m.")
         var codeLifetime: DurationArgument = DurationArgument(seconds: 300)
 
@@ -65,6 +70,12 @@ extension DeviceBroker {
         }
 
         func run() async throws {
+            switch logFormat {
+            case .text: LoggingSystem.bootstrap(StreamLogHandler.standardOutput)
+            case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+            }
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(BrokerMetrics.factory(for: registry))
             var policy = ApprovalPolicy()
             policy.window = approvalWindow.seconds
             policy.maxPendingPerUser = maxPending
@@ -75,10 +86,16 @@ extension DeviceBroker {
             (configuration.sender, configuration.phoneSender) = senders.configurations()
             configuration.verification.codeLifetime = codeLifetime.seconds
             configuration.totpKeyFile = totpKeyFile ?? ProcessEnvironment.value("COUNTERSIGN_TOTP_KEY_FILE")
+            configuration.metrics = BrokerMetrics(registry: registry)
             let app = try await buildApplication(configuration)
             try await app.runService()
         }
     }
+}
+
+/// How log lines look.
+enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json
 }
 
 extension SQLiteStore.Durability: ExpressibleByArgument {}

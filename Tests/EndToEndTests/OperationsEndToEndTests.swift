@@ -1,7 +1,10 @@
+import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
 import Crypto
 import Foundation
+import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Running the broker: shutdown, health, metrics, backups, keys.
@@ -37,5 +40,59 @@ struct OperationsEndToEndTests {
         #expect(ContinuousClock.now - signalled < .seconds(3), "not held to the end of the 25 s wait")
         #expect(try await broker.process.exitCode(timeout: .seconds(10)) == 0, "\(broker.process.text)")
         print("graceful shutdown with two held long-polls: \(ContinuousClock.now - signalled)")
+    }
+
+    @Test("readyz, Prometheus metrics of a round trip, and one JSON log line per request with its id and no secret")
+    func observability() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--log-format", "json", "--log-level", "debug"])
+        defer { broker.stop() }
+        let connection = BrokerConnection(baseURL: broker.url)
+        #expect(try await connection.health())
+        let ready = try await HTTPClient.shared.get(url: broker.url + "/readyz").get()
+        #expect(ready.status == .ok)
+
+        let device = DeviceCredential(
+            broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
+            privateKey: P256.Signing.PrivateKey(), name: "laptop")
+        let client = CountersignClient(for: device)
+        let enrollmentToken = try await broker.backend.createEnrollmentToken(user: "alice").token
+        _ = try await client.enroll(device, enrollmentToken: enrollmentToken)
+        let totp = try await client.createTOTPSecret(device)
+        let ticket = try await client.requestLogin(user: "alice", requesterName: "new-machine")
+        let held = Task {
+            try await client.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        let item = try #require(try await client.inbox(device, wait: 0).first)
+        _ = try await client.decide(item, verdict: .approve, match: ticket.matchNumber, credential: device)
+        #expect(try await held.value.status == .approved)
+
+        let metrics = try await HTTPClient.shared.get(url: broker.url + "/metrics").get()
+        let text = String(buffer: metrics.body ?? ByteBuffer())
+        #expect(metrics.status == .ok)
+        for expected in [
+            #"countersign_events_created_total{event="LOGIN"} 1"#,
+            #"countersign_events_decided_total{outcome="approved",method="TRUSTED_DEVICE"} 1"#,
+            "countersign_decision_to_wake_seconds_count 1", "countersign_long_polls_held 0.0",
+            #"hb_requests{http_route="/api/v1/events/{id}/decision",http_request_method="POST",http_response_status_code="200"} 1"#,
+        ] {
+            #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
+        }
+
+        broker.stop()
+        let lines = broker.process.text.split(separator: "\n").filter { $0.hasPrefix("{") }
+        let records = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(records.count == lines.count, "every line is one JSON object")
+        let requests = records.filter { $0["message"] as? String == "request" }
+        let decision = requests.first { $0["http.path"] as? String == "/api/v1/events/\(ticket.event.ID)/decision" }
+        #expect(decision?["http.status"] as? String == "200")
+        #expect((decision?["hb.request.id"] as? String)?.isEmpty == false, "\(decision ?? [:])")
+        let log = lines.joined(separator: "\n")
+        for secret in [
+            broker.apiSecret, enrollmentToken, ticket.requesterToken!, totp.secret.value,
+            device.privateKey.pemRepresentation,
+        ] {
+            #expect(!log.contains(secret), "a secret reached the log")
+        }
     }
 }

@@ -63,6 +63,7 @@ struct CodeController {
         let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: event.issuer, user: event.clientUserID, event: event)
         environment.hub.notify(WakeHub.eventKey(event.id))
+        environment.metrics.decided(match.settled!)
         return JSONBody(try await environment.document(for: match.settled!, withToken: true))
     }
 

@@ -1,0 +1,50 @@
+import CountersignStore
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// What operators and their load balancers ask.
+struct OperationsController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .get("healthz", use: health)
+            .get("readyz", use: ready)
+            .get("metrics", use: metrics)
+    }
+
+    /// The process is up.
+    @Sendable func health(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<[String: String]>
+    {
+        JSONBody(["status": "ok"])
+    }
+
+    /// The store answers (migrations ran before the server started) and the
+    /// broker is not shutting down: send it traffic.
+    @Sendable func ready(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        guard !Task.isShuttingDownGracefully else {
+            return try APIError(.serviceUnavailable, "shutting_down", "the broker is shutting down")
+                .response(from: request, context: context)
+        }
+        do {
+            _ = try await environment.store.signingKeys()
+        } catch {
+            context.logger.warning("readiness check: the store does not answer", metadata: ["error": "\(error)"])
+            return try APIError(.serviceUnavailable, "store_unavailable", "the store does not answer")
+                .response(from: request, context: context)
+        }
+        return try JSONBody(["status": "ready"]).response(from: request, context: context)
+    }
+
+    /// Prometheus text exposition.
+    @Sendable func metrics(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        guard let text = environment.metrics.render(longPollsHeld: environment.hub.waiting) else {
+            throw APIError.notFound("this broker exports no metrics")
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
