@@ -4,7 +4,9 @@ public import CountersignSQLite
 public import CountersignStore
 public import Foundation
 public import Hummingbird
+import HummingbirdTLS
 public import Logging
+import NIOSSL
 import ServiceLifecycle
 
 /// Everything `device-broker serve` can be told.
@@ -36,6 +38,10 @@ public struct BrokerConfiguration: Sendable {
     /// What `/metrics` shows (the registry the process bootstrapped
     /// swift-metrics with); nil serves no metrics.
     public var metrics: BrokerMetrics = BrokerMetrics()
+    /// Serve HTTPS with this PEM certificate chain and private key.
+    public var tls: (certificateFile: String, keyFile: String)?
+    /// Reverse proxies whose `X-Forwarded-For` header is believed.
+    public var trustedProxies: [IPNetwork] = []
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
@@ -60,9 +66,10 @@ public struct BrokerConfiguration: Sendable {
         var urls = publicURLs
         if urls.isEmpty {
             let bracketed = host.contains(":") ? "[\(host)]" : host
-            urls = ["http://\(bracketed):\(port)"]
+            let scheme = tls == nil ? "http" : "https"
+            urls = ["\(scheme)://\(bracketed):\(port)"]
             if ["127.0.0.1", "::1", "localhost"].contains(host) {
-                urls += ["http://localhost:\(port)", "http://127.0.0.1:\(port)", "http://[::1]:\(port)"]
+                urls += ["localhost", "127.0.0.1", "[::1]"].map { "\(scheme)://\($0):\(port)" }
             }
         }
         var origins: Set<Origin> = []
@@ -165,9 +172,10 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
         keys: try await BrokerKeys.load(from: store, now: Date()),
         verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
-        metrics: configuration.metrics)
+        metrics: configuration.metrics, trustedProxies: configuration.trustedProxies)
     var app = Application(
         router: buildRouter(environment),
+        server: try configuration.tls.map { try .tls(.http1(), tlsConfiguration: try serverTLS($0)) } ?? .http1(),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
         logger: logger)
@@ -178,6 +186,23 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     }
     app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
     return app
+}
+
+/// TLS 1.2+ with the operator's certificate chain and key.
+private func serverTLS(_ files: (certificateFile: String, keyFile: String)) throws -> TLSConfiguration {
+    do {
+        let chain = try NIOSSLCertificate.fromPEMFile(files.certificateFile).map {
+            NIOSSLCertificateSource.certificate($0)
+        }
+        let key = try NIOSSLPrivateKey(file: files.keyFile, format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    } catch {
+        throw BrokerSetupError(
+            "cannot use the TLS certificate \(files.certificateFile) and key \(files.keyFile): \(error)")
+    }
 }
 
 /// Closes the store once everything else has stopped.
@@ -208,6 +233,7 @@ struct WakeRelay: Service {
 /// Builds the router; tests build the same one around their own environment.
 public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerRequestContext> {
     let router = Router(context: BrokerRequestContext.self)
+    router.add(middleware: ForwardedForMiddleware(trustedProxies: environment.trustedProxies))
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMapper())

@@ -26,12 +26,15 @@ public struct BrokerEnvironment: Sendable {
     public let codeLimits: CodeLimits
     /// What the broker counts.
     public let metrics: BrokerMetrics
+    /// Proxies whose `X-Forwarded-For` is believed.
+    public let trustedProxies: [IPNetwork]
 
     public init(
         store: any CountersignStore, policy: ApprovalPolicy, issuer: String, origins: Set<Origin>, keys: BrokerKeys,
         hub: WakeHub = WakeHub(), verification: VerificationPolicy = VerificationPolicy(),
         sender: any CodeSender = DevelopmentSender(outbox: nil, logger: Logger(label: "device-broker")),
         vault: TOTPVault? = nil, codeLimits: CodeLimits = CodeLimits(), metrics: BrokerMetrics = BrokerMetrics(),
+        trustedProxies: [IPNetwork] = [],
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
@@ -45,6 +48,7 @@ public struct BrokerEnvironment: Sendable {
         self.vault = vault
         self.codeLimits = codeLimits
         self.metrics = metrics
+        self.trustedProxies = trustedProxies
         self.now = now
     }
 

@@ -22,6 +22,8 @@ public struct BrokerRequestContext: RequestContext {
     public let remoteAddress: String?
     /// Set by ``CallerAuthenticator``.
     public var identity: CallerIdentity?
+    /// The client behind a trusted proxy (``ForwardedForMiddleware``).
+    var forwardedAddress: String?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -32,8 +34,8 @@ public struct BrokerRequestContext: RequestContext {
     /// Bodies are small JSON documents.
     public var maxUploadSize: Int { 64 * 1024 }
 
-    /// The caller's address as shown on events.
-    var clientAddress: String { remoteAddress ?? "unknown" }
+    /// The caller's address as shown on events and counted by limits.
+    var clientAddress: String { forwardedAddress ?? remoteAddress ?? "unknown" }
 }
 
 /// A request authenticated with an API key id and its secret. Its

@@ -56,6 +56,20 @@ extension DeviceBroker {
                 """)
         var totpKeyFile: String?
 
+        @Option(help: "Serve HTTPS with this PEM certificate chain (with --tls-key).")
+        var tlsCertificate: String?
+
+        @Option(help: "The PEM private key of --tls-certificate.")
+        var tlsKey: String?
+
+        @Option(
+            name: .customLong("trusted-proxy"),
+            help: """
+                An address or CIDR range of a reverse proxy whose X-Forwarded-For header is believed; \
+                repeat for several. Without one the header is ignored.
+                """)
+        var trustedProxies: [String] = []
+
         @OptionGroup(title: "Code delivery") var senders: SenderOptions
 
         func validate() throws {
@@ -66,6 +80,12 @@ extension DeviceBroker {
             }
             guard codeLifetime.seconds >= 60, codeLifetime.seconds <= 1800 else {
                 throw ValidationError("--code-lifetime must be between 1m and 30m")
+            }
+            guard (tlsCertificate == nil) == (tlsKey == nil) else {
+                throw ValidationError("give --tls-certificate and --tls-key together")
+            }
+            for proxy in trustedProxies where IPNetwork(proxy) == nil {
+                throw ValidationError("--trusted-proxy \(proxy) is not an address or CIDR range")
             }
         }
 
@@ -87,6 +107,8 @@ extension DeviceBroker {
             configuration.verification.codeLifetime = codeLifetime.seconds
             configuration.totpKeyFile = totpKeyFile ?? ProcessEnvironment.value("COUNTERSIGN_TOTP_KEY_FILE")
             configuration.metrics = BrokerMetrics(registry: registry)
+            if let tlsCertificate, let tlsKey { configuration.tls = (tlsCertificate, tlsKey) }
+            configuration.trustedProxies = trustedProxies.compactMap(IPNetwork.init)
             let app = try await buildApplication(configuration)
             try await app.runService()
         }

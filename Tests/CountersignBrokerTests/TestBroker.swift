@@ -32,7 +32,8 @@ struct TestBroker {
 
     init(
         policy: ApprovalPolicy = ApprovalPolicy(), sender: any CodeSender = CapturingSender(),
-        vault: TOTPVault? = TOTPVault(key: SymmetricKey(size: .bits256)), codeLimits: CodeLimits = CodeLimits()
+        vault: TOTPVault? = TOTPVault(key: SymmetricKey(size: .bits256)), codeLimits: CodeLimits = CodeLimits(),
+        trustedProxies: [IPNetwork] = []
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -47,7 +48,7 @@ struct TestBroker {
         environment = BrokerEnvironment(
             store: store, policy: policy, issuer: Self.origin, origins: [Origin(url: Self.origin)!],
             keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, vault: vault,
-            codeLimits: codeLimits, now: { clock.now })
+            codeLimits: codeLimits, trustedProxies: trustedProxies, now: { clock.now })
     }
 
     /// The same broker seen as another app, with that app's API key.

@@ -5,6 +5,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Testing
 
 /// Running the broker: shutdown, health, metrics, backups, keys.
@@ -94,5 +95,45 @@ struct OperationsEndToEndTests {
         ] {
             #expect(!log.contains(secret), "a secret reached the log")
         }
+    }
+
+    @Test("HTTPS with the operator's certificate; tokens name the https issuer; plain HTTP on that port gets nothing")
+    func https() async throws {
+        let directory = try temporaryDirectory("tls")
+        let certificate = directory.appendingPathComponent("cert.pem").path
+        let key = directory.appendingPathComponent("key.pem").path
+        let openssl = try RunningProcess(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+                "-out", certificate, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
+        #expect(try await openssl.exitCode() == 0, "\(openssl.text)")
+        let port = try freePort()
+        let broker = try RunningProcess(
+            "device-broker",
+            [
+                "serve", "--data-dir", try temporaryDirectory("broker-data").path, "--port", String(port),
+                "--tls-certificate", certificate, "--tls-key", key, "--log-level", "warning",
+            ])
+        defer { broker.stop() }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(certificate)
+        let client = HTTPClient(configuration: .init(tlsConfiguration: tls))
+
+        let deadline = ContinuousClock.now + .seconds(30)
+        var health: HTTPClient.Response?
+        while health?.status != .ok, ContinuousClock.now < deadline {
+            health = try? await client.get(url: "https://127.0.0.1:\(port)/healthz").get()
+            if health?.status != .ok { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(health?.status == .ok, "\(broker.text)")
+        let discovery = try await client.get(url: "https://127.0.0.1:\(port)/.well-known/openid-configuration").get()
+        let body = String(buffer: discovery.body ?? ByteBuffer())
+        let document = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+        #expect(document?["issuer"] as? String == "https://127.0.0.1:\(port)")
+        let plain = try? await HTTPClient.shared.get(url: "http://127.0.0.1:\(port)/healthz").get()
+        #expect(plain?.status != .ok, "no answer in the clear")
+        try await client.shutdown()
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// An address range such as `10.0.0.0/8`, `192.0.2.7` or `fd00::/8`.
+public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
+    let bytes: [UInt8]
+    let prefix: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1)
+        guard let first = parts.first, let bytes = Self.parse(String(first)) else { return nil }
+        let prefix = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
+        guard let prefix, (0...bytes.count * 8).contains(prefix) else { return nil }
+        self.bytes = bytes
+        self.prefix = prefix
+    }
+
+    /// Whether `address` (IPv4 or IPv6 text) is in this range.
+    public func contains(_ address: String) -> Bool {
+        guard let other = Self.parse(address), other.count == bytes.count else { return false }
+        for bit in 0..<prefix {
+            let mask = UInt8(0x80) >> UInt8(bit % 8)
+            if bytes[bit / 8] & mask != other[bit / 8] & mask { return false }
+        }
+        return true
+    }
+
+    public var description: String { "\(Self.format(bytes))/\(prefix)" }
+
+    /// The 4 or 16 bytes of an address; an IPv4-mapped IPv6 address reads as IPv4.
+    static func parse(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return Array(bytes[12...])
+        }
+        return bytes
+    }
+
+    private static func format(_ bytes: [UInt8]) -> String {
+        bytes.count == 4
+            ? bytes.map(String.init).joined(separator: ".")
+            : stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+                .joined(separator: ":")
+    }
+}
+
+/// Behind a reverse proxy the TCP peer is the proxy: take the client's
+/// address from `X-Forwarded-For`, but only when the peer is one of the
+/// configured proxies, and only the right-most address that is not one of
+/// them (anything to its left was written by the client and proves
+/// nothing). Without trusted proxies the header is ignored.
+struct ForwardedForMiddleware: RouterMiddleware {
+    let trustedProxies: [IPNetwork]
+
+    func handle(
+        _ request: Request, context: BrokerRequestContext,
+        next: (Request, BrokerRequestContext) async throws -> Response
+    ) async throws -> Response {
+        var context = context
+        if let peer = context.remoteAddress, isTrusted(peer) {
+            let hops = request.headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            if !hops.isEmpty, hops.allSatisfy({ IPNetwork.parse($0) != nil }) {
+                context.forwardedAddress = hops.last(where: { !isTrusted($0) }) ?? hops.first
+            }
+        }
+        return try await next(request, context)
+    }
+
+    private func isTrusted(_ address: String) -> Bool { trustedProxies.contains { $0.contains(address) } }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}
