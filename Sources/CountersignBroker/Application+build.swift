@@ -185,7 +185,33 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
         app.addServices(WakeRelay(feed: feed, hub: environment.hub, logger: logger))
     }
     app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
+    app.addServices(KeyRefresher(environment: environment, logger: logger))
     return app
+}
+
+/// Re-reads the signing keys every 30 s, and at once when another instance
+/// on a shared store says they changed, so that a rotation by
+/// `device-broker keys rotate` reaches every running instance.
+struct KeyRefresher: Service {
+    let environment: BrokerEnvironment
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully {
+            let rotated = environment.hub.subscribe([WakeKey.signingKeys])
+            await rotated.wait(timeout: .seconds(30))
+            guard !Task.isShuttingDownGracefully else { return }
+            do {
+                let before = environment.keys.currentKeyID
+                try await environment.keys.refresh(from: environment.store, now: environment.now())
+                if environment.keys.currentKeyID != before {
+                    logger.notice("now signing with key \(environment.keys.currentKeyID)")
+                }
+            } catch {
+                logger.warning("could not re-read the signing keys", metadata: ["error": "\(error)"])
+            }
+        }
+    }
 }
 
 /// TLS 1.2+ with the operator's certificate chain and key.

@@ -79,6 +79,8 @@ extension PostgresStore {
                 INSERT INTO signing_keys (id, private_key_pem, created_at)
                 VALUES (\(key.id), \(key.privateKeyPEM), \(key.createdAt.seconds))
                 """, logger: logger)
+            // Every instance re-reads its keys now rather than at its next refresh.
+            try await db.notify(WakeKey.signingKeys, logger: logger)
         }
     }
 

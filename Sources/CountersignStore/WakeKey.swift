@@ -2,6 +2,8 @@
 public enum WakeKey {
     public static func event(_ id: String) -> String { "event:" + id }
     public static func inbox(issuer: String, user: String) -> String { "inbox:\(issuer)\u{1F}\(user)" }
+    /// The broker's signing keys changed (a rotation).
+    public static let signingKeys = "signing-keys"
 }
 
 /// A store that several broker instances share tells each of them what

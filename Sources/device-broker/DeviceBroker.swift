@@ -6,7 +6,7 @@ struct DeviceBroker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device-broker",
         abstract: "Countersign's broker: trusted devices countersign logins and transactions.",
-        subcommands: [Serve.self, APIKeyCommand.self, TOTPKeyCommand.self, Migrate.self],
+        subcommands: [Serve.self, APIKeyCommand.self, KeysCommand.self, TOTPKeyCommand.self, Migrate.self],
         defaultSubcommand: Serve.self
     )
 }

@@ -1,8 +1,10 @@
+import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
 import CountersignPostgresTesting
 import Crypto
 import Foundation
+import NIOCore
 import Testing
 
 /// Two real `device-broker` processes on one PostgreSQL database.
@@ -65,6 +67,29 @@ struct MultiInstanceEndToEndTests {
         _ = try await throughA.requestLogin(user: "alice", requesterName: "another-machine")
         #expect(try await inbox.value.count == 1)
         #expect(ContinuousClock.now - started < .seconds(5))
+        try await stop(a, b, database: database)
+    }
+
+    @Test("keys rotate on one store: both running instances publish the new key at once")
+    func keyRotation() async throws {
+        let (a, b, _, database) = try await start()
+        let rotate = try RunningProcess("device-broker", ["keys", "rotate", "--database", database])
+        #expect(try await rotate.exitCode() == 0, "\(rotate.text)")
+        let newKey = try await rotate.waitFor(#"New signing key ([A-Za-z0-9_-]+), published now"#)
+        for instance in [a, b] {
+            let deadline = ContinuousClock.now + .seconds(5)
+            var kids: [String] = []
+            while !kids.contains(newKey), ContinuousClock.now < deadline {
+                let jwks = try await HTTPClient.shared.get(url: instance.url + "/.well-known/jwks.json").get()
+                struct JWKS: Decodable { struct Key: Decodable { let kid: String }; let keys: [Key] }
+                kids = try JSONDecoder().decode(JWKS.self, from: Data(String(buffer: jwks.body!).utf8)).keys.map(\.kid)
+                if !kids.contains(newKey) { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(kids.count == 2 && kids.contains(newKey), "\(instance.url): \(kids)")
+        }
+        let list = try RunningProcess("device-broker", ["keys", "list", "--database", database])
+        #expect(try await list.exitCode() == 0)
+        #expect(list.text.contains("\tsigning") && list.text.contains("published, signs from"), "\(list.text)")
         try await stop(a, b, database: database)
     }
 
