@@ -44,6 +44,22 @@ public final class SQLiteStore: CountersignStore {
         }
     }
 
+    /// Writes a consistent copy of the database to `path` while the broker
+    /// keeps running (SQLite's online backup API, never a file copy that
+    /// could catch a write half done). Refuses an existing file.
+    public func backup(to path: String) throws {
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw StoreError(.alreadyExists, "\(path) exists; a backup never overwrites a file")
+        }
+        do {
+            let destination = try DatabaseQueue(path: path)
+            try pool.backup(to: destination)
+            try destination.close()
+        } catch let error as DatabaseError {
+            throw StoreError(.backend, "backup to \(path) failed: \(error.message ?? error.description)")
+        }
+    }
+
     /// The writer's `PRAGMA synchronous` value (2 = FULL, 1 = NORMAL).
     public func synchronousLevel() throws -> Int {
         try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }

@@ -31,7 +31,7 @@ extension DeviceAgent {
         static let configuration = CommandConfiguration(
             abstract: "Show this trusted device's current TOTP code, for a machine that cannot get an approval.",
             discussion: """
-                Type the code on the machine that asks to log in (`device-agent login --code N`) or \\
+                Type the code on the machine that asks to log in (`device-agent login --code N`) or \
                 into the app. Each code works once; the broker also takes the previous one.
 
                 Exit codes: 0 shown; 1 error (no TOTP secret, wrong PIN).
@@ -77,8 +77,8 @@ extension DeviceAgent {
             commandName: "recovery-codes",
             abstract: "Make a new set of recovery codes for the user, replacing any earlier set.",
             discussion: """
-                A recovery code enrolls a new device (`device-agent enroll --recovery`) when every \\
-                trusted device is lost. Each works once. They are shown only now: keep them somewhere \\
+                A recovery code enrolls a new device (`device-agent enroll --recovery`) when every \
+                trusted device is lost. Each works once. They are shown only now: keep them somewhere \
                 safe, away from this machine. `--status` shows how many are left.
                 """)
 

@@ -6,7 +6,9 @@ struct DeviceBroker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device-broker",
         abstract: "Countersign's broker: trusted devices countersign logins and transactions.",
-        subcommands: [Serve.self, APIKeyCommand.self, KeysCommand.self, TOTPKeyCommand.self, Migrate.self],
+        subcommands: [
+            Serve.self, APIKeyCommand.self, KeysCommand.self, TOTPKeyCommand.self, Migrate.self, BackupCommand.self,
+        ],
         defaultSubcommand: Serve.self
     )
 }

@@ -37,8 +37,8 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a new signing key: published at once, signing after JWKS caches have it.",
             discussion: """
-                Running brokers pick the key up within 30 s (at once on PostgreSQL). The new key is \\
-                in the JWKS at once and signs 5 minutes later, the JWKS cache lifetime; the old key \\
+                Running brokers pick the key up within 30 s (at once on PostgreSQL). The new key is \
+                in the JWKS at once and signs 5 minutes later, the JWKS cache lifetime; the old key \
                 stays in the JWKS for an hour after that, the longest a token it signed lives.
                 """)
 

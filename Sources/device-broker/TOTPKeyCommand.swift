@@ -12,8 +12,8 @@ struct TOTPKeyCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a new random key to FILE (mode 0600); an existing file is never replaced.",
             discussion: """
-                Start the broker with --totp-key-file FILE. Keep the file out of the data directory and \\
-                its backups: the database holds the secrets sealed, the file opens them. Losing the \\
+                Start the broker with --totp-key-file FILE. Keep the file out of the data directory and \
+                its backups: the database holds the secrets sealed, the file opens them. Losing the \
                 file loses every device's TOTP codes (approvals on devices keep working).
                 """)
 

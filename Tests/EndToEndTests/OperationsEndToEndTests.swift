@@ -136,4 +136,35 @@ struct OperationsEndToEndTests {
         #expect(plain?.status != .ok, "no answer in the clear")
         try await client.shutdown()
     }
+
+    @Test("backup while the broker runs, then restore it into a new broker: the devices and events are there")
+    func backupAndRestore() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        _ = try await broker.enrollMachine(name: "laptop-A")
+        let event = try await broker.backend.requestApproval(user: "alice", details: "pay 10 EUR")
+        let restored = try temporaryDirectory("restored")
+        let file = restored.appendingPathComponent("countersign.sqlite").path
+        let backup = try RunningProcess(
+            "device-broker", ["backup", "--data-dir", broker.dataDirectory.path, "--to", file])
+        #expect(try await backup.exitCode() == 0, "\(backup.text)")
+        let again = try RunningProcess(
+            "device-broker", ["backup", "--data-dir", broker.dataDirectory.path, "--to", file])
+        #expect(try await again.exitCode() != 0 && again.text.contains("never overwrites"), "\(again.text)")
+
+        let port = try freePort()
+        let copy = try RunningProcess(
+            "device-broker", ["serve", "--data-dir", restored.path, "--port", String(port), "--log-level", "warning"])
+        defer { copy.stop() }
+        let backend = CountersignBackend(
+            broker: "http://127.0.0.1:\(port)", apiKeyID: broker.apiKeyID, apiSecretKey: broker.apiSecret)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (try? await BrokerConnection(baseURL: "http://127.0.0.1:\(port)").health()) != true,
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try await backend.devices(user: "alice").map(\.name) == ["laptop-A"])
+        #expect(try await backend.event(id: event.event.ID).details == "pay 10 EUR")
+    }
 }
