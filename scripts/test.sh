@@ -46,5 +46,18 @@ if [ -z "${COUNTERSIGN_TEST_POSTGRES:-}" ]; then
     echo "PostgreSQL test cluster: $COUNTERSIGN_TEST_POSTGRES"
 fi
 
+# deploy/ is checked without a container engine: the compose file through the
+# compose tool's own parser, the systemd unit through systemd-analyze.
+if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+    else
+        echo "error: the deploy/ check needs docker compose or Debian's docker-compose package" >&2
+        exit 1
+    fi
+fi
+
 swift build --build-tests
+python3 scripts/check-deploy.py
 swift test
