@@ -159,7 +159,7 @@ struct SMTPSenderTests {
         // credential in the clear (at most the start of a TLS handshake).
         let plaintext = (try? Data(contentsOf: server.spool.appendingPathExtension("plaintext"))) ?? Data()
         #expect(!String(decoding: plaintext, as: UTF8.self).contains("AUTH"))
-        _ = try await broker.process.waitFor(NSRegularExpression.escapedPattern(for: reason), timeout: .seconds(5))
+        _ = try await broker.process.waitFor(NSRegularExpression.escapedPattern(for: reason))
         #expect(!broker.process.text.contains("correct horse"))
     }
 
