@@ -161,7 +161,14 @@ struct SMTPSession {
         mutating func command(_ line: String, expecting codes: Int..., step: String? = nil) async throws
             -> SMTPReply
         {
-            try await outbound.write(ByteBuffer(string: line + "\r\n"))
+            do {
+                try await outbound.write(ByteBuffer(string: line + "\r\n"))
+            } catch {
+                // The connection failed under the write (a refused TLS
+                // handshake, say): its reason is on the inbound side.
+                _ = try await replies.next()
+                throw error
+            }
             // Only the verb: the rest may be a credential or the message.
             return try await expect(codes, during: step ?? String(line.prefix { $0 != " " && $0 != ":" }))
         }
