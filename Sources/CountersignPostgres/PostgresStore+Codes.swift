@@ -39,21 +39,13 @@ extension PostgresStore {
             }
             var eventLeft: Int?
             if let eventID {
-                guard let row = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger),
-                    case let event = try Self.event(row: row), event.issuer == issuer,
-                    event.clientUserID == clientUserID
-                else { throw StoreError(.notFound, "no event \(eventID) for this user") }
-                guard event.status(at: now) == .pending else {
-                    throw StoreError(.conflict, "event \(eventID) is no longer pending")
-                }
-                guard event.codeAttempts < limits.perEvent else {
-                    let untilExpiry = max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
-                    throw StoreError(.limitReached(retryAfter: untilExpiry), "the event takes no more codes")
-                }
+                let event = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger)
+                    .map(Self.event(row:))
+                eventLeft = try limits.attemptsLeft(
+                    after: event, id: eventID, issuer: issuer, clientUserID: clientUserID, now: now)
                 try await db.run(
                     "UPDATE events SET code_attempts = code_attempts + 1, updated_at = \(t) WHERE id = \(eventID)",
                     logger: logger)
-                eventLeft = limits.perEvent - event.codeAttempts - 1
             }
             let counted = (try failures?.value("consecutive", as: Int.self) ?? 0) + 1
             let lockedUntil = limits.lockout(afterFailures: counted).map { t + $0 }

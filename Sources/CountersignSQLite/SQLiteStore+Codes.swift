@@ -31,21 +31,13 @@ extension SQLiteStore {
             }
             var eventLeft: Int?
             if let eventID {
-                guard let row = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [eventID]),
-                    case let event = try Self.event(row: row), event.issuer == issuer,
-                    event.clientUserID == clientUserID
-                else { throw StoreError(.notFound, "no event \(eventID) for this user") }
-                guard event.status(at: now) == .pending else {
-                    throw StoreError(.conflict, "event \(eventID) is no longer pending")
-                }
-                guard event.codeAttempts < limits.perEvent else {
-                    let untilExpiry = max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
-                    throw StoreError(.limitReached(retryAfter: untilExpiry), "the event takes no more codes")
-                }
+                let event = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [eventID])
+                    .map(Self.event(row:))
+                eventLeft = try limits.attemptsLeft(
+                    after: event, id: eventID, issuer: issuer, clientUserID: clientUserID, now: now)
                 try db.execute(
                     sql: "UPDATE events SET code_attempts = code_attempts + 1, updated_at = ? WHERE id = ?",
                     arguments: [t, eventID])
-                eventLeft = limits.perEvent - event.codeAttempts - 1
             }
             let counted = (failures?["consecutive"] as Int? ?? 0) + 1
             try db.execute(

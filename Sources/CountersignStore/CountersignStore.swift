@@ -244,6 +244,23 @@ public struct CodeLimits: Sendable {
         self.maxLockout = maxLockout
     }
 
+    /// The attempts `event` takes after one more, or why it takes none
+    /// (the errors ``CountersignStore/reserveCodeAttempt(issuer:clientUserID:eventID:limits:now:)``
+    /// throws): for every store, the same rule.
+    public func attemptsLeft(
+        after event: ApprovalEvent?, id: String, issuer: String, clientUserID: String, now: Date
+    ) throws -> Int {
+        guard let event, event.issuer == issuer, event.clientUserID == clientUserID else {
+            throw StoreError(.notFound, "no event \(id) for this user")
+        }
+        guard event.status(at: now) == .pending else { throw StoreError(.conflict, "event \(id) is no longer pending") }
+        guard event.codeAttempts < perEvent else {
+            let untilExpiry = max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
+            throw StoreError(.limitReached(retryAfter: untilExpiry), "the event takes no more codes")
+        }
+        return perEvent - event.codeAttempts - 1
+    }
+
     /// How long the user is locked out after `failures` consecutive ones.
     public func lockout(afterFailures failures: Int) -> TimeInterval? {
         guard failures >= lockoutAfter else { return nil }
