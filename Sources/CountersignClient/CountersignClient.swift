@@ -74,12 +74,21 @@ public struct CountersignClient: Sendable {
     }
 
     /// Waits until the event is settled or its window closes, polling in
-    /// slices of at most 25 s (under common proxies' 60 s timeout).
+    /// slices of at most 25 s (under common proxies' 60 s timeout). A
+    /// broker restarting or an instance going away costs a retry, not the
+    /// outcome: unreachable brokers and 502/503/504 answers are retried
+    /// until the window has closed.
     public func awaitOutcome(of ticket: EventTicket) async throws -> EventDocument {
         guard let token = ticket.requesterToken else { return ticket.event }
         var event = ticket.event
         while event.status == .pending {
-            event = try await poll(eventID: event.ID, requesterToken: token, wait: 25)
+            do {
+                event = try await poll(eventID: event.ID, requesterToken: token, wait: 25)
+            } catch let error as CountersignError
+                where [0, 502, 503, 504].contains(error.status) && Date() < ticket.event.expiresAt + 10
+            {
+                try await Task.sleep(for: .milliseconds(250))
+            }
         }
         return event
     }

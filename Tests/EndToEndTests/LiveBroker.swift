@@ -67,6 +67,18 @@ struct LiveBroker {
         return process
     }
 
+    /// Stops the broker with SIGTERM (held long-polls are answered at once)
+    /// and, after `downtime`, starts a new one on the same store and port.
+    func restart(after downtime: Duration = .zero) async throws -> LiveBroker {
+        process.stop()
+        try await Task.sleep(for: downtime)
+        let port = Int(url.split(separator: ":").last!)!
+        var restarted = self
+        restarted.process = try await Self.serve(
+            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile])
+        return restarted
+    }
+
     /// Kills the broker with SIGKILL (no chance to flush anything) and
     /// starts a new one on the same data directory and port.
     func killAndRestart() async throws -> LiveBroker {

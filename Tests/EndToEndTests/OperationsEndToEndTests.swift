@@ -167,4 +167,21 @@ struct OperationsEndToEndTests {
         #expect(try await backend.devices(user: "alice").map(\.name) == ["laptop-A"])
         #expect(try await backend.event(id: event.event.ID).details == "pay 10 EUR")
     }
+
+    @Test("a restart while a login waits: the requester rides out the downtime and gets the decision")
+    func restartWhileWaiting() async throws {
+        var broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let machineB = try temporaryDirectory("agent-B")
+        let (login, eventID, number) = try await broker.startLogin(machine: machineB)
+        try await Task.sleep(for: .milliseconds(300))
+        broker = try await broker.restart(after: .seconds(1))  // nobody listens for a second
+        let approve = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", number], configDirectory: machineA)
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+        #expect(login.text.contains("Approved"), "\(login.text)")
+        print("LOGIN:", login.text, "BROKER:", broker.process.text)
+    }
 }
