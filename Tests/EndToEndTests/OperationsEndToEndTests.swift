@@ -182,6 +182,5 @@ struct OperationsEndToEndTests {
         #expect(try await approve.exitCode() == 0, "\(approve.text)")
         #expect(try await login.exitCode() == 0, "\(login.text)")
         #expect(login.text.contains("Approved"), "\(login.text)")
-        print("LOGIN:", login.text, "BROKER:", broker.process.text)
     }
 }
