@@ -16,6 +16,8 @@ import PostgresNIO
 public final class PostgresStore: CountersignStore, WakeFeed {
     let client: PostgresClient
     let logger: Logger
+    /// `host:port/database`, for errors (never the password).
+    let endpoint: String
     private let runner: Task<Void, Never>
 
     /// The channel writes notify on.
@@ -28,6 +30,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         configuration.options.maximumConnections = maximumConnections
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        self.endpoint = "\(configuration.host ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
         self.logger = logger
         // Started at once, so the pool runs before the first query leases a connection.
         self.runner = Task.immediate { await client.run() }
@@ -42,7 +45,15 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     /// Applies the migrations this broker knows; refuses a database that
     /// has migrations it does not know (a newer broker's).
     public func migrate() async throws {
-        try await PostgresMigrations.apply(using: self)
+        do {
+            try await PostgresMigrations.apply(using: self)
+        } catch let error as PSQLError {
+            throw Self.storeError(error)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw unreachable(error)
+        }
     }
 
     static func configuration(url: String) throws -> PostgresClient.Configuration {
@@ -78,7 +89,14 @@ public final class PostgresStore: CountersignStore, WakeFeed {
             }
         } catch let error as PSQLError {
             throw Self.storeError(error)
+        } catch {
+            throw unreachable(error)
         }
+    }
+
+    /// A failure to get a connection at all.
+    func unreachable(_ error: any Error) -> StoreError {
+        StoreError(.backend, "cannot reach PostgreSQL at \(endpoint): \(error)")
     }
 
     // MARK: Transactions
@@ -96,6 +114,10 @@ public final class PostgresStore: CountersignStore, WakeFeed {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(2 << min(attempt, 6)))))
             } catch let error as PSQLError {
                 throw Self.storeError(error)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw unreachable(error)
             }
         }
     }
@@ -123,6 +145,10 @@ public final class PostgresStore: CountersignStore, WakeFeed {
             return try await client.withConnection { connection in try await body(connection) }
         } catch let error as PSQLError {
             throw Self.storeError(error)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw unreachable(error)
         }
     }
 
