@@ -47,12 +47,8 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     public func migrate() async throws {
         do {
             try await PostgresMigrations.apply(using: self)
-        } catch let error as PSQLError {
-            throw Self.storeError(error)
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw unreachable(error)
+            throw mapped(error)
         }
     }
 
@@ -87,16 +83,20 @@ public final class PostgresStore: CountersignStore, WakeFeed {
             _ = try await client.withConnection { connection in
                 try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
-        } catch let error as PSQLError {
-            throw Self.storeError(error)
         } catch {
-            throw unreachable(error)
+            throw mapped(error)
         }
     }
 
-    /// A failure to get a connection at all.
-    func unreachable(_ error: any Error) -> StoreError {
-        StoreError(.backend, "cannot reach PostgreSQL at \(endpoint): \(error)")
+    /// Any failure as the store reports it: PostgreSQL's own errors mapped
+    /// to ``StoreError``, a failure to get a connection at all named with
+    /// the address; cancellation and store errors as they are.
+    func mapped(_ error: any Error) -> any Error {
+        switch error {
+        case is StoreError, is CancellationError: error
+        case let error as PSQLError: Self.storeError(error)
+        default: StoreError(.backend, "cannot reach PostgreSQL at \(endpoint): \(error)")
+        }
     }
 
     // MARK: Transactions
@@ -112,12 +112,8 @@ public final class PostgresStore: CountersignStore, WakeFeed {
                 return try await transaction(isolation: "SERIALIZABLE", body)
             } catch let error as PSQLError where Self.isRetryable(error) && attempt < 20 {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(2 << min(attempt, 6)))))
-            } catch let error as PSQLError {
-                throw Self.storeError(error)
-            } catch let error as StoreError {
-                throw error
             } catch {
-                throw unreachable(error)
+                throw mapped(error)
             }
         }
     }
@@ -143,12 +139,8 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
             return try await client.withConnection { connection in try await body(connection) }
-        } catch let error as PSQLError {
-            throw Self.storeError(error)
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw unreachable(error)
+            throw mapped(error)
         }
     }
 
