@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "device-broker", targets: ["device-broker"]),
         .executable(name: "device-agent", targets: ["device-agent"]),
+        .executable(name: "countersign-bench", targets: ["countersign-bench"]),
         .library(name: "CountersignClient", targets: ["CountersignClient"]),
     ],
     dependencies: [
@@ -143,6 +144,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "countersign-bench",
+            dependencies: [
+                "CountersignClient",
+                "CountersignCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CountersignCoreTests",
             dependencies: [
@@ -189,6 +202,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "CountersignCore", "CountersignClient", "CountersignPostgresTesting", "device-broker", "device-agent",
+                "countersign-bench",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,4 +1,4 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import CountersignCore
 import Foundation
 import NIOCore
@@ -10,13 +10,28 @@ public struct BrokerConnection: Sendable {
     public let baseURL: String
     private let client: HTTPClient
 
-    /// A connection over the process-wide shared HTTP client.
+    /// A connection over the process-wide HTTP client of this SDK, which
+    /// keeps up to 512 connections per broker, so that many long-polls can
+    /// be held at once.
     public init(baseURL: String) {
+        self.init(baseURL: baseURL, client: Self.sharedClient)
+    }
+
+    /// A connection over your own HTTP client.
+    public init(baseURL: String, client: HTTPClient) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
-        self.client = HTTPClient.shared
+        self.client = client
     }
+
+    /// Long-polls hold a connection each: the process-wide client of
+    /// AsyncHTTPClient keeps only 8 per host.
+    static let sharedClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 512
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// The absolute URL of an API path.
     public func url(_ path: String) -> String { baseURL + path }

@@ -8,7 +8,12 @@ public struct CountersignBackend: Sendable {
     let authorization: (String, String)
 
     public init(broker: String, apiKeyID: String, apiSecretKey: String) {
-        self.connection = BrokerConnection(baseURL: broker)
+        self.init(connection: BrokerConnection(baseURL: broker), apiKeyID: apiKeyID, apiSecretKey: apiSecretKey)
+    }
+
+    /// A backend client over a connection you configured.
+    public init(connection: BrokerConnection, apiKeyID: String, apiSecretKey: String) {
+        self.connection = connection
         self.authorization = (
             "Authorization", "Basic " + Data("\(apiKeyID):\(apiSecretKey)".utf8).base64EncodedString()
         )

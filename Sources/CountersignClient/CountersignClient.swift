@@ -14,7 +14,12 @@ public struct CountersignClient: Sendable {
     public let apiKeyID: String
 
     public init(broker: String, apiKeyID: String) {
-        self.connection = BrokerConnection(baseURL: broker)
+        self.init(connection: BrokerConnection(baseURL: broker), apiKeyID: apiKeyID)
+    }
+
+    /// A client over a connection you configured.
+    public init(connection: BrokerConnection, apiKeyID: String) {
+        self.connection = connection
         self.apiKeyID = apiKeyID
     }
 

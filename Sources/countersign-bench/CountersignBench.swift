@@ -1,0 +1,99 @@
+import ArgumentParser
+import AsyncHTTPClient
+import CountersignClient
+import CountersignCore
+import Crypto
+import Foundation
+import NIOCore
+
+/// `countersign-bench`: drives a running broker through the public API with
+/// N requesters and N approvers and prints one summary line per scenario.
+@main
+struct CountersignBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "countersign-bench",
+        abstract: "Load-test a running broker with full approval round trips.",
+        discussion: """
+            One round trip: a requester creates a pending LOGIN, its user's trusted device (held on \
+            its inbox long-poll) signs an approval with the number, and the requester, held on its \
+            own long-poll, wakes with the event token. Each of N pairs is one user with one device, \
+            enrolled through the public API before the run.
+
+            With two --broker URLs, requesters talk to the first and approvers to the second (two \
+            instances on one PostgreSQL: every wake-up crosses instances). --idle-waiters holds that \
+            many extra inbox long-polls open during the run. --broker-pid reads the broker's peak \
+            RSS (VmHWM) from /proc.
+            """)
+
+    @Option(name: .customLong("broker"), help: "The broker's URL; give two to split requesters and approvers.")
+    var brokers: [String]
+
+    @Option(help: "The app's API key id.")
+    var apiKey: String
+
+    @Option(help: "Its secret key (to ask for enrollment tokens).")
+    var apiSecret: String
+
+    @Option(help: "Pairs of requester and approver; a comma-separated list runs one scenario each.")
+    var concurrency: String = "1,16,64"
+
+    @Option(help: "Seconds each scenario runs.")
+    var duration: Double = 10
+
+    @Option(help: "Extra inbox long-polls held open during every scenario.")
+    var idleWaiters: Int = 0
+
+    @Option(help: "The broker's process id, to report its peak RSS.")
+    var brokerPid: Int32?
+
+    func validate() throws {
+        guard (1...2).contains(brokers.count) else { throw ValidationError("give one or two --broker URLs") }
+        guard !levels.isEmpty, levels.allSatisfy({ $0 >= 1 }) else {
+            throw ValidationError("--concurrency is a comma-separated list of positive numbers")
+        }
+        guard duration > 0 else { throw ValidationError("--duration must be positive") }
+    }
+
+    var levels: [Int] { concurrency.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+
+    func run() async throws {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 2 * (levels.max()! + idleWaiters) + 16
+        configuration.timeout.connect = .seconds(30)
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let requesterSide = BrokerConnection(baseURL: brokers[0], client: http)
+        let approverSide = BrokerConnection(baseURL: brokers.last!, client: http)
+        let backend = CountersignBackend(connection: requesterSide, apiKeyID: apiKey, apiSecretKey: apiSecret)
+        let run = SecretToken.generate(bytes: 6)
+
+        let pairs = try await Enroller(backend: backend, approverSide: approverSide, apiKey: apiKey)
+            .enroll(count: levels.max()! + (idleWaiters > 0 ? 1 : 0), prefix: "bench-\(run)")
+        let idle = idleWaiters > 0 ? IdleWaiters(device: pairs.last!, connection: approverSide, apiKey: apiKey) : nil
+        if let idle {
+            try await idle.start(count: idleWaiters)
+            print("holding \(idleWaiters) idle long-polls")
+        }
+        for level in levels {
+            let result = try await Scenario(
+                pairs: Array(pairs.prefix(level)), requesterSide: requesterSide, approverSide: approverSide,
+                apiKey: apiKey, duration: duration
+            ).run()
+            print(
+                result.summary(
+                    name: brokers.count == 2 ? "two-instance" : idleWaiters > 0 ? "idle-waiters" : "throughput",
+                    concurrency: level, idleWaiters: idleWaiters, peakRSS: brokerPid.flatMap(Self.peakRSS)))
+            fflush(nil)
+        }
+        await idle?.stop()
+        try await http.shutdown()
+    }
+
+    /// VmHWM of a process, in bytes.
+    static func peakRSS(pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
+    }
+}
