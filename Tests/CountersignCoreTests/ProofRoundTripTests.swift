@@ -63,5 +63,18 @@ struct ProofRoundTripTests {
         #expect(Base64URL.decode("AQ+D") == nil, "standard alphabet")
         #expect(Base64URL.decode("AQJ") == nil, "non-canonical trailing bits")
         #expect(Base64URL.decode("A") == nil, "impossible length")
+        #expect(Base64URL.decode("") == Data() && Base64URL.encode([]) == "")
+    }
+
+    @Test("base64url agrees with Foundation's base64 on every length, both ways")
+    func base64urlAgreesWithFoundation() {
+        for length in 0...96 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: .min ... .max) }
+            let reference = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URL.encode(bytes) == reference, "length \(length)")
+            #expect(Base64URL.decode(reference) == Data(bytes), "length \(length)")
+        }
     }
 }
