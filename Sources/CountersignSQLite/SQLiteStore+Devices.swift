@@ -58,7 +58,8 @@ extension SQLiteStore {
 
     public func device(id: String) async throws -> TrustedDevice? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM devices WHERE id = ?", arguments: [id]).map(Self.device(row:))
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id])
+                .map(Self.device(row:))
         }
     }
 
@@ -131,9 +132,10 @@ extension SQLiteStore {
 
     public func markDeviceSeen(id: String, now: Date) async throws {
         try await write { db in
-            try db.execute(
-                sql: "UPDATE devices SET last_seen_at = max(coalesce(last_seen_at, 0), ?) WHERE id = ?",
-                arguments: [now.timeIntervalSince1970, id])
+            try db.cachedStatement(
+                sql: "UPDATE devices SET last_seen_at = max(coalesce(last_seen_at, 0), ?) WHERE id = ?"
+            )
+            .execute(arguments: [now.timeIntervalSince1970, id])
         }
     }
 

@@ -7,12 +7,12 @@ extension SQLiteStore {
     public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
         try await write { db in
             let open = try Double.fetchAll(
-                db,
-                sql: """
-                    SELECT expires_at FROM events
-                    WHERE issuer = ? AND client_user_id = ? AND status = 'pending' AND expires_at > ?
-                    ORDER BY expires_at
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT expires_at FROM events
+                        WHERE issuer = ? AND client_user_id = ? AND status = 'pending' AND expires_at > ?
+                        ORDER BY expires_at
+                        """),
                 arguments: [event.issuer, event.clientUserID, now.timeIntervalSince1970])
             if open.count >= maxPending {
                 let retryAfter = max(1, Int((open[open.count - maxPending] - now.timeIntervalSince1970).rounded(.up)))
@@ -28,7 +28,8 @@ extension SQLiteStore {
 
     public func event(id: String) async throws -> ApprovalEvent? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]).map(Self.event(row:))
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM events WHERE id = ?"), arguments: [id])
+                .map(Self.event(row:))
         }
     }
 
@@ -53,13 +54,13 @@ extension SQLiteStore {
         sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
         arguments += [limit]
         return try await read { [sql, arguments] db in
-            try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.event(row:))
+            try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(Self.event(row:))
         }
     }
 
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         try await write { db in
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     UPDATE events
                     SET status = ?, decided_by = ?, decided_at = ?, decision = ?, updated_at = ?
@@ -67,7 +68,8 @@ extension SQLiteStore {
                       AND EXISTS (SELECT 1 FROM devices d
                                   WHERE d.id = ? AND d.revoked_at IS NULL
                                     AND d.issuer = events.issuer AND d.client_user_id = events.client_user_id)
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     decision.status.rawValue, decision.deviceID, now.timeIntervalSince1970, decision.jws,
                     now.timeIntervalSince1970, id, now.timeIntervalSince1970, decision.deviceID,
@@ -105,7 +107,8 @@ extension SQLiteStore {
     /// `notFound` or `conflict`.
     static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
         let changed = db.changesCount == 1
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM events WHERE id = ?"), arguments: [id])
+        else {
             throw StoreError(.notFound, "no event \(id)")
         }
         guard changed else { throw StoreError(.conflict, "event \(id) is no longer pending") }
@@ -113,13 +116,14 @@ extension SQLiteStore {
     }
 
     private static func insert(_ event: ApprovalEvent, into db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
                     requester_token_digest, decided_by, decided_at, decision, new_device)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 event.id, event.createdAt.timeIntervalSince1970, event.updatedAt.timeIntervalSince1970, event.issuer,
                 event.clientUserID, event.name, event.ip, event.location, event.method.rawValue,

@@ -14,7 +14,8 @@ extension SQLiteStore {
 
     public func apiKey(id: String) async throws -> APIKey? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM api_keys WHERE id = ?", arguments: [id]).map(APIKey.init(row:))
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM api_keys WHERE id = ?"), arguments: [id])
+                .map(APIKey.init(row:))
         }
     }
 
@@ -67,9 +68,8 @@ extension SQLiteStore {
 
     public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (?, ?, ?)",
-                arguments: [deviceID, jti, expiresAt.timeIntervalSince1970])
+            try db.cachedStatement(sql: "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (?, ?, ?)")
+                .execute(arguments: [deviceID, jti, expiresAt.timeIntervalSince1970])
         }
     }
 
