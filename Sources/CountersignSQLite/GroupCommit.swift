@@ -11,8 +11,9 @@ import Synchronization
 /// savepoint alone, and a commit that fails fails every write in it.
 final class GroupCommitter: Sendable {
     private struct Job: Sendable {
-        /// Runs the write in its savepoint and keeps its outcome.
-        let run: @Sendable (Database) -> Void
+        /// Runs the write (in its own savepoint when it shares the
+        /// transaction), keeps its outcome, and says whether it succeeded.
+        let run: @Sendable (Database, _ alone: Bool) -> Bool
         /// Answers the caller once the batch's commit is known.
         let finish: @Sendable ((any Error)?) -> Void
     }
@@ -37,19 +38,25 @@ final class GroupCommitter: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let outcome = Mutex<Result<T, any Error>?>(nil)
             let job = Job(
-                run: { db in
+                run: { db, alone in
                     let result: Result<T, any Error>
                     do {
-                        var value: T?
-                        try db.inSavepoint {
-                            value = try body(db)
-                            return .commit
+                        if alone {
+                            result = .success(try body(db))
+                        } else {
+                            var value: T?
+                            try db.inSavepoint {
+                                value = try body(db)
+                                return .commit
+                            }
+                            result = .success(value!)
                         }
-                        result = .success(value!)
                     } catch {
                         result = .failure(error)
                     }
                     outcome.withLock { $0 = result }
+                    if case .success = result { return true }
+                    return false
                 },
                 finish: { commitError in
                     if let commitError {
@@ -84,7 +91,11 @@ final class GroupCommitter: Sendable {
             do {
                 try await pool.writeWithoutTransaction { db in
                     try db.inTransaction(.immediate) {
-                        for job in batch { job.run(db) }
+                        guard batch.count > 1 else {
+                            // Alone, the write needs no savepoint: if it fails, the transaction is rolled back.
+                            return batch[0].run(db, true) ? .commit : .rollback
+                        }
+                        for job in batch { _ = job.run(db, false) }
                         return .commit
                     }
                 }
