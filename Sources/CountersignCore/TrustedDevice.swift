@@ -24,6 +24,26 @@ public struct TrustedDevice: Sendable, Equatable {
     /// are refused, so every code works once.
     public var lastTOTPStep: Int64?
 
+    /// A device as a store read it back: `id` is the thumbprint of
+    /// `publicKey`, computed when the device was enrolled.
+    public init(
+        storedID id: String, publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String,
+        type: String, createdAt: Date, lastSeenAt: Date?, revokedAt: Date?, sealedTOTPSecret: Data?,
+        lastTOTPStep: Int64?
+    ) {
+        self.id = id
+        self.issuer = issuer
+        self.clientUserID = clientUserID
+        self.publicKey = publicKey
+        self.name = name
+        self.type = type
+        self.createdAt = createdAt
+        self.lastSeenAt = lastSeenAt
+        self.revokedAt = revokedAt
+        self.sealedTOTPSecret = sealedTOTPSecret
+        self.lastTOTPStep = lastTOTPStep
+    }
+
     public init(
         publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String, type: String,
         createdAt: Date, lastSeenAt: Date? = nil, revokedAt: Date? = nil, sealedTOTPSecret: Data? = nil,

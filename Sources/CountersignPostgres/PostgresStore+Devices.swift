@@ -164,10 +164,9 @@ extension PostgresStore {
     }
 
     static func device(row: PostgresRandomAccessRow) throws -> TrustedDevice {
-        let key = try JSONDecoder().decode(
-            DevicePublicKey.self, from: Data(try row.value("public_key", as: String.self).utf8))
-        return TrustedDevice(
-            publicKey: key, issuer: try row.value("issuer"), clientUserID: try row.value("client_user_id"),
+        TrustedDevice(
+            storedID: try row.value("id"), publicKey: try DevicePublicKey.stored(try row.value("public_key")),
+            issuer: try row.value("issuer"), clientUserID: try row.value("client_user_id"),
             name: try row.value("name"), type: try row.value("type"), createdAt: try row.date("created_at"),
             lastSeenAt: try row.optionalDate("last_seen_at"), revokedAt: try row.optionalDate("revoked_at"),
             sealedTOTPSecret: try row.value("totp_secret"), lastTOTPStep: try row.value("totp_last_step"))

@@ -156,9 +156,9 @@ extension SQLiteStore {
     }
 
     static func device(row: Row) throws -> TrustedDevice {
-        let key = try JSONDecoder().decode(DevicePublicKey.self, from: Data((row["public_key"] as String).utf8))
-        return TrustedDevice(
-            publicKey: key, issuer: row["issuer"], clientUserID: row["client_user_id"], name: row["name"],
+        TrustedDevice(
+            storedID: row["id"], publicKey: try DevicePublicKey.stored(row["public_key"]), issuer: row["issuer"],
+            clientUserID: row["client_user_id"], name: row["name"],
             type: row["type"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
             lastSeenAt: (row["last_seen_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
             revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
