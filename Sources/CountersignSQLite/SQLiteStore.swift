@@ -19,6 +19,7 @@ public final class SQLiteStore: CountersignStore {
     }
 
     let pool: DatabasePool
+    let committer: GroupCommitter
 
     /// Opens (creating if needed) the database at `path` and migrates it.
     public init(path: String, durability: Durability = .full) throws {
@@ -29,6 +30,7 @@ public final class SQLiteStore: CountersignStore {
         configuration.label = "countersign"
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
+            committer = GroupCommitter(pool: pool)
             // DatabasePool sets synchronous=NORMAL on the writer after
             // prepareDatabase runs, so FULL has to be set here, after opening.
             let level = durability == .full ? "FULL" : "NORMAL"
@@ -70,10 +72,12 @@ public final class SQLiteStore: CountersignStore {
         try pool.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "" }
     }
 
-    /// Runs a write transaction, mapping SQLite errors to ``StoreError``.
+    /// Runs a write atomically (a savepoint of a group commit, see
+    /// ``GroupCommitter``), durable when it returns; SQLite errors become
+    /// ``StoreError``.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await pool.write(body)
+            return try await committer.write(body)
         } catch let error as DatabaseError {
             throw Self.storeError(error)
         }

@@ -1,9 +1,11 @@
-import CountersignSQLite
+import CountersignCore
 import CountersignStore
 import CountersignStoreTesting
 import Foundation
 import GRDB
 import Testing
+
+@testable import CountersignSQLite
 
 /// A fresh database file in a fresh temporary directory.
 func temporaryDatabasePath() throws -> String {
@@ -56,5 +58,40 @@ struct SQLiteMigrationTests {
             try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
         }
         #expect(applied.contains("v99-from-the-future") && applied.contains("v7-codes"))
+    }
+}
+
+@Suite("SQLite group commit")
+struct GroupCommitTests {
+    @Test("concurrent writes share commits; each succeeds or fails alone; all are durable when answered")
+    func groupCommit() async throws {
+        let path = try temporaryDatabasePath()
+        let store = try SQLiteStore(path: path)
+        let before = store.committer.commits
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<300 {
+                group.addTask {
+                    // Every third id repeats an earlier one: those must fail alone.
+                    let id = index % 3 == 2 ? "ck_\(index - 1)" : "ck_\(index)"
+                    do {
+                        try await store.insertAPIKey(
+                            APIKey(id: id, name: "app \(index)", secretDigest: Data([1]), createdAt: Date()))
+                        return true
+                    } catch {
+                        return false
+                    }
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == 200 && outcomes.filter { !$0 }.count == 100)
+        let commits = store.committer.commits - before
+        #expect(commits < 300, "writes were grouped: \(commits) commits for 300 writes")
+        // What was acknowledged is there for another connection.
+        let count = try await DatabaseQueue(path: path).read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM api_keys") ?? 0
+        }
+        #expect(count == 200)
+        print("group commit: 300 concurrent writes in \(commits) commits")
     }
 }
