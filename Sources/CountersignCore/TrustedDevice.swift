@@ -49,17 +49,10 @@ public struct TrustedDevice: Sendable, Equatable {
         createdAt: Date, lastSeenAt: Date? = nil, revokedAt: Date? = nil, sealedTOTPSecret: Data? = nil,
         lastTOTPStep: Int64? = nil
     ) {
-        self.id = publicKey.thumbprint
-        self.issuer = issuer
-        self.clientUserID = clientUserID
-        self.publicKey = publicKey
-        self.name = name
-        self.type = type
-        self.createdAt = createdAt
-        self.lastSeenAt = lastSeenAt
-        self.revokedAt = revokedAt
-        self.sealedTOTPSecret = sealedTOTPSecret
-        self.lastTOTPStep = lastTOTPStep
+        self.init(
+            storedID: publicKey.thumbprint, publicKey: publicKey, issuer: issuer, clientUserID: clientUserID,
+            name: name, type: type, createdAt: createdAt, lastSeenAt: lastSeenAt, revokedAt: revokedAt,
+            sealedTOTPSecret: sealedTOTPSecret, lastTOTPStep: lastTOTPStep)
     }
 
     /// Whether this device may act for `clientUserID` of `issuer`.
