@@ -10,6 +10,12 @@ public enum SecretToken {
         return Base64URL.encode((0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
+    /// `count` symbols drawn uniformly from `alphabet` by the system CSPRNG.
+    static func symbols(_ count: Int, from alphabet: [UInt8]) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
+    }
+
     /// SHA-256 of a secret. Every secret the broker stores has ≥128 bits of
     /// entropy, so a fast hash is enough: there is nothing to brute-force.
     public static func digest(_ secret: String) -> Data {

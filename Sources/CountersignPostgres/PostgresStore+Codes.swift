@@ -33,10 +33,7 @@ extension PostgresStore {
                 SELECT consecutive, locked_until FROM code_failures
                 WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)
                 """, logger: logger)
-            if let until = try failures?.value("locked_until", as: Double?.self), until > t {
-                throw StoreError(
-                    .limitReached(retryAfter: max(1, Int((until - t).rounded(.up)))), "too many wrong codes")
-            }
+            try limits.refuseWhileLocked(until: try failures?.optionalDate("locked_until"), now: now)
             var eventLeft: Int?
             if let eventID {
                 let event = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger)

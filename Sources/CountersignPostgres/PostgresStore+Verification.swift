@@ -192,33 +192,19 @@ extension PostgresStore {
     public func rotateRefreshToken(digest: Data, replacement: RefreshTokenRecord, now: Date) async throws
         -> RefreshTokenRecord
     {
-        enum Outcome: Sendable {
-            case rotated(RefreshTokenRecord)
-            case reused(family: String)
-        }
         let logger = logger
-        let outcome: Outcome = try await write { db in
-            guard let current = try await Self.refreshToken(digest: digest, in: db, logger: logger),
-                current.expiresAt > now
-            else { throw StoreError(.notFound, "unknown or expired refresh token") }
-            guard current.rotatedAt == nil, current.revokedAt == nil else { return .reused(family: current.familyID) }
-            try await db.run(
-                "UPDATE refresh_tokens SET rotated_at = \(now.seconds) WHERE digest = \(digest)", logger: logger)
-            var next = replacement
-            next.familyID = current.familyID
-            next.authTime = current.authTime
-            try await Self.insert(next, into: db, logger: logger)
-            return .rotated(next)
+        let rotation = try await write { db in
+            let rotation = try RefreshRotation.decide(
+                current: try await Self.refreshToken(digest: digest, in: db, logger: logger),
+                replacement: replacement, now: now)
+            if case .rotated(let next) = rotation {
+                try await db.run(
+                    "UPDATE refresh_tokens SET rotated_at = \(now.seconds) WHERE digest = \(digest)", logger: logger)
+                try await Self.insert(next, into: db, logger: logger)
+            }
+            return rotation
         }
-        switch outcome {
-        case .rotated(let next):
-            return next
-        case .reused(let family):
-            // The verdict must outlive the refusal, so the family is revoked
-            // in a transaction of its own before the error is thrown.
-            try await revokeRefreshTokenFamily(family, now: now)
-            throw StoreError(.conflict, "refresh token reused; its family is revoked")
-        }
+        return try await finish(rotation, now: now)
     }
 
     @discardableResult

@@ -1,3 +1,4 @@
+import CountersignCore
 public import CountersignPostgres
 import Foundation
 public import Logging
@@ -65,12 +66,5 @@ public enum TestPostgres {
         await store.close()
         try await dropDatabase(url)
         return try result.get()
-    }
-}
-
-extension Result where Failure == any Error {
-    /// The outcome of an async throwing body.
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

@@ -25,10 +25,8 @@ extension SQLiteStore {
             let failures = try Row.fetchOne(
                 db, sql: "SELECT consecutive, locked_until FROM code_failures WHERE issuer = ? AND client_user_id = ?",
                 arguments: [issuer, clientUserID])
-            if let until = failures?["locked_until"] as Double?, until > t {
-                throw StoreError(
-                    .limitReached(retryAfter: max(1, Int((until - t).rounded(.up)))), "too many wrong codes")
-            }
+            try limits.refuseWhileLocked(
+                until: (failures?["locked_until"] as Double?).map(Date.init(timeIntervalSince1970:)), now: now)
             var eventLeft: Int?
             if let eventID {
                 let event = try Row.fetchOne(db, sql: "SELECT * FROM events WHERE id = ?", arguments: [eventID])

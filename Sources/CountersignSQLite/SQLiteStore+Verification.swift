@@ -197,33 +197,18 @@ extension SQLiteStore {
     public func rotateRefreshToken(digest: Data, replacement: RefreshTokenRecord, now: Date) async throws
         -> RefreshTokenRecord
     {
-        enum Outcome: Sendable {
-            case rotated(RefreshTokenRecord)
-            case reused(family: String)
-        }
-        let outcome: Outcome = try await write { db in
-            guard let current = try Self.refreshToken(digest: digest, in: db), current.expiresAt > now else {
-                throw StoreError(.notFound, "unknown or expired refresh token")
+        let rotation = try await write { db in
+            let rotation = try RefreshRotation.decide(
+                current: try Self.refreshToken(digest: digest, in: db), replacement: replacement, now: now)
+            if case .rotated(let next) = rotation {
+                try db.execute(
+                    sql: "UPDATE refresh_tokens SET rotated_at = ? WHERE digest = ?",
+                    arguments: [now.timeIntervalSince1970, digest])
+                try Self.insert(next, into: db)
             }
-            guard current.rotatedAt == nil, current.revokedAt == nil else { return .reused(family: current.familyID) }
-            try db.execute(
-                sql: "UPDATE refresh_tokens SET rotated_at = ? WHERE digest = ?",
-                arguments: [now.timeIntervalSince1970, digest])
-            var next = replacement
-            next.familyID = current.familyID
-            next.authTime = current.authTime
-            try Self.insert(next, into: db)
-            return .rotated(next)
+            return rotation
         }
-        switch outcome {
-        case .rotated(let next):
-            return next
-        case .reused(let family):
-            // The verdict must outlive the refusal, so the family is revoked
-            // in a transaction of its own before the error is thrown.
-            try await revokeRefreshTokenFamily(family, now: now)
-            throw StoreError(.conflict, "refresh token reused; its family is revoked")
-        }
+        return try await finish(rotation, now: now)
     }
 
     @discardableResult

@@ -244,6 +244,15 @@ public struct CodeLimits: Sendable {
         self.maxLockout = maxLockout
     }
 
+    /// Throws `limitReached` while a lock-out (`lockedUntil`, as stored) runs.
+    public func refuseWhileLocked(until lockedUntil: Date?, now: Date) throws {
+        if let lockedUntil, lockedUntil > now {
+            throw StoreError(
+                .limitReached(retryAfter: max(1, Int(lockedUntil.timeIntervalSince(now).rounded(.up)))),
+                "too many wrong codes")
+        }
+    }
+
     /// The attempts `event` takes after one more, or why it takes none
     /// (the errors ``CountersignStore/reserveCodeAttempt(issuer:clientUserID:eventID:limits:now:)``
     /// throws): for every store, the same rule.
@@ -279,6 +288,46 @@ public struct CodeAttempt: Sendable, Equatable {
     public init(eventAttemptsLeft: Int?, consecutiveFailures: Int) {
         self.eventAttemptsLeft = eventAttemptsLeft
         self.consecutiveFailures = consecutiveFailures
+    }
+}
+
+/// What a refresh-token rotation decided inside its transaction; every
+/// store applies the same rule and ends the same way
+/// (``CountersignStore/finish(_:now:)``).
+public enum RefreshRotation: Sendable {
+    /// Store `next`, marking the presented token rotated.
+    case rotated(next: RefreshTokenRecord)
+    /// The token was rotated or revoked before: its family must go.
+    case reused(family: String)
+
+    /// The rule of ``CountersignStore/rotateRefreshToken(digest:replacement:now:)``,
+    /// given the presented token as read in the transaction.
+    public static func decide(current: RefreshTokenRecord?, replacement: RefreshTokenRecord, now: Date) throws
+        -> RefreshRotation
+    {
+        guard let current, current.expiresAt > now else {
+            throw StoreError(.notFound, "unknown or expired refresh token")
+        }
+        guard current.rotatedAt == nil, current.revokedAt == nil else { return .reused(family: current.familyID) }
+        var next = replacement
+        next.familyID = current.familyID
+        next.authTime = current.authTime
+        return .rotated(next: next)
+    }
+}
+
+extension CountersignStore {
+    /// Ends a rotation after its transaction: the new token, or, for a
+    /// reused one, its family revoked in a transaction of its own (the
+    /// verdict must outlive the refusal) and then `conflict`.
+    public func finish(_ rotation: RefreshRotation, now: Date) async throws -> RefreshTokenRecord {
+        switch rotation {
+        case .rotated(let next):
+            return next
+        case .reused(let family):
+            try await revokeRefreshTokenFamily(family, now: now)
+            throw StoreError(.conflict, "refresh token reused; its family is revoked")
+        }
     }
 }
 

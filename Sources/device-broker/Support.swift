@@ -1,5 +1,6 @@
 import ArgumentParser
 import CountersignBroker
+import CountersignCore
 import CountersignStore
 import Foundation
 import Logging
@@ -48,11 +49,5 @@ extension StoreOptions {
         var configuration = BrokerConfiguration(dataDirectory: dataDirectory)
         configuration.databaseURL = databaseURL ?? ProcessEnvironment.value("COUNTERSIGN_DATABASE_URL")
         return configuration
-    }
-}
-
-extension Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

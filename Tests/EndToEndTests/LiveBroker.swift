@@ -55,9 +55,20 @@ struct LiveBroker {
         let port = try freePort()
         var instance = self
         instance.url = "http://127.0.0.1:\(port)"
-        instance.process = try await Self.serve(
-            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile] + arguments)
+        instance.process = try await launch(port: port, arguments: arguments)
         return instance
+    }
+
+    /// `device-broker serve` on this broker's store and TOTP key.
+    private func launch(port: Int, arguments: [String] = []) async throws -> RunningProcess {
+        try await Self.serve(port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile] + arguments)
+    }
+
+    /// A new process in place of this one (which has stopped): same store and port.
+    private func relaunched() async throws -> LiveBroker {
+        var restarted = self
+        restarted.process = try await launch(port: Int(url.split(separator: ":").last!)!)
+        return restarted
     }
 
     private static func serve(port: Int, arguments: [String]) async throws -> RunningProcess {
@@ -72,11 +83,7 @@ struct LiveBroker {
     func restart(after downtime: Duration = .zero) async throws -> LiveBroker {
         process.stop()
         try await Task.sleep(for: downtime)
-        let port = Int(url.split(separator: ":").last!)!
-        var restarted = self
-        restarted.process = try await Self.serve(
-            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile])
-        return restarted
+        return try await relaunched()
     }
 
     /// Kills the broker with SIGKILL (no chance to flush anything) and
@@ -84,11 +91,7 @@ struct LiveBroker {
     func killAndRestart() async throws -> LiveBroker {
         kill(process.process.processIdentifier, SIGKILL)
         process.process.waitUntilExit()
-        let port = Int(url.split(separator: ":").last!)!
-        var restarted = self
-        restarted.process = try await Self.serve(
-            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile])
-        return restarted
+        return try await relaunched()
     }
 
     private static func waitUntilUp(_ url: String, process: RunningProcess) async throws {

@@ -129,10 +129,10 @@ struct MultiInstanceEndToEndTests {
             let ticket = try await throughA.requestLogin(user: "alice", requesterName: "machine-\(round)")
             let item = try #require(
                 try await throughB.inbox(devices[1], wait: 0).first { $0.event.ID == ticket.event.ID })
-            async let approve = outcome {
+            async let approve = Result {
                 try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
             }
-            async let reject = outcome {
+            async let reject = Result {
                 try await throughB.decide(item, verdict: .reject, match: nil, credential: devices[1])
             }
             let outcomes = await [approve, reject]
@@ -148,8 +148,4 @@ struct MultiInstanceEndToEndTests {
         print("racing decisions over 200 rounds: approve won \(wins.approved), reject won \(wins.rejected)")
         try await stop(a, b, database: database)
     }
-}
-
-private func outcome<T: Sendable>(_ body: () async throws -> T) async -> Result<T, any Error> {
-    do { return .success(try await body()) } catch { return .failure(error) }
 }

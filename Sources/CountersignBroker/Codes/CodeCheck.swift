@@ -35,12 +35,11 @@ struct CodeCheck {
         } catch let error as StoreError {
             throw try await refusal(error, event: event, now: now)
         }
-        let devices = try await environment.store.devices(issuer: issuer, clientUserID: user).filter {
-            $0.revokedAt == nil && $0.sealedTOTPSecret != nil
-        }
+        let secrets = try await environment.store.devices(issuer: issuer, clientUserID: user)
+            .filter { $0.revokedAt == nil && $0.sealedTOTPSecret != nil }
+            .compactMap { device in unseal(device, vault: vault).map { (device, $0) } }
         for step in TOTPParameters.acceptedSteps(at: now) {
-            for device in devices {
-                guard let secret = unseal(device, vault: vault) else { continue }
+            for (device, secret) in secrets {
                 guard SecretToken.constantTimeEquals(Data(secret.code(at: step).utf8), Data(code.utf8)) else {
                     continue
                 }

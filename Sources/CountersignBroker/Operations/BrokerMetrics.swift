@@ -1,3 +1,4 @@
+import CoreMetrics
 import CountersignCore
 import Foundation
 import Metrics
@@ -6,12 +7,30 @@ public import Prometheus
 /// What the broker counts, through swift-metrics: whatever backend the
 /// process bootstrapped (Prometheus in `device-broker serve`, nothing in
 /// tests that do not).
+/// Make it after bootstrapping: the metrics a round trip touches are made
+/// once, here, not per request.
 public struct BrokerMetrics: Sendable {
     /// The registry `/metrics` shows; nil serves no metrics.
     public let registry: PrometheusCollectorRegistry?
+    private let decisions: [String: CoreMetrics.Counter]
+    private let wake = CoreMetrics.Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds)
+    private let held = CoreMetrics.Gauge(label: "countersign_long_polls_held")
 
     public init(registry: PrometheusCollectorRegistry? = nil) {
         self.registry = registry
+        var decisions: [String: CoreMetrics.Counter] = [:]
+        for outcome in [EventStatus.approved, .rejected] {
+            for method in [AuthMethod.trustedDevice, .totp] {
+                decisions[Self.key(outcome, method)] = CoreMetrics.Counter(
+                    label: "countersign_events_decided_total",
+                    dimensions: [("outcome", outcome.rawValue), ("method", method.rawValue)])
+            }
+        }
+        self.decisions = decisions
+    }
+
+    private static func key(_ outcome: EventStatus, _ method: AuthMethod) -> String {
+        outcome.rawValue + "/" + method.rawValue
     }
 
     /// A factory for `registry` whose names and labels are valid in
@@ -38,22 +57,19 @@ public struct BrokerMetrics: Sendable {
     }
 
     func decided(_ event: ApprovalEvent) {
-        Counter(
-            label: "countersign_events_decided_total",
-            dimensions: [("outcome", event.storedStatus.rawValue), ("method", event.method.rawValue)]
-        ).increment()
+        decisions[Self.key(event.storedStatus, event.method)]?.increment()
     }
 
     /// From the decision's commit to a held long-poll waking on it.
     func woke(after latency: Duration) {
-        Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds).recordNanoseconds(
+        wake.recordNanoseconds(
             latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000)
     }
 
     /// The exposition text, with the current number of held long-polls.
     func render(longPollsHeld: Int) -> String? {
         guard let registry else { return nil }
-        Gauge(label: "countersign_long_polls_held").record(longPollsHeld)
+        held.record(longPollsHeld)
         return registry.emitToString()
     }
 }

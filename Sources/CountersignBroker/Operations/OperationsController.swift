@@ -29,7 +29,8 @@ struct OperationsController {
                 .response(from: request, context: context)
         }
         do {
-            _ = try await environment.store.signingKeys()
+            // A primary-key read of nothing: the store answers, no secret travels.
+            _ = try await environment.store.apiKey(id: "")
         } catch {
             context.logger.warning("readiness check: the store does not answer", metadata: ["error": "\(error)"])
             return try APIError(.serviceUnavailable, "store_unavailable", "the store does not answer")

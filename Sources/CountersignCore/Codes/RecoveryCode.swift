@@ -16,8 +16,7 @@ public enum RecoveryCode {
 
     /// A new code from the system CSPRNG, such as `7KQ2M-…` (five groups).
     public static func generate() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let characters = (0..<symbols).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
+        let characters = SecretToken.symbols(symbols, from: alphabet)
         return stride(from: 0, to: symbols, by: 5).map {
             String(decoding: characters[$0..<$0 + 5], as: UTF8.self)
         }.joined(separator: "-")

@@ -53,9 +53,7 @@ public struct TOTPSecret: Sendable, Equatable, Codable, CustomStringConvertible 
 
     /// A new secret from the system CSPRNG.
     public static func generate() -> TOTPSecret {
-        var generator = SystemRandomNumberGenerator()
-        let characters = (0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
-        return TOTPSecret(String(decoding: characters, as: UTF8.self))!
+        TOTPSecret(String(decoding: SecretToken.symbols(length, from: alphabet), as: UTF8.self))!
     }
 
     public init(from decoder: any Decoder) throws {

@@ -5,8 +5,7 @@ public import Foundation
 public enum OneTimeCode {
     /// `digits` uniformly random decimal digits from the system CSPRNG.
     public static func generate(digits: Int = 6) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return String((0..<digits).map { _ in Character(String(Int.random(in: 0...9, using: &generator))) })
+        String(decoding: SecretToken.symbols(digits, from: Array("0123456789".utf8)), as: UTF8.self)
     }
 
     /// The digest stored instead of the code, bound to its challenge so a
