@@ -125,15 +125,18 @@ public enum SenderConfiguration: Sendable {
             return DevelopmentSender(outbox: outbox, logger: logger)
         case .webhook(let url, let secretFile):
             return try WebhookSender(
-                url: url, secret: Data(try Self.secret(in: secretFile, for: "webhook secret").utf8))
+                url: url, secret: Data(try SecretFile.read(secretFile, holding: "webhook secret").utf8))
         case .smtp(var settings, let passwordFile):
-            if let passwordFile { settings.password = try Self.secret(in: passwordFile, for: "SMTP password") }
+            if let passwordFile { settings.password = try SecretFile.read(passwordFile, holding: "SMTP password") }
             return try SMTPSender(settings: settings)
         }
     }
+}
 
-    /// A secret kept in a file, without its final line break.
-    static func secret(in file: String, for name: String) throws -> String {
+/// Secrets the operator keeps in files (passwords, HMAC and TOTP keys).
+enum SecretFile {
+    /// The file's content without its final line break.
+    static func read(_ file: String, holding name: String) throws -> String {
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
             throw BrokerSetupError("cannot read the \(name) file \(file)")
         }

@@ -109,14 +109,15 @@ struct EnrollmentController {
                     throw APIError.badRequest("client_user_id is missing or invalid")
                 }
                 enrolled = device(for: user)
+                let refused = APIError(
+                    .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
+                guard let digest = RecoveryCode.digest(code) else { throw refused }
                 do {
-                    guard let digest = RecoveryCode.digest(code) else { throw StoreError(.notFound, "malformed") }
                     try await environment.store.enrollDevice(
                         enrolled, consumingRecoveryCode: digest,
                         author: ChangeAuthor(actor: ChangeAuthor.recoveryCode, ip: context.clientAddress), now: now)
                 } catch let error as StoreError where error.code == .notFound {
-                    throw APIError(
-                        .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
+                    throw refused
                 }
             default:
                 throw APIError.badRequest("send one of enrollment_token, verification or recovery_code")

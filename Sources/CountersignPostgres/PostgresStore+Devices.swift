@@ -29,8 +29,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             guard used == 1 else { throw StoreError(.notFound, "no usable enrollment token for this user") }
-            try await Self.insert(device, into: db, logger: logger)
-            try await Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
+            try await Self.enroll(device, by: author, at: now, into: db, logger: logger)
         }
     }
 
@@ -45,8 +44,7 @@ extension PostgresStore {
             guard live == 0 else {
                 throw StoreError(.conflict, "the user has a trusted device; it must approve new ones")
             }
-            try await Self.insert(device, into: db, logger: logger)
-            try await Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
+            try await Self.enroll(device, by: author, at: now, into: db, logger: logger)
         }
     }
 
@@ -63,8 +61,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             guard used == 1 else { throw StoreError(.notFound, "no unused recovery code of this user has that digest") }
-            try await Self.insert(device, into: db, logger: logger)
-            try await Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
+            try await Self.enroll(device, by: author, at: now, into: db, logger: logger)
         }
     }
 
@@ -153,7 +150,11 @@ extension PostgresStore {
             """, logger: logger)
     }
 
-    static func insert(_ device: TrustedDevice, into db: PostgresConnection, logger: Logger) async throws {
+    /// Adds a trusted device and records its enrollment by `author`; a
+    /// duplicate key throws `alreadyExists`, rolling the caller's write back.
+    static func enroll(
+        _ device: TrustedDevice, by author: ChangeAuthor, at now: Date, into db: PostgresConnection, logger: Logger
+    ) async throws {
         let publicKey = String(decoding: try JSONEncoder().encode(device.publicKey), as: UTF8.self)
         try await db.run(
             """
@@ -161,6 +162,7 @@ extension PostgresStore {
             VALUES (\(device.id), \(device.issuer), \(device.clientUserID), \(publicKey), \(device.name),
                     \(device.type), \(device.createdAt.seconds), \(device.lastSeenAt?.seconds))
             """, logger: logger)
+        try await record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db, logger: logger)
     }
 
     static func device(row: PostgresRandomAccessRow) throws -> TrustedDevice {

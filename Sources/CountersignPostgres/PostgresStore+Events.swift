@@ -74,10 +74,9 @@ extension PostgresStore {
             let settled = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
-                try await Self.insert(device, into: db, logger: logger)
-                let approver = ChangeAuthor(actor: decision.deviceID, ip: decision.ip)
-                try await Self.record(
-                    DeviceChange(.enrolled, of: device, by: approver, at: now), into: db, logger: logger)
+                try await Self.enroll(
+                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db,
+                    logger: logger)
             }
             try await db.notify(WakeKey.event(id), logger: logger)
             return settled

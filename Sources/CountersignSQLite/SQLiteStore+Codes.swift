@@ -109,7 +109,6 @@ extension SQLiteStore {
     public func enrollDevice(
         _ device: TrustedDevice, consumingRecoveryCode digest: Data, author: ChangeAuthor, now: Date
     ) async throws {
-        let publicKey = try Self.encodeKey(device.publicKey)
         try await write { db in
             try db.execute(
                 sql: """
@@ -121,8 +120,7 @@ extension SQLiteStore {
                 throw StoreError(.notFound, "no unused recovery code of this user has that digest")
             }
             // A duplicate key throws alreadyExists and rolls the code back.
-            try Self.insert(device, publicKey: publicKey, into: db)
-            try Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
+            try Self.enroll(device, by: author, at: now, into: db)
         }
     }
 }

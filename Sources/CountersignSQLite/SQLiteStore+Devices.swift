@@ -21,7 +21,6 @@ extension SQLiteStore {
     public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, author: ChangeAuthor, now: Date)
         async throws
     {
-        let publicKey = try Self.encodeKey(device.publicKey)
         try await write { db in
             try db.execute(
                 sql: """
@@ -35,13 +34,11 @@ extension SQLiteStore {
                 throw StoreError(.notFound, "no usable enrollment token for this user")
             }
             // A duplicate key throws alreadyExists and rolls the token back.
-            try Self.insert(device, publicKey: publicKey, into: db)
-            try Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
+            try Self.enroll(device, by: author, at: now, into: db)
         }
     }
 
     public func enrollFirstDevice(_ device: TrustedDevice, author: ChangeAuthor, now: Date) async throws {
-        let publicKey = try Self.encodeKey(device.publicKey)
         try await write { db in
             let live =
                 try Int.fetchOne(
@@ -51,8 +48,7 @@ extension SQLiteStore {
             guard live == 0 else {
                 throw StoreError(.conflict, "the user has a trusted device; it must approve new ones")
             }
-            try Self.insert(device, publicKey: publicKey, into: db)
-            try Self.record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
+            try Self.enroll(device, by: author, at: now, into: db)
         }
     }
 
@@ -139,7 +135,10 @@ extension SQLiteStore {
         }
     }
 
-    static func insert(_ device: TrustedDevice, publicKey: String, into db: Database) throws {
+    /// Adds a trusted device and records its enrollment by `author`; a
+    /// duplicate key throws `alreadyExists`, rolling the caller's write back.
+    static func enroll(_ device: TrustedDevice, by author: ChangeAuthor, at now: Date, into db: Database) throws {
+        let publicKey = String(decoding: try JSONEncoder().encode(device.publicKey), as: UTF8.self)
         try db.execute(
             sql: """
                 INSERT INTO devices (id, issuer, client_user_id, public_key, name, type, created_at, last_seen_at, revoked_at)
@@ -149,10 +148,7 @@ extension SQLiteStore {
                 device.id, device.issuer, device.clientUserID, publicKey, device.name, device.type,
                 device.createdAt.timeIntervalSince1970, device.lastSeenAt?.timeIntervalSince1970,
             ])
-    }
-
-    static func encodeKey(_ key: DevicePublicKey) throws -> String {
-        String(decoding: try JSONEncoder().encode(key), as: UTF8.self)
+        try record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
     }
 
     static func device(row: Row) throws -> TrustedDevice {

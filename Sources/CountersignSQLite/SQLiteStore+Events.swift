@@ -77,9 +77,8 @@ extension SQLiteStore {
             let settled = try Self.afterConditionalWrite(id: id, in: db)
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
-                try Self.insert(device, publicKey: try Self.encodeKey(device.publicKey), into: db)
-                let approver = ChangeAuthor(actor: decision.deviceID, ip: decision.ip)
-                try Self.record(DeviceChange(.enrolled, of: device, by: approver, at: now), into: db)
+                try Self.enroll(
+                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db)
             }
             return settled
         }

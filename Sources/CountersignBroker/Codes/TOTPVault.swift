@@ -21,10 +21,8 @@ public struct TOTPVault: Sendable {
 
     /// Reads a key file: 32 random bytes, base64, on one line.
     public static func load(file: String) throws -> TOTPVault {
-        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-            throw BrokerSetupError("cannot read the TOTP key file \(file)")
-        }
-        guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)),
+        let text = try SecretFile.read(file, holding: "TOTP key")
+        guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)),
             bytes.count == 32
         else {
             throw BrokerSetupError(
