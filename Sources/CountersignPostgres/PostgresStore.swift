@@ -170,9 +170,9 @@ public final class PostgresStore: CountersignStore, WakeFeed {
                     }
                 }
             } catch  where !Task.isCancelled {
+                // Listening again calls resync: waiters re-check the store then.
                 logger.warning(
                     "lost the LISTEN connection; waiters re-check the store", metadata: ["error": "\(error)"])
-                resync()
                 try? await Task.sleep(for: .milliseconds(200))
             }
         }
