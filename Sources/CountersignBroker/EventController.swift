@@ -166,8 +166,11 @@ struct EventController {
     @Sendable func show(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        // Listening before the first read, so a decision landing after it is not missed.
+        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(id)]) : nil
         let event = try await Self.event(id, readableBy: context.identity, in: environment)
-        let settled = try await LongPoll(environment: environment).awaitSettled(event, wait: wait)
+        let settled = try await LongPoll(environment: environment).awaitSettled(
+            event, wait: wait, subscription: subscription)
         return JSONBody(try await environment.document(for: settled, withToken: true))
     }
 }
@@ -203,10 +206,15 @@ struct LongPoll {
     let environment: BrokerEnvironment
 
     /// Returns the event once settled, expired, or when `wait` runs out.
+    /// `subscription` listens on the event's key and was opened before
+    /// `event` was read.
     ///
     /// The hold is measured on the monotonic clock; expiry on the broker's
     /// clock, which tests move by hand.
-    func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval) async throws -> ApprovalEvent {
+    func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval, subscription: WakeHub.Subscription?)
+        async throws -> ApprovalEvent
+    {
+        guard let subscription else { return event }
         let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
         var event = event
         // On shutdown the held request is answered with the event as it is;
@@ -214,13 +222,8 @@ struct LongPoll {
         while !event.isSettled(at: environment.now()), !Task.isCancelled, !Task.isShuttingDownGracefully {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
-            let subscription = environment.hub.subscribe([WakeHub.eventKey(event.id)])
-            // Re-read after subscribing so a decision in between is not missed.
-            guard let current = try await environment.store.event(id: event.id) else { break }
-            event = current
-            let now = environment.now()
-            if event.isSettled(at: now) { break }
-            let untilExpiry = Duration.milliseconds(Int64(event.expiresAt.timeIntervalSince(now) * 1000) + 1)
+            let untilExpiry = Duration.milliseconds(
+                Int64(event.expiresAt.timeIntervalSince(environment.now()) * 1000) + 1)
             let notified = await subscription.wait(timeout: min(hold, untilExpiry))
             guard let reread = try await environment.store.event(id: event.id) else { break }
             event = reread

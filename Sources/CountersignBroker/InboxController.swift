@@ -23,14 +23,16 @@ struct InboxController {
     @Sendable func inbox(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<Inbox> {
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
         let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
-        let key = WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
+        // Listening before the first read, so an event created after it is not missed.
+        let subscription =
+            wait > 0
+            ? environment.hub.subscribe([
+                WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
+            ]) : nil
         var pending = try await pendingEvents(context)
-        while pending.isEmpty, !Task.isCancelled, !Task.isShuttingDownGracefully {
+        while let subscription, pending.isEmpty, !Task.isCancelled, !Task.isShuttingDownGracefully {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
-            let subscription = environment.hub.subscribe([key])
-            pending = try await pendingEvents(context)
-            guard pending.isEmpty else { break }
             await subscription.wait(timeout: hold)
             // A device revoked while it waited gets nothing more.
             guard try await environment.store.device(id: context.device.id)?.revokedAt == nil else {

@@ -1,110 +1,201 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
 /// Wakes long-polls held in this process the moment what they wait for
 /// changes. Keys name what is waited on: one event, or one user's inbox.
 ///
-/// A waiter subscribes *before* it re-reads the store, so a notification
-/// that lands between the read and the wait is never lost: the stream
-/// buffers it.
+/// A waiter subscribes *before* it reads the store, so a notification that
+/// lands between the read and the wait is never lost: the subscription
+/// keeps it until the next wait.
+///
+/// A held long-poll costs one parked continuation and one timer on an event
+/// loop, and no task of its own: tens of thousands can be held at once.
 public final class WakeHub: Sendable {
+    private struct Waiter {
+        var keys: [String]
+        /// Set while the waiter is parked in ``Subscription/wait(timeout:)``.
+        var parked: CheckedContinuation<ContinuousClock.Instant?, Never>?
+        var timer: Scheduled<Void>?
+        /// A notification that came while the waiter was not parked.
+        var pending: ContinuousClock.Instant?
+        var cancelled = false
+    }
+
     private struct State {
         var nextID = 0
-        var waiters: [String: [Int: AsyncStream<ContinuousClock.Instant>.Continuation]] = [:]
-        var count = 0
+        var byKey: [String: Set<Int>] = [:]
+        var waiters: [Int: Waiter] = [:]
+    }
+
+    /// One waiter woken: its continuation, with what to resume it with.
+    private struct Wake {
+        let continuation: CheckedContinuation<ContinuousClock.Instant?, Never>
+        let timer: Scheduled<Void>?
+        let value: ContinuousClock.Instant?
+
+        func resume() {
+            timer?.cancel()
+            continuation.resume(returning: value)
+        }
     }
 
     private let state = Mutex(State())
+    private let timers: any EventLoopGroup
 
-    public init() {}
+    /// Hold timeouts run on the process's shared event loops.
+    public init() {
+        timers = MultiThreadedEventLoopGroup.singleton
+    }
 
     /// Starts listening on `keys`; the subscription ends when released.
     public func subscribe(_ keys: [String]) -> Subscription {
-        let (stream, continuation) = AsyncStream<ContinuousClock.Instant>.makeStream(
-            bufferingPolicy: .bufferingNewest(1))
         let id = state.withLock { state in
             state.nextID += 1
-            for key in keys { state.waiters[key, default: [:]][state.nextID] = continuation }
-            state.count += 1
+            for key in keys { state.byKey[key, default: []].insert(state.nextID) }
+            state.waiters[state.nextID] = Waiter(keys: keys)
             return state.nextID
         }
-        return Subscription(id: id, keys: keys, stream: stream, continuation: continuation, hub: self)
+        return Subscription(id: id, hub: self)
     }
 
     /// Wakes every waiter on `key`.
     public func notify(_ key: String) {
-        let continuations = state.withLock { $0.waiters[key].map { Array($0.values) } ?? [] }
         let now = ContinuousClock.now
-        for continuation in continuations { continuation.yield(now) }
+        let wakes = state.withLock { state in
+            (state.byKey[key] ?? []).compactMap { Self.signal($0, at: now, in: &state) }
+        }
+        for wake in wakes { wake.resume() }
     }
 
     /// Wakes every waiter, so each re-reads the store (after notifications
     /// from other instances may have been missed).
     public func notifyAll() {
-        let continuations = state.withLock { $0.waiters.values.flatMap(\.values) }
         let now = ContinuousClock.now
-        for continuation in continuations { continuation.yield(now) }
+        let wakes = state.withLock { state in
+            Array(state.waiters.keys).compactMap { Self.signal($0, at: now, in: &state) }
+        }
+        for wake in wakes { wake.resume() }
     }
 
     /// How many subscriptions are open (long-polls held).
-    public var waiting: Int { state.withLock { $0.count } }
+    public var waiting: Int { state.withLock { $0.waiters.count } }
 
-    fileprivate func remove(_ id: Int, keys: [String]) {
-        state.withLock { state in
-            for key in keys {
-                state.waiters[key]?[id] = nil
-                if state.waiters[key]?.isEmpty == true { state.waiters[key] = nil }
+    /// Wakes a parked waiter, or keeps the notification for its next wait.
+    private static func signal(_ id: Int, at now: ContinuousClock.Instant, in state: inout State) -> Wake? {
+        guard let continuation = state.waiters[id]?.parked else {
+            state.waiters[id]?.pending = now
+            return nil
+        }
+        defer {
+            state.waiters[id]?.parked = nil
+            state.waiters[id]?.timer = nil
+        }
+        return Wake(continuation: continuation, timer: state.waiters[id]?.timer, value: now)
+    }
+
+    private func park(
+        _ id: Int, _ continuation: CheckedContinuation<ContinuousClock.Instant?, Never>, timeout: Duration
+    ) {
+        let ready: ContinuousClock.Instant?? = state.withLock { state in
+            guard var waiter = state.waiters[id] else { return .some(nil) }
+            if let pending = waiter.pending {
+                waiter.pending = nil
+                state.waiters[id] = waiter
+                return .some(pending)
             }
-            state.count -= 1
+            if waiter.cancelled { return .some(nil) }
+            waiter.parked = continuation
+            state.waiters[id] = waiter
+            return .none
+        }
+        if let ready {
+            continuation.resume(returning: ready)
+            return
+        }
+        let timer = timers.any().scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { [self] in
+            self.expire(id)
+        }
+        let fired = state.withLock { state in
+            guard state.waiters[id]?.parked != nil else { return true }
+            state.waiters[id]?.timer = timer
+            return false
+        }
+        // Woken before the timer was stored: nobody else will cancel it.
+        if fired { timer.cancel() }
+    }
+
+    /// The hold ran out, or the task was cancelled.
+    private func expire(_ id: Int, cancelled: Bool = false) {
+        let wake: Wake? = state.withLock { state in
+            if cancelled { state.waiters[id]?.cancelled = true }
+            guard let continuation = state.waiters[id]?.parked else { return nil }
+            defer {
+                state.waiters[id]?.parked = nil
+                state.waiters[id]?.timer = nil
+            }
+            return Wake(continuation: continuation, timer: state.waiters[id]?.timer, value: nil)
+        }
+        wake?.resume()
+    }
+
+    fileprivate func remove(_ id: Int) {
+        state.withLock { state in
+            guard let waiter = state.waiters.removeValue(forKey: id) else { return }
+            for key in waiter.keys {
+                state.byKey[key]?.remove(id)
+                if state.byKey[key]?.isEmpty == true { state.byKey[key] = nil }
+            }
         }
     }
 
-    /// One waiter's registration.
+    /// One waiter's registration. Notifications on its keys are kept from
+    /// the moment it subscribes; several waits in turn may use it.
     public final class Subscription: Sendable {
         let id: Int
-        let keys: [String]
-        let stream: AsyncStream<ContinuousClock.Instant>
-        let continuation: AsyncStream<ContinuousClock.Instant>.Continuation
         let hub: WakeHub
 
-        fileprivate init(
-            id: Int, keys: [String], stream: AsyncStream<ContinuousClock.Instant>,
-            continuation: AsyncStream<ContinuousClock.Instant>.Continuation,
-            hub: WakeHub
-        ) {
+        fileprivate init(id: Int, hub: WakeHub) {
             self.id = id
-            self.keys = keys
-            self.stream = stream
-            self.continuation = continuation
             self.hub = hub
         }
 
-        deinit { hub.remove(id, keys: keys) }
+        deinit { hub.remove(id) }
 
-        /// Returns when notified (with when the notification was sent),
-        /// after `timeout`, or when the broker starts shutting down,
-        /// whichever comes first.
+        /// Returns when notified (with when the notification was sent), or
+        /// with nil after `timeout` or when the task is cancelled; returns
+        /// at once when the broker starts shutting down.
         @discardableResult
         public func wait(timeout: Duration) async -> ContinuousClock.Instant? {
             guard timeout > .zero, !Task.isShuttingDownGracefully else { return nil }
+            let (id, hub) = (self.id, self.hub)
             return await withGracefulShutdownHandler {
-                await withTaskGroup(of: ContinuousClock.Instant?.self) { group in
-                    group.addTask { [stream] in
-                        for await sent in stream { return sent }
-                        return nil
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        hub.park(id, continuation, timeout: timeout)
                     }
-                    group.addTask {
-                        try? await Task.sleep(for: timeout)
-                        return nil
-                    }
-                    let first = await group.next() ?? nil
-                    group.cancelAll()
-                    return first
+                } onCancel: {
+                    hub.expire(id, cancelled: true)
                 }
-            } onGracefulShutdown: { [continuation] in
-                continuation.yield(ContinuousClock.now)
+            } onGracefulShutdown: {
+                hub.notify(id: id)
             }
         }
+    }
+
+    /// Wakes one waiter (at shutdown).
+    private func notify(id: Int) {
+        let now = ContinuousClock.now
+        let wake = state.withLock { state in Self.signal(id, at: now, in: &state) }
+        wake?.resume()
+    }
+}
+
+extension Duration {
+    fileprivate var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
