@@ -88,13 +88,18 @@ public final class SQLiteStore: CountersignStore {
 
     /// Runs a read, mapping SQLite errors to ``StoreError``.
     ///
-    /// The read runs on the calling thread, in a read-only transaction on
-    /// one of the pool's reader connections. A read of this schema is a few
-    /// indexed lookups in the page cache (microseconds), less than the two
-    /// thread switches of handing it to a reader's queue and back, which
-    /// were the largest cost under load. In WAL mode a reader never waits
-    /// for the writer; it could wait only if every reader connection were
-    /// busy, and there are more of them than threads to run reads.
+    /// Every read of this store is one SELECT, which SQLite runs in a read
+    /// transaction of its own: a consistent snapshot with no BEGIN and
+    /// COMMIT around it. A read that needs more than one statement must open
+    /// a transaction itself.
+    ///
+    /// The read runs on the calling thread, on one of the pool's reader
+    /// connections. One indexed lookup in the page cache takes microseconds,
+    /// less than the two thread switches of handing it to a reader's queue
+    /// and back, which were the largest cost under load. In WAL mode a
+    /// reader never waits for the writer; it could wait only if every
+    /// reader connection were busy, and there are more of them than threads
+    /// to run reads.
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try readOnThisThread(body)
@@ -104,7 +109,7 @@ public final class SQLiteStore: CountersignStore {
     }
 
     private func readOnThisThread<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.read(body)
+        try pool.unsafeRead(body)
     }
 
     static func storeError(_ error: DatabaseError) -> StoreError {
