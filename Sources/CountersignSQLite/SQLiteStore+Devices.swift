@@ -54,15 +54,19 @@ extension SQLiteStore {
 
     public func device(id: String) async throws -> TrustedDevice? {
         try await read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM devices WHERE id = ?"), arguments: [id])
-                .map(Self.device(row:))
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(Self.deviceColumns) FROM devices WHERE id = ?"), arguments: [id]
+            )
+            .map(Self.device(row:))
         }
     }
 
     public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
         try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT * FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id",
+                db,
+                sql:
+                    "SELECT \(Self.deviceColumns) FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id",
                 arguments: [issuer, clientUserID]
             ).map(Self.device(row:))
         }
@@ -81,7 +85,8 @@ extension SQLiteStore {
             let revokedNow = db.changesCount == 1
             guard
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT * FROM devices WHERE id = ? AND issuer = ? AND client_user_id = ?",
+                    db,
+                    sql: "SELECT \(Self.deviceColumns) FROM devices WHERE id = ? AND issuer = ? AND client_user_id = ?",
                     arguments: [id, issuer, clientUserID])
             else {
                 throw StoreError(.notFound, "no such device for this user")
@@ -151,13 +156,20 @@ extension SQLiteStore {
         try record(DeviceChange(.enrolled, of: device, by: author, at: now), into: db)
     }
 
+    /// The columns ``device(row:)`` reads, in its order (by position, as
+    /// for events).
+    static let deviceColumns = """
+        id, public_key, issuer, client_user_id, name, type, created_at, last_seen_at, revoked_at, totp_secret, \
+        totp_last_step
+        """
+
+    /// A device from a row of `SELECT \(deviceColumns)`.
     static func device(row: Row) throws -> TrustedDevice {
         TrustedDevice(
-            storedID: row["id"], publicKey: try DevicePublicKey.stored(row["public_key"]), issuer: row["issuer"],
-            clientUserID: row["client_user_id"], name: row["name"],
-            type: row["type"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
-            lastSeenAt: (row["last_seen_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-            sealedTOTPSecret: row["totp_secret"], lastTOTPStep: row["totp_last_step"])
+            storedID: row[0], publicKey: try DevicePublicKey.stored(row[1]), issuer: row[2], clientUserID: row[3],
+            name: row[4], type: row[5], createdAt: Date(timeIntervalSince1970: row[6]),
+            lastSeenAt: (row[7] as Double?).map(Date.init(timeIntervalSince1970:)),
+            revokedAt: (row[8] as Double?).map(Date.init(timeIntervalSince1970:)),
+            sealedTOTPSecret: row[9], lastTOTPStep: row[10])
     }
 }

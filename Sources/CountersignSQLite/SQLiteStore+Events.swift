@@ -28,8 +28,10 @@ extension SQLiteStore {
 
     public func event(id: String) async throws -> ApprovalEvent? {
         try await read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM events WHERE id = ?"), arguments: [id])
-                .map(Self.event(row:))
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(Self.eventColumns) FROM events WHERE id = ?"), arguments: [id]
+            )
+            .map(Self.event(row:))
         }
     }
 
@@ -37,7 +39,7 @@ extension SQLiteStore {
         -> [ApprovalEvent]
     {
         let now = now.timeIntervalSince1970
-        var sql = "SELECT * FROM events WHERE issuer = ? AND client_user_id = ?"
+        var sql = "SELECT \(Self.eventColumns) FROM events WHERE issuer = ? AND client_user_id = ?"
         var arguments: StatementArguments = [issuer, clientUserID]
         switch status {
         case nil: break
@@ -106,7 +108,9 @@ extension SQLiteStore {
     /// `notFound` or `conflict`.
     static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
         let changed = db.changesCount == 1
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM events WHERE id = ?"), arguments: [id])
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT \(eventColumns) FROM events WHERE id = ?"), arguments: [id])
         else {
             throw StoreError(.notFound, "no event \(id)")
         }
@@ -133,23 +137,27 @@ extension SQLiteStore {
             ])
     }
 
+    /// The columns ``event(row:)`` reads, in its order. Read by position:
+    /// looking each column up by name cost more than the query itself.
+    static let eventColumns = """
+        id, created_at, updated_at, issuer, client_user_id, name, ip, location, method, status, expires_at, \
+        details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
+        decided_at, decision, new_device, code_attempts
+        """
+
+    /// An event from a row of `SELECT \(eventColumns)`.
     static func event(row: Row) throws -> ApprovalEvent {
-        guard let method = AuthMethod(rawValue: row["method"]), let status = EventStatus(rawValue: row["status"]) else {
+        guard let method = AuthMethod(rawValue: row[8]), let status = EventStatus(rawValue: row[9]) else {
             throw StoreError(.backend, "unreadable event row")
         }
         return ApprovalEvent(
-            id: row["id"], createdAt: Date(timeIntervalSince1970: row["created_at"]),
-            updatedAt: Date(timeIntervalSince1970: row["updated_at"]), issuer: row["issuer"],
-            clientUserID: row["client_user_id"], name: row["name"], ip: row["ip"], location: row["location"],
-            method: method, storedStatus: status, expiresAt: Date(timeIntervalSince1970: row["expires_at"]),
-            details: row["details"], requesterName: row["requester_name"], nonce: row["nonce"],
-            matchNumber: row["match_number"], wrongMatches: row["wrong_matches"],
-            requesterTokenDigest: row["requester_token_digest"], decidedBy: row["decided_by"],
-            decidedAt: (row["decided_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-            decision: row["decision"],
-            newDevice: try (row["new_device"] as String?).map {
-                try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8))
-            },
-            codeAttempts: row["code_attempts"])
+            id: row[0], createdAt: Date(timeIntervalSince1970: row[1]), updatedAt: Date(timeIntervalSince1970: row[2]),
+            issuer: row[3], clientUserID: row[4], name: row[5], ip: row[6], location: row[7], method: method,
+            storedStatus: status, expiresAt: Date(timeIntervalSince1970: row[10]), details: row[11],
+            requesterName: row[12], nonce: row[13], matchNumber: row[14], wrongMatches: row[15],
+            requesterTokenDigest: row[16], decidedBy: row[17],
+            decidedAt: (row[18] as Double?).map(Date.init(timeIntervalSince1970:)), decision: row[19],
+            newDevice: try (row[20] as String?).map { try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8)) },
+            codeAttempts: row[21])
     }
 }
