@@ -1,6 +1,7 @@
 public import Crypto
 import Foundation
 public import JWTKit
+import Synchronization
 
 /// The protected header fields Countersign reads from a compact JWS.
 public struct JOSEHeader: Codable, Sendable, Equatable {
@@ -48,17 +49,11 @@ public enum CompactJWS {
         guard header.alg == "ES256" else {
             throw ProtocolError(.wrongAlgorithm, "only ES256 is accepted, got \(header.alg ?? "none")")
         }
-        guard header.kid == key.thumbprint else {
+        let thumbprint = key.thumbprint
+        guard header.kid == thumbprint else {
             throw ProtocolError(.wrongDevice, "the kid does not name this device's key")
         }
-        let publicKey: ES256PublicKey
-        do {
-            publicKey = try ES256PublicKey(parameters: (key.x, key.y))
-        } catch {
-            throw ProtocolError(.invalidKey, "the device key cannot be used")
-        }
-        let keys = JWTKeyCollection()
-        await keys.add(ecdsa: publicKey, kid: JWKIdentifier(string: key.thumbprint))
+        let keys = try await verifier(for: key, thumbprint: thumbprint)
         do {
             return try await keys.verify(token, as: Claims.self)
         } catch let error as JWTError where error.errorType == .malformedToken {
@@ -68,6 +63,30 @@ public enum CompactJWS {
             throw ProtocolError(.badSignature, "the signature does not verify with the device key")
         }
     }
+
+    /// The key collection that verifies `key`'s signatures, made once per
+    /// process: making one validates the point on the curve, and a device
+    /// key never changes (its thumbprint is its id).
+    private static func verifier(for key: DevicePublicKey, thumbprint: String) async throws(ProtocolError)
+        -> JWTKeyCollection
+    {
+        if let known = verifiers.withLock({ $0[thumbprint] }) { return known }
+        let publicKey: ES256PublicKey
+        do {
+            publicKey = try ES256PublicKey(parameters: (key.x, key.y))
+        } catch {
+            throw ProtocolError(.invalidKey, "the device key cannot be used")
+        }
+        let keys = JWTKeyCollection()
+        await keys.add(ecdsa: publicKey, kid: JWKIdentifier(string: thumbprint))
+        verifiers.withLock { cache in
+            if cache.count >= 100_000 { cache.removeAll(keepingCapacity: true) }
+            cache[thumbprint] = keys
+        }
+        return keys
+    }
+
+    private static let verifiers = Mutex<[String: JWTKeyCollection]>([:])
 
     /// Signs claims with a device key; `kid` is the key's thumbprint.
     public static func sign(
