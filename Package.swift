@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         .target(
@@ -153,8 +154,24 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
+        ),
+        // Micro-benchmarks of the hot pieces: `swift package benchmark` (release build).
+        .executableTarget(
+            name: "CountersignBenchmarks",
+            dependencies: [
+                "CountersignCore",
+                "CountersignStore",
+                "CountersignSQLite",
+                "CountersignBroker",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/CountersignBenchmarks",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         .testTarget(
             name: "CountersignCoreTests",

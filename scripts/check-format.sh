@@ -3,5 +3,5 @@
 # Fix with: swift format format -i -r Sources Tests Package.swift
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift format lint --strict -r Sources Tests Package.swift
+swift format lint --strict -r Sources Tests Benchmarks Package.swift
 echo "format: ok"

@@ -70,8 +70,16 @@ struct CountersignBench: AsyncParsableCommand {
             .enroll(count: levels.max()! + (idleWaiters > 0 ? 1 : 0), prefix: "bench-\(run)")
         let idle = idleWaiters > 0 ? IdleWaiters(device: pairs.last!, connection: approverSide, apiKey: apiKey) : nil
         if let idle {
+            let before = brokerPid.flatMap { Self.rss(pid: $0, field: "VmRSS") }
             try await idle.start(count: idleWaiters)
-            print("holding \(idleWaiters) idle long-polls")
+            try await idle.awaitHeld(count: idleWaiters, metricsURL: brokers.last! + "/metrics", http: http)
+            var line = "holding \(idleWaiters) idle long-polls"
+            if let before, let held = brokerPid.flatMap({ Self.rss(pid: $0, field: "VmRSS") }) {
+                line += String(
+                    format: ": broker RSS %.1f MB (%.1f MB before), %.1f KB per held long-poll",
+                    Double(held) / 1e6, Double(before) / 1e6, Double(held - before) / Double(idleWaiters) / 1e3)
+            }
+            print(line)
         }
         for level in levels {
             let result = try await Scenario(
@@ -81,17 +89,18 @@ struct CountersignBench: AsyncParsableCommand {
             print(
                 result.summary(
                     name: brokers.count == 2 ? "two-instance" : idleWaiters > 0 ? "idle-waiters" : "throughput",
-                    concurrency: level, idleWaiters: idleWaiters, peakRSS: brokerPid.flatMap(Self.peakRSS)))
+                    concurrency: level, idleWaiters: idleWaiters,
+                    peakRSS: brokerPid.flatMap { Self.rss(pid: $0, field: "VmHWM") }))
             fflush(nil)
         }
         await idle?.stop()
         try await http.shutdown()
     }
 
-    /// VmHWM of a process, in bytes.
-    static func peakRSS(pid: Int32) -> Int? {
+    /// A memory figure of a process from /proc (`VmRSS` now, `VmHWM` its peak), in bytes.
+    static func rss(pid: Int32, field: String) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
             let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
         else { return nil }
         return kilobytes * 1024

@@ -1,7 +1,10 @@
+import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
 import Crypto
 import Foundation
+import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// Users with one trusted device each, enrolled through the public API.
@@ -56,8 +59,30 @@ final class IdleWaiters: Sendable {
                 }
             }
         }
-        // Let the polls reach the broker before measuring.
-        try await Task.sleep(for: .seconds(max(2, Double(count) / 2000)))
+    }
+
+    /// Waits until the broker reports `count` more long-polls held (its
+    /// `countersign_long_polls_held` gauge), or a while when its metrics
+    /// cannot be read (a proxy in front may refuse them).
+    func awaitHeld(count: Int, metricsURL: String, http: HTTPClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(30 + count / 200)
+        while ContinuousClock.now < deadline {
+            guard let held = try? await Self.held(metricsURL: metricsURL, http: http) else {
+                try await Task.sleep(for: .seconds(max(2, Double(count) / 2000)))
+                return
+            }
+            if held >= count { return }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw BenchFailure("the broker did not hold \(count) long-polls in time")
+    }
+
+    private static func held(metricsURL: String, http: HTTPClient) async throws -> Int? {
+        let response = try await http.execute(HTTPClientRequest(url: metricsURL), timeout: .seconds(10))
+        guard response.status == .ok else { return nil }
+        let text = String(buffer: try await response.body.collect(upTo: 4 << 20))
+        let line = text.split(separator: "\n").first { $0.hasPrefix("countersign_long_polls_held ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
     }
 
     func stop() async {
