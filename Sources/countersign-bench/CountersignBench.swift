@@ -77,7 +77,8 @@ struct CountersignBench: AsyncParsableCommand {
             if let before, let held = brokerPid.flatMap({ Self.rss(pid: $0, field: "VmRSS") }) {
                 line += String(
                     format: ": broker RSS %.1f MB (%.1f MB before), %.1f KB per held long-poll",
-                    Double(held) / 1e6, Double(before) / 1e6, Double(held - before) / Double(idleWaiters) / 1e3)
+                    Double(held) / 1_048_576, Double(before) / 1_048_576,
+                    Double(held - before) / Double(idleWaiters) / 1024)
             }
             print(line)
         }
