@@ -138,7 +138,8 @@ extension SQLiteStore {
     }
 
     /// The columns ``event(row:)`` reads, in its order. Read by position:
-    /// looking each column up by name cost more than the query itself.
+    /// looking 22 columns up by name, case-insensitively, took about 3 % of
+    /// the broker's samples under load.
     static let eventColumns = """
         id, created_at, updated_at, issuer, client_user_id, name, ip, location, method, status, expires_at, \
         details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
