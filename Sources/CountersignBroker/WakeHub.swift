@@ -85,15 +85,18 @@ public final class WakeHub: Sendable {
 
     /// Wakes a parked waiter, or keeps the notification for its next wait.
     private static func signal(_ id: Int, at now: ContinuousClock.Instant, in state: inout State) -> Wake? {
-        guard let continuation = state.waiters[id]?.parked else {
-            state.waiters[id]?.pending = now
-            return nil
-        }
-        defer {
-            state.waiters[id]?.parked = nil
-            state.waiters[id]?.timer = nil
-        }
-        return Wake(continuation: continuation, timer: state.waiters[id]?.timer, value: now)
+        if let wake = unpark(id, with: now, in: &state) { return wake }
+        state.waiters[id]?.pending = now
+        return nil
+    }
+
+    /// Takes a parked waiter's continuation (and its timer), to resume with `value`.
+    private static func unpark(_ id: Int, with value: ContinuousClock.Instant?, in state: inout State) -> Wake? {
+        guard let continuation = state.waiters[id]?.parked else { return nil }
+        let timer = state.waiters[id]?.timer
+        state.waiters[id]?.parked = nil
+        state.waiters[id]?.timer = nil
+        return Wake(continuation: continuation, timer: timer, value: value)
     }
 
     private func park(
@@ -115,7 +118,7 @@ public final class WakeHub: Sendable {
             continuation.resume(returning: ready)
             return
         }
-        let timer = timers.any().scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { [self] in
+        let timer = timers.any().scheduleTask(in: TimeAmount(timeout)) { [self] in
             self.expire(id)
         }
         let fired = state.withLock { state in
@@ -129,14 +132,9 @@ public final class WakeHub: Sendable {
 
     /// The hold ran out, or the task was cancelled.
     private func expire(_ id: Int, cancelled: Bool = false) {
-        let wake: Wake? = state.withLock { state in
+        let wake = state.withLock { state in
             if cancelled { state.waiters[id]?.cancelled = true }
-            guard let continuation = state.waiters[id]?.parked else { return nil }
-            defer {
-                state.waiters[id]?.parked = nil
-                state.waiters[id]?.timer = nil
-            }
-            return Wake(continuation: continuation, timer: state.waiters[id]?.timer, value: nil)
+            return Self.unpark(id, with: nil, in: &state)
         }
         wake?.resume()
     }
@@ -190,12 +188,5 @@ public final class WakeHub: Sendable {
         let now = ContinuousClock.now
         let wake = state.withLock { state in Self.signal(id, at: now, in: &state) }
         wake?.resume()
-    }
-}
-
-extension Duration {
-    fileprivate var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

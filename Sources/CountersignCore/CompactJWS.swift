@@ -1,7 +1,6 @@
 public import Crypto
 import Foundation
 public import JWTKit
-import Synchronization
 
 /// The protected header fields Countersign reads from a compact JWS.
 public struct JOSEHeader: Codable, Sendable, Equatable {
@@ -70,7 +69,7 @@ public enum CompactJWS {
     private static func verifier(for key: DevicePublicKey, thumbprint: String) async throws(ProtocolError)
         -> JWTKeyCollection
     {
-        if let known = verifiers.withLock({ $0[thumbprint] }) { return known }
+        if let known = verifiers[thumbprint] { return known }
         let publicKey: ES256PublicKey
         do {
             publicKey = try ES256PublicKey(parameters: (key.x, key.y))
@@ -79,14 +78,11 @@ public enum CompactJWS {
         }
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: publicKey, kid: JWKIdentifier(string: thumbprint))
-        verifiers.withLock { cache in
-            if cache.count >= 100_000 { cache.removeAll(keepingCapacity: true) }
-            cache[thumbprint] = keys
-        }
+        verifiers.insert(keys, for: thumbprint)
         return keys
     }
 
-    private static let verifiers = Mutex<[String: JWTKeyCollection]>([:])
+    private static let verifiers = ProcessCache<String, JWTKeyCollection>()
 
     /// Signs claims with a device key; `kid` is the key's thumbprint.
     public static func sign(

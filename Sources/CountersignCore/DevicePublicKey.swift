@@ -1,6 +1,5 @@
 public import Crypto
 import Foundation
-import Synchronization
 
 /// A device's public key as an RFC 7517 JWK: ECDSA P-256 only.
 ///
@@ -67,16 +66,13 @@ public struct DevicePublicKey: Codable, Sendable, Hashable {
     /// once per process: every device-authenticated request reads its
     /// device, and a stored key never changes (its id is its thumbprint).
     public static func stored(_ json: String) throws -> DevicePublicKey {
-        if let known = storedKeys.withLock({ $0[json] }) { return known }
+        if let known = storedKeys[json] { return known }
         let key = try JSONDecoder().decode(DevicePublicKey.self, from: Data(json.utf8))
-        storedKeys.withLock { cache in
-            if cache.count >= 100_000 { cache.removeAll(keepingCapacity: true) }
-            cache[json] = key
-        }
+        storedKeys.insert(key, for: json)
         return key
     }
 
-    private static let storedKeys = Mutex<[String: DevicePublicKey]>([:])
+    private static let storedKeys = ProcessCache<String, DevicePublicKey>()
 
     /// The key as a CryptoKit verification key.
     public var signingKey: P256.Signing.PublicKey {

@@ -29,10 +29,7 @@ extension SQLiteStore {
                 until: (failures?["locked_until"] as Double?).map(Date.init(timeIntervalSince1970:)), now: now)
             var eventLeft: Int?
             if let eventID {
-                let event = try Row.fetchOne(
-                    db, sql: "SELECT \(Self.eventColumns) FROM events WHERE id = ?", arguments: [eventID]
-                )
-                .map(Self.event(row:))
+                let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
                 eventLeft = try limits.attemptsLeft(
                     after: event, id: eventID, issuer: issuer, clientUserID: clientUserID, now: now)
                 try db.execute(
@@ -64,10 +61,7 @@ extension SQLiteStore {
                     """,
                 arguments: [step, deviceID, step])
             guard db.changesCount == 1,
-                let device = try Row.fetchOne(
-                    db, sql: "SELECT \(Self.deviceColumns) FROM devices WHERE id = ?", arguments: [deviceID]
-                )
-                .map(Self.device(row:))
+                let device = try Row.fetchOne(db, sql: Self.deviceByID, arguments: [deviceID]).map(Self.device(row:))
             else {
                 throw StoreError(.conflict, "the device is revoked, has no TOTP secret, or used this step")
             }

@@ -54,10 +54,7 @@ extension SQLiteStore {
 
     public func device(id: String) async throws -> TrustedDevice? {
         try await read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(Self.deviceColumns) FROM devices WHERE id = ?"), arguments: [id]
-            )
-            .map(Self.device(row:))
+            try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [id]).map(Self.device(row:))
         }
     }
 
@@ -162,6 +159,8 @@ extension SQLiteStore {
         id, public_key, issuer, client_user_id, name, type, created_at, last_seen_at, revoked_at, totp_secret, \
         totp_last_step
         """
+
+    static let deviceByID = "SELECT \(deviceColumns) FROM devices WHERE id = ?"
 
     /// A device from a row of `SELECT \(deviceColumns)`.
     static func device(row: Row) throws -> TrustedDevice {

@@ -29,9 +29,8 @@ extension SQLiteStore {
     public func event(id: String) async throws -> ApprovalEvent? {
         try await read { db in
             try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(Self.eventColumns) FROM events WHERE id = ?"), arguments: [id]
-            )
-            .map(Self.event(row:))
+                db.cachedStatement(sql: Self.eventByID), arguments: [id]
+            ).map(Self.event(row:))
         }
     }
 
@@ -108,10 +107,7 @@ extension SQLiteStore {
     /// `notFound` or `conflict`.
     static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
         let changed = db.changesCount == 1
-        guard
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT \(eventColumns) FROM events WHERE id = ?"), arguments: [id])
-        else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: eventByID), arguments: [id]) else {
             throw StoreError(.notFound, "no event \(id)")
         }
         guard changed else { throw StoreError(.conflict, "event \(id) is no longer pending") }
@@ -145,6 +141,8 @@ extension SQLiteStore {
         details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
         decided_at, decision, new_device, code_attempts
         """
+
+    static let eventByID = "SELECT \(eventColumns) FROM events WHERE id = ?"
 
     /// An event from a row of `SELECT \(eventColumns)`.
     static func event(row: Row) throws -> ApprovalEvent {

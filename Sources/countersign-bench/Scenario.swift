@@ -45,7 +45,8 @@ final class IdleWaiters: Sendable {
         self.client = CountersignClient(connection: connection, apiKeyID: apiKey)
     }
 
-    /// Opens `count` polls and returns once they are all sent.
+    /// Starts `count` polls, each re-issued as it returns; ``awaitHeld(count:metricsURL:http:)``
+    /// waits for the broker to hold them.
     func start(count: Int) async throws {
         let (client, device) = (client, device)
         task.withLock {
@@ -61,7 +62,7 @@ final class IdleWaiters: Sendable {
         }
     }
 
-    /// Waits until the broker reports `count` more long-polls held (its
+    /// Waits until the broker reports at least `count` long-polls held (its
     /// `countersign_long_polls_held` gauge), or a while when its metrics
     /// cannot be read (a proxy in front may refuse them).
     func awaitHeld(count: Int, metricsURL: String, http: HTTPClient) async throws {
