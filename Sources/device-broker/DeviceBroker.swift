@@ -1,7 +1,6 @@
 import ArgumentParser
 
 /// `device-broker`: the Countersign event service.
-@main
 struct DeviceBroker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device-broker",
