@@ -17,72 +17,104 @@ public struct JOSEHeader: Codable, Sendable, Equatable {
 public enum CompactJWS {
     /// Reads the protected header without verifying anything.
     public static func header(of token: String) throws(ProtocolError) -> JOSEHeader {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
-            throw ProtocolError(.malformed, "expected a compact JWS with three non-empty parts")
+        try Parsed(token).header
+    }
+
+    /// A compact JWS split and decoded once: what the header says, the
+    /// signed bytes, the payload and the signature.
+    struct Parsed {
+        let header: JOSEHeader
+        /// `BASE64URL(header) "." BASE64URL(payload)`, as received.
+        let signingInput: [UInt8]
+        let payload: Data
+        let signature: Data
+
+        init(_ token: String) throws(ProtocolError) {
+            let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
+                throw ProtocolError(.malformed, "expected a compact JWS with three non-empty parts")
+            }
+            guard let headerData = Base64URL.decode(parts[0]),
+                let header = try? JSONDecoder().decode(JOSEHeader.self, from: headerData)
+            else {
+                throw ProtocolError(.malformed, "the JWS header is not base64url-encoded JSON")
+            }
+            guard let payload = Base64URL.decode(parts[1]), let signature = Base64URL.decode(parts[2]) else {
+                throw ProtocolError(.malformed, "the JWS payload or signature is not base64url")
+            }
+            self.header = header
+            self.signingInput = Array(token[parts[0].startIndex..<parts[1].endIndex].utf8)
+            self.payload = payload
+            self.signature = signature
         }
-        guard let headerData = Base64URL.decode(parts[0]),
-            let header = try? JSONDecoder().decode(JOSEHeader.self, from: headerData)
-        else {
-            throw ProtocolError(.malformed, "the JWS header is not base64url-encoded JSON")
-        }
-        guard Base64URL.decode(parts[1]) != nil, Base64URL.decode(parts[2]) != nil else {
-            throw ProtocolError(.malformed, "the JWS payload or signature is not base64url")
-        }
-        return header
     }
 
     /// Checks type and algorithm, then the signature against one device key,
     /// and decodes the claims. Nothing in the token chooses the key or the
     /// algorithm: both are fixed by the caller.
+    ///
+    /// The token is parsed once, here; the signature is checked by jwt-kit's
+    /// ES256 algorithm for the key, made once per key.
     public static func verify<Claims: JWTPayload>(
         _ token: String,
         type: String,
         key: DevicePublicKey,
         as _: Claims.Type
     ) async throws(ProtocolError) -> Claims {
-        let header = try Self.header(of: token)
-        guard header.typ == type else {
-            throw ProtocolError(.wrongType, "expected typ \(type), got \(header.typ ?? "none")")
+        let jws = try Parsed(token)
+        guard jws.header.typ == type else {
+            throw ProtocolError(.wrongType, "expected typ \(type), got \(jws.header.typ ?? "none")")
         }
-        guard header.alg == "ES256" else {
-            throw ProtocolError(.wrongAlgorithm, "only ES256 is accepted, got \(header.alg ?? "none")")
+        guard jws.header.alg == "ES256" else {
+            throw ProtocolError(.wrongAlgorithm, "only ES256 is accepted, got \(jws.header.alg ?? "none")")
         }
         let thumbprint = key.thumbprint
-        guard header.kid == thumbprint else {
+        guard jws.header.kid == thumbprint else {
             throw ProtocolError(.wrongDevice, "the kid does not name this device's key")
         }
-        let keys = try await verifier(for: key, thumbprint: thumbprint)
-        do {
-            return try await keys.verify(token, as: Claims.self)
-        } catch let error as JWTError where error.errorType == .malformedToken {
-            throw ProtocolError(.malformed, "the claims could not be read: \(error.reason ?? "\(error)")")
-        } catch {
-            // A failed check, or a signature that is not 64 bytes of r || s.
+        let algorithm = try await verifier(for: key, thumbprint: thumbprint)
+        // A failed check, or a signature that is not 64 bytes of r || s.
+        guard (try? algorithm.verify(jws.signature, signs: jws.signingInput)) == true else {
             throw ProtocolError(.badSignature, "the signature does not verify with the device key")
         }
+        let claims: Claims
+        do {
+            claims = try claimsDecoder.decode(Claims.self, from: jws.payload)
+        } catch {
+            throw ProtocolError(.malformed, "the claims could not be read: \(error)")
+        }
+        do {
+            try await claims.verify(using: algorithm)
+        } catch {
+            throw ProtocolError(.malformed, "the claims do not hold: \(error)")
+        }
+        return claims
     }
 
-    /// The key collection that verifies `key`'s signatures, made once per
-    /// process: making one validates the point on the curve, and a device
-    /// key never changes (its thumbprint is its id).
+    /// jwt-kit's decoder for claims (NumericDate as seconds).
+    private static let claimsDecoder: any JWTJSONDecoder = .defaultForJWT
+
+    /// jwt-kit's ES256 algorithm for `key`, made once per process: making
+    /// one validates the point on the curve, and a device key never changes
+    /// (its thumbprint is its id).
     private static func verifier(for key: DevicePublicKey, thumbprint: String) async throws(ProtocolError)
-        -> JWTKeyCollection
+        -> any JWTAlgorithm
     {
         if let known = verifiers[thumbprint] { return known }
-        let publicKey: ES256PublicKey
+        let algorithm: any JWTAlgorithm
         do {
-            publicKey = try ES256PublicKey(parameters: (key.x, key.y))
+            let keys = JWTKeyCollection()
+            let kid = JWKIdentifier(string: thumbprint)
+            await keys.add(ecdsa: try ES256PublicKey(parameters: (key.x, key.y)), kid: kid)
+            algorithm = try await keys.getKey(for: kid, alg: "ES256")
         } catch {
             throw ProtocolError(.invalidKey, "the device key cannot be used")
         }
-        let keys = JWTKeyCollection()
-        await keys.add(ecdsa: publicKey, kid: JWKIdentifier(string: thumbprint))
-        verifiers.insert(keys, for: thumbprint)
-        return keys
+        verifiers.insert(algorithm, for: thumbprint)
+        return algorithm
     }
 
-    private static let verifiers = ProcessCache<String, JWTKeyCollection>()
+    private static let verifiers = ProcessCache<String, any JWTAlgorithm>()
 
     /// Signs claims with a device key; `kid` is the key's thumbprint.
     public static func sign(
