@@ -5,7 +5,10 @@ public import Logging
 
 /// What every controller shares: the store, the rules, the broker's keys,
 /// the waiters, and the clock every expiry is judged by.
-public struct BrokerEnvironment: Sendable {
+///
+/// A class: every route closure and many async frames hold it, and a
+/// reference is one word where the struct was some 350 bytes to copy.
+public final class BrokerEnvironment: Sendable {
     public let store: any CountersignStore
     public let policy: ApprovalPolicy
     /// The broker's issuer URL (`iss` of its tokens).

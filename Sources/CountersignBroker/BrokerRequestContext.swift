@@ -3,7 +3,11 @@ public import Hummingbird
 import NIOCore
 
 /// Who is calling, as the authentication middleware established it.
-public enum CallerIdentity: Sendable {
+///
+/// Indirect, so the context that carries it (copied into the async frame of
+/// every middleware a request passes) holds one word instead of a device
+/// record.
+public indirect enum CallerIdentity: Sendable {
     /// An app backend: API key id and its secret.
     case backend(APIKey)
     /// A client that named an existing API key id but holds no secret:
@@ -62,22 +66,34 @@ public struct BackendRequestContext: ChildRequestContext {
 /// A request authenticated with a trusted device's proof.
 public struct DeviceRequestContext: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The authenticated, unrevoked device.
-    public let device: TrustedDevice
-    /// Its app's API key.
-    public let apiKey: APIKey
+    /// The device and its key, boxed for the same reason as ``CallerIdentity``.
+    private let caller: Caller
     /// The caller's address, for the audit log.
     let clientAddress: String
+
+    private final class Caller: Sendable {
+        let device: TrustedDevice
+        let apiKey: APIKey
+
+        init(device: TrustedDevice, apiKey: APIKey) {
+            self.device = device
+            self.apiKey = apiKey
+        }
+    }
 
     public init(context: BrokerRequestContext) throws {
         guard case .device(let device, let key) = context.identity else {
             throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
         }
         self.coreContext = context.coreContext
-        self.device = device
-        self.apiKey = key
+        self.caller = Caller(device: device, apiKey: key)
         self.clientAddress = context.clientAddress
     }
+
+    /// The authenticated, unrevoked device.
+    public var device: TrustedDevice { caller.device }
+    /// Its app's API key.
+    public var apiKey: APIKey { caller.apiKey }
 
     public var maxUploadSize: Int { 64 * 1024 }
 }

@@ -12,20 +12,29 @@ struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
     {
         do {
             return try await next(request, context)
-        } catch let error as APIError {
-            throw error
-        } catch let error as ProtocolError {
-            throw APIError(.badRequest, error.code.rawValue, error.message)
-        } catch let error as StoreError {
-            throw Self.map(error, context: context)
-        } catch let error as HTTPError {
-            throw APIError(error.status, Self.code(for: error.status), error.body ?? error.status.reasonPhrase)
-        } catch let error as any HTTPResponseError {
-            throw APIError(
-                error.status, Self.code(for: error.status), Self.message(for: error.status, context: context))
         } catch {
+            throw Self.apiError(for: error, context: context)
+        }
+    }
+
+    /// Out of line: its temporaries would otherwise widen the async frame
+    /// every request keeps while it runs, held long-polls included.
+    @inline(never)
+    static func apiError(for error: any Error, context: Context) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as ProtocolError:
+            return APIError(.badRequest, error.code.rawValue, error.message)
+        case let error as StoreError:
+            return map(error, context: context)
+        case let error as HTTPError:
+            return APIError(error.status, code(for: error.status), error.body ?? error.status.reasonPhrase)
+        case let error as any HTTPResponseError:
+            return APIError(error.status, code(for: error.status), message(for: error.status, context: context))
+        default:
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
-            throw APIError(.internalServerError, "internal_error", "the broker failed to handle this request")
+            return APIError(.internalServerError, "internal_error", "the broker failed to handle this request")
         }
     }
 

@@ -216,21 +216,41 @@ struct LongPoll {
     {
         guard let subscription else { return event }
         let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
-        var event = event
+        // The event lives in a box, read only outside this frame, while the
+        // request is parked: a parked poll keeps its connection task's async
+        // frames (see docs/benchmarks.md), and an event is some 370 bytes.
+        let latest = Latest(event)
+        var state = latest.state(at: environment.now())
         // On shutdown the held request is answered with the event as it is;
         // the client polls again, through another instance.
-        while !event.isSettled(at: environment.now()), !Task.isCancelled, !Task.isShuttingDownGracefully {
+        while !state.settled, !Task.isCancelled, !Task.isShuttingDownGracefully {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
-            let untilExpiry = Duration.milliseconds(
-                Int64(event.expiresAt.timeIntervalSince(environment.now()) * 1000) + 1)
-            let notified = await subscription.wait(timeout: min(hold, untilExpiry))
-            guard let reread = try await environment.store.event(id: event.id) else { break }
-            event = reread
-            if let notified, event.isSettled(at: environment.now()) {
+            let notified = await subscription.wait(timeout: min(hold, state.untilExpiry))
+            guard let reread = try await reread(latest) else { break }
+            state = reread
+            if let notified, state.settled {
                 environment.metrics.woke(after: ContinuousClock.now - notified)
             }
         }
-        return event
+        return latest.event
+    }
+
+    private final class Latest {
+        var event: ApprovalEvent
+        @inline(never) init(_ event: ApprovalEvent) { self.event = event }
+
+        /// Whether the event is settled, and how long until it expires.
+        @inline(never) func state(at now: Date) -> (settled: Bool, untilExpiry: Duration) {
+            (event.isSettled(at: now), .milliseconds(Int64(event.expiresAt.timeIntervalSince(now) * 1000) + 1))
+        }
+    }
+
+    /// Reads the event again into `latest`; nil if it is gone.
+    @inline(never)
+    private func reread(_ latest: Latest) async throws -> (settled: Bool, untilExpiry: Duration)? {
+        guard let event = try await environment.store.event(id: latest.event.id) else { return nil }
+        latest.event = event
+        return latest.state(at: environment.now())
     }
 }

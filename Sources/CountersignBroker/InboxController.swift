@@ -22,7 +22,6 @@ struct InboxController {
     /// while there are none.
     @Sendable func inbox(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<Inbox> {
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
-        let holdEnds = ContinuousClock.now + .milliseconds(Int64(wait * 1000))
         // Listening before the first read, so an event created after it is not missed.
         let subscription =
             wait > 0
@@ -30,23 +29,50 @@ struct InboxController {
                 WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
             ]) : nil
         var pending = try await pendingEvents(context)
-        while let subscription, pending.isEmpty, !Task.isCancelled, !Task.isShuttingDownGracefully {
+        if let subscription, pending.isEmpty {
+            pending = try await hold(
+                subscription, until: ContinuousClock.now + .milliseconds(Int64(wait * 1000)), context)
+        }
+        return JSONBody(inbox(pending, context))
+    }
+
+    /// Waits for the first pending event, or the end of the hold.
+    ///
+    /// Kept apart from the rest of the handler, and the reads apart from
+    /// it: a parked poll keeps its connection task's async frames (see
+    /// docs/benchmarks.md), and these are the ones on top.
+    @inline(never)
+    private func hold(
+        _ subscription: WakeHub.Subscription, until holdEnds: ContinuousClock.Instant, _ context: DeviceRequestContext
+    ) async throws -> [ApprovalEvent] {
+        var pending: [ApprovalEvent] = []
+        while pending.isEmpty, !Task.isCancelled, !Task.isShuttingDownGracefully {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
             await subscription.wait(timeout: hold)
-            // A device revoked while it waited gets nothing more.
-            guard try await environment.store.device(id: context.device.id)?.revokedAt == nil else {
-                throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
-            }
-            pending = try await pendingEvents(context)
+            pending = try await pendingEventsOfUnrevoked(context)
         }
-        let items = pending.map {
-            InboxItem(
-                event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
-                nonce: $0.nonce, matchRequired: $0.matchNumber != nil,
-                newDevice: $0.newDevice.map(NewDeviceSummary.init))
+        return pending
+    }
+
+    /// The pending events again after a wake-up; a device revoked while it
+    /// waited gets nothing more.
+    @inline(never)
+    private func pendingEventsOfUnrevoked(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
+        guard try await environment.store.device(id: context.device.id)?.revokedAt == nil else {
+            throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
         }
-        return JSONBody(Inbox(events: items))
+        return try await pendingEvents(context)
+    }
+
+    private func inbox(_ pending: [ApprovalEvent], _ context: DeviceRequestContext) -> Inbox {
+        Inbox(
+            events: pending.map {
+                InboxItem(
+                    event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
+                    nonce: $0.nonce, matchRequired: $0.matchNumber != nil,
+                    newDevice: $0.newDevice.map(NewDeviceSummary.init))
+            })
     }
 
     /// The calling device itself: a way to check it is still enrolled.
@@ -73,6 +99,7 @@ struct InboxController {
         return JSONBody(DeviceDocument(device))
     }
 
+    @inline(never)
     private func pendingEvents(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
         try await environment.store.events(
             issuer: context.device.issuer, clientUserID: context.device.clientUserID, status: .pending,
