@@ -8,7 +8,6 @@ import NIOCore
 
 /// `countersign-bench`: drives a running broker through the public API with
 /// N requesters and N approvers and prints one summary line per scenario.
-@main
 struct CountersignBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "countersign-bench",
