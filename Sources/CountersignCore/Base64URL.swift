@@ -44,7 +44,10 @@ public enum Base64URL {
     public static func decode(_ text: some StringProtocol) -> Data? {
         let utf8 = text.utf8
         guard utf8.count % 4 != 1 else { return nil }
-        var output = Data(capacity: utf8.count * 3 / 4)
+        // Bytes into an array, then one Data: Data.append byte by byte goes
+        // through its range-replacement machinery every time.
+        var output: [UInt8] = []
+        output.reserveCapacity(utf8.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
         for byte in utf8 {
@@ -60,6 +63,6 @@ public enum Base64URL {
         }
         // Non-canonical trailing bits: another string of the same bytes.
         guard accumulator == 0 else { return nil }
-        return output
+        return Data(output)
     }
 }
