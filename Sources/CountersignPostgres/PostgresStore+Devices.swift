@@ -133,12 +133,8 @@ extension PostgresStore {
     }
 
     public func markDeviceSeen(id: String, now: Date) async throws {
-        let logger = logger
-        try await write { db in
-            try await db.run(
-                "UPDATE devices SET last_seen_at = greatest(coalesce(last_seen_at, 0), \(now.seconds)) WHERE id = \(id)",
-                logger: logger)
-        }
+        try await writeStatement(
+            "UPDATE devices SET last_seen_at = greatest(coalesce(last_seen_at, 0), \(now.seconds)) WHERE id = \(id)")
     }
 
     static func record(_ change: DeviceChange, into db: PostgresConnection, logger: Logger) async throws {

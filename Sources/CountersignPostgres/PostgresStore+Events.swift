@@ -6,7 +6,12 @@ import PostgresNIO
 extension PostgresStore {
     public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
         let logger = logger
-        try await write { db in
+        // READ COMMITTED under a lock per user instead of SERIALIZABLE: the
+        // count and the insert stay together for this user, and events of
+        // other users, whose index entries share pages, no longer fail each
+        // other. Each statement after the lock sees every insert committed
+        // before it was granted.
+        try await readCommittedWrite(locking: event.issuer + "\n" + event.clientUserID) { db in
             let open = try await db.rows(
                 """
                 SELECT expires_at FROM events
@@ -58,17 +63,28 @@ extension PostgresStore {
 
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         let logger = logger
-        return try await write { db in
+        // READ COMMITTED with row locks instead of SERIALIZABLE, whose
+        // page-level predicate locks made unrelated decisions fail each
+        // other, some of them on every retry. The device row is locked
+        // first: a revocation in progress is waited for and then seen, and
+        // one that starts later waits for this decision. The UPDATE's
+        // condition is checked again on the newest version of the event
+        // row, so of two decisions on one event only the first changes it.
+        return try await readCommittedWrite { db in
             let t = now.seconds
             let changed = try await db.run(
                 """
+                WITH device AS (
+                    SELECT issuer, client_user_id FROM devices
+                    WHERE id = \(decision.deviceID) AND revoked_at IS NULL
+                    FOR SHARE
+                )
                 UPDATE events
                 SET status = \(decision.status.rawValue), decided_by = \(decision.deviceID), decided_at = \(t),
                     decision = \(decision.jws), updated_at = \(t)
-                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
-                  AND EXISTS (SELECT 1 FROM devices d
-                              WHERE d.id = \(decision.deviceID) AND d.revoked_at IS NULL
-                                AND d.issuer = events.issuer AND d.client_user_id = events.client_user_id)
+                FROM device
+                WHERE events.id = \(id) AND events.status = 'pending' AND events.expires_at > \(t)
+                  AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id
                 RETURNING 1
                 """, logger: logger)
             let settled = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)

@@ -85,12 +85,8 @@ extension PostgresStore {
     }
 
     public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
-        let logger = logger
-        try await write { db in
-            try await db.run(
-                "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (\(deviceID), \(jti), \(expiresAt.seconds))",
-                logger: logger)
-        }
+        try await writeStatement(
+            "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (\(deviceID), \(jti), \(expiresAt.seconds))")
     }
 
     public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {

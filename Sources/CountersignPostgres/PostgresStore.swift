@@ -7,9 +7,12 @@ import PostgresNIO
 /// The store for several broker instances: one PostgreSQL database through
 /// a postgres-nio connection pool.
 ///
-/// Every write runs as one SERIALIZABLE transaction, retried when
-/// PostgreSQL reports a serialization failure, so each method is atomic
-/// exactly as the contract says, however many instances write at once.
+/// Every write is atomic exactly as the contract says, however many
+/// instances write at once. A write of one statement runs alone (a
+/// statement is its own transaction). Deciding and creating a pending event
+/// run at READ COMMITTED, ordered by row locks and by a lock per user. Every
+/// other write runs as one SERIALIZABLE transaction, retried when
+/// PostgreSQL reports a serialization failure.
 /// Writes that wake long-polls send `NOTIFY` in the same transaction (see
 /// ``followChanges(wake:resync:)``). The pool runs from `init` until
 /// ``close()``.
@@ -118,6 +121,26 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         }
     }
 
+    /// Runs `body` as one READ COMMITTED transaction, for writes whose
+    /// statements order themselves by row locks, or by an advisory lock on
+    /// `key` taken first (hashed to 64 bits: a collision only makes two keys
+    /// wait for each other; released at commit or rollback).
+    func readCommittedWrite<T: Sendable>(
+        locking key: String? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let logger = logger
+        do {
+            return try await transaction { db in
+                if let key {
+                    try await db.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
+                }
+                return try await body(db)
+            }
+        } catch {
+            throw mapped(error)
+        }
+    }
+
     /// Runs `body` in one transaction at `isolation`.
     func transaction<T: Sendable>(
         isolation: String = "READ COMMITTED", _ body: @escaping @Sendable (PostgresConnection) async throws -> T
@@ -133,6 +156,18 @@ public final class PostgresStore: CountersignStore, WakeFeed {
                 throw error
             }
         }
+    }
+
+    /// Runs one write statement, which PostgreSQL makes atomic by itself.
+    ///
+    /// Not in a SERIALIZABLE transaction: there, a unique index check takes
+    /// predicate locks on whole index pages, and inserts of unrelated rows
+    /// that share a page fail each other (two proof ids per round trip made
+    /// most of the retries under load).
+    @discardableResult
+    func writeStatement(_ query: PostgresQuery) async throws -> Int {
+        let logger = logger
+        return try await read { db in try await db.run(query, logger: logger) }
     }
 
     /// Runs reads on one pooled connection.

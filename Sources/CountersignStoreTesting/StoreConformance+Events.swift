@@ -23,6 +23,29 @@ extension StoreConformance {
             try await store.insertPendingEvent(Fixture.event(user: "bob"), maxPending: 2, now: Fixture.t0 + 20)
             try await store.insertPendingEvent(Fixture.event(at: Fixture.t0 + 60), maxPending: 2, now: Fixture.t0 + 60)
         },
+        Case(name: "events: of many creations at once for one user, only the pending cap succeed") { store in
+            for round in 0..<5 {
+                let user = "racer-\(round)"
+                let created = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<16 {
+                        group.addTask {
+                            do {
+                                try await store.insertPendingEvent(
+                                    Fixture.event(user: user), maxPending: 3, now: Fixture.t0)
+                                return true
+                            } catch let error as StoreError where error.code == .limitReached(retryAfter: 60) {
+                                return false
+                            }
+                        }
+                    }
+                    return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                try check(created == 3, "exactly the cap of 3 created, got \(created)")
+                let stored = try await store.events(
+                    issuer: "ck_app", clientUserID: user, status: .pending, now: Fixture.t0, limit: 100)
+                try check(stored.count == 3, "3 stored, found \(stored.count)")
+            }
+        },
         Case(name: "events: listed newest first, filtered by status as of now") { store in
             let expired = Fixture.event(at: Fixture.t0 - 120)
             let pending = Fixture.event(at: Fixture.t0 - 10)
