@@ -54,7 +54,11 @@ final class IdleWaiters: Sendable {
                 await withTaskGroup(of: Void.self) { group in
                     for _ in 0..<count {
                         group.addTask {
-                            while !Task.isCancelled { _ = try? await client.inbox(device, wait: 25) }
+                            // Holds of 20 to 30 s, as clients that started at different
+                            // times would: the polls do not all return and re-poll at once.
+                            while !Task.isCancelled {
+                                _ = try? await client.inbox(device, wait: Int.random(in: 20...30))
+                            }
                         }
                     }
                 }
