@@ -56,8 +56,28 @@ struct CallerAuthenticator: RouterMiddleware {
         return .backend(key)
     }
 
+    /// The device a valid proof comes from, with its app's key.
+    ///
+    /// In steps whose records stay out of this frame: the deepest frames of
+    /// a device request are kept by its connection's task for as long as the
+    /// connection lives (see docs/benchmarks.md).
     private func device(proof: String, request: Request) async throws -> CallerIdentity {
         let now = environment.now()
+        let enrolled = try await enrolledDevice(claimedIn: proof)
+        try await ProofCheck(environment: environment).verify(
+            proof, key: enrolled.device.publicKey, request: request, now: now)
+        return try await identity(of: enrolled, now: now)
+    }
+
+    /// A device record, boxed.
+    private final class Enrolled: Sendable {
+        let device: TrustedDevice
+        init(_ device: TrustedDevice) { self.device = device }
+    }
+
+    /// The enrolled, unrevoked device a proof names, not yet verified.
+    @inline(never)
+    private func enrolledDevice(claimedIn proof: String) async throws -> Enrolled {
         let deviceID: String
         do {
             deviceID = try DeviceProof.deviceID(in: proof)
@@ -70,7 +90,13 @@ struct CallerAuthenticator: RouterMiddleware {
         guard device.revokedAt == nil else {
             throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
         }
-        try await ProofCheck(environment: environment).verify(proof, key: device.publicKey, request: request, now: now)
+        return Enrolled(device)
+    }
+
+    /// The identity of a device whose proof verified, seen now.
+    @inline(never)
+    private func identity(of enrolled: Enrolled, now: Date) async throws -> CallerIdentity {
+        let device = enrolled.device
         guard let key = try await environment.store.apiKey(id: device.issuer) else {
             throw APIError(.unauthorized, "unknown_device", "the device's app no longer exists")
         }
@@ -86,14 +112,26 @@ struct ProofCheck {
     let environment: BrokerEnvironment
 
     func verify(_ proof: String, key: DevicePublicKey, request: Request, now: Date) async throws {
-        let claims: DeviceProofClaims
+        let claims = try await verifiedClaims(of: proof, key: key, request: request, now: now)
+        try await spend(claims, of: key, now: now)
+    }
+
+    @inline(never)
+    private func verifiedClaims(of proof: String, key: DevicePublicKey, request: Request, now: Date) async throws
+        -> DeviceProofClaims
+    {
         do {
-            claims = try await DeviceProof.verify(
+            return try await DeviceProof.verify(
                 proof, key: key, method: request.method.rawValue, path: request.uri.path,
                 acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
         } catch {
             throw APIError(.unauthorized, "invalid_proof", error.message)
         }
+    }
+
+    /// Records the proof's `jti` as used; a second use is a replay.
+    @inline(never)
+    private func spend(_ claims: DeviceProofClaims, of key: DevicePublicKey, now: Date) async throws {
         do {
             // Kept past the leeway on both sides, after which iat alone refuses it.
             try await environment.store.consumeProofID(

@@ -47,6 +47,37 @@ public enum CompactJWS {
             self.payload = payload
             self.signature = signature
         }
+
+        /// Type, algorithm and key id as the verifier expects them.
+        func check(type: String, kid: String) throws(ProtocolError) {
+            guard header.typ == type else {
+                throw ProtocolError(.wrongType, "expected typ \(type), got \(header.typ ?? "none")")
+            }
+            guard header.alg == "ES256" else {
+                throw ProtocolError(.wrongAlgorithm, "only ES256 is accepted, got \(header.alg ?? "none")")
+            }
+            guard header.kid == kid else {
+                throw ProtocolError(.wrongDevice, "the kid does not name this device's key")
+            }
+        }
+
+        /// The claims, once the signature verifies. Synchronous and out of
+        /// line, so that its temporaries stay out of the async frames of the
+        /// verification that every device request's task keeps.
+        @inline(never)
+        func claims<Claims: JWTPayload>(_: Claims.Type, verifiedBy algorithm: any JWTAlgorithm) throws(ProtocolError)
+            -> Claims
+        {
+            // A failed check, or a signature that is not 64 bytes of r || s.
+            guard (try? algorithm.verify(signature, signs: signingInput)) == true else {
+                throw ProtocolError(.badSignature, "the signature does not verify with the device key")
+            }
+            do {
+                return try CompactJWS.claimsDecoder.decode(Claims.self, from: payload)
+            } catch {
+                throw ProtocolError(.malformed, "the claims could not be read: \(error)")
+            }
+        }
     }
 
     /// Checks type and algorithm, then the signature against one device key,
@@ -62,27 +93,10 @@ public enum CompactJWS {
         as _: Claims.Type
     ) async throws(ProtocolError) -> Claims {
         let jws = try Parsed(token)
-        guard jws.header.typ == type else {
-            throw ProtocolError(.wrongType, "expected typ \(type), got \(jws.header.typ ?? "none")")
-        }
-        guard jws.header.alg == "ES256" else {
-            throw ProtocolError(.wrongAlgorithm, "only ES256 is accepted, got \(jws.header.alg ?? "none")")
-        }
         let thumbprint = key.thumbprint
-        guard jws.header.kid == thumbprint else {
-            throw ProtocolError(.wrongDevice, "the kid does not name this device's key")
-        }
+        try jws.check(type: type, kid: thumbprint)
         let algorithm = try await verifier(for: key, thumbprint: thumbprint)
-        // A failed check, or a signature that is not 64 bytes of r || s.
-        guard (try? algorithm.verify(jws.signature, signs: jws.signingInput)) == true else {
-            throw ProtocolError(.badSignature, "the signature does not verify with the device key")
-        }
-        let claims: Claims
-        do {
-            claims = try claimsDecoder.decode(Claims.self, from: jws.payload)
-        } catch {
-            throw ProtocolError(.malformed, "the claims could not be read: \(error)")
-        }
+        let claims = try jws.claims(Claims.self, verifiedBy: algorithm)
         do {
             try await claims.verify(using: algorithm)
         } catch {
@@ -92,7 +106,7 @@ public enum CompactJWS {
     }
 
     /// jwt-kit's decoder for claims (NumericDate as seconds).
-    private static let claimsDecoder: any JWTJSONDecoder = .defaultForJWT
+    static let claimsDecoder: any JWTJSONDecoder = .defaultForJWT
 
     /// jwt-kit's ES256 algorithm for `key`, made once per process: making
     /// one validates the point on the curve, and a device key never changes

@@ -62,6 +62,18 @@ public enum DeviceProof {
         leeway: TimeInterval
     ) async throws(ProtocolError) -> DeviceProofClaims {
         let claims = try await CompactJWS.verify(token, type: type, key: key, as: DeviceProofClaims.self)
+        try check(claims, method: method, path: path, acceptedOrigins: acceptedOrigins, now: now, leeway: leeway)
+        return claims
+    }
+
+    /// The checks after the signature. Synchronous and out of line: in the
+    /// async function their temporaries (a URLComponents among them) would
+    /// widen a frame that every device request's task keeps.
+    @inline(never)
+    static func check(
+        _ claims: DeviceProofClaims, method: String, path: String, acceptedOrigins: Set<Origin>, now: Date,
+        leeway: TimeInterval
+    ) throws(ProtocolError) {
         guard claims.htm == method.uppercased() else {
             throw ProtocolError(.wrongMethod, "the proof is for \(claims.htm), not \(method)")
         }
@@ -79,7 +91,6 @@ public enum DeviceProof {
         guard abs(TimeInterval(claims.iat) - now.timeIntervalSince1970) <= leeway else {
             throw ProtocolError(.stale, "the proof's iat is more than \(Int(leeway)) s from the broker's clock")
         }
-        return claims
     }
 
     /// `url` without query and fragment.
