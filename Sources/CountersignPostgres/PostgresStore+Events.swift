@@ -63,6 +63,7 @@ extension PostgresStore {
 
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         let logger = logger
+        let t = now.seconds
         // READ COMMITTED with row locks instead of SERIALIZABLE, whose
         // page-level predicate locks made unrelated decisions fail each
         // other, some of them on every retry. The device row is locked
@@ -70,31 +71,39 @@ extension PostgresStore {
         // one that starts later waits for this decision. The UPDATE's
         // condition is checked again on the newest version of the event
         // row, so of two decisions on one event only the first changes it.
-        return try await readCommittedWrite { db in
-            let t = now.seconds
-            let changed = try await db.run(
-                """
-                WITH device AS (
-                    SELECT issuer, client_user_id FROM devices
-                    WHERE id = \(decision.deviceID) AND revoked_at IS NULL
-                    FOR SHARE
-                )
+        // The wake-up is sent only if it did, at commit.
+        let settle: PostgresQuery = """
+            WITH device AS (
+                SELECT issuer, client_user_id FROM devices
+                WHERE id = \(decision.deviceID) AND revoked_at IS NULL
+                FOR SHARE
+            ), settled AS (
                 UPDATE events
                 SET status = \(decision.status.rawValue), decided_by = \(decision.deviceID), decided_at = \(t),
                     decision = \(decision.jws), updated_at = \(t)
                 FROM device
                 WHERE events.id = \(id) AND events.status = 'pending' AND events.expires_at > \(t)
                   AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id
-                RETURNING 1
-                """, logger: logger)
-            let settled = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
-            if decision.status == .approved, let device = decision.enrolls {
-                // A duplicate key throws alreadyExists and rolls the decision back.
-                try await Self.enroll(
-                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db,
-                    logger: logger)
+                RETURNING events.*
+            ), woken AS (
+                SELECT pg_notify(\(Self.channel), \(WakeKey.event(id))) FROM settled
+            )
+            SELECT settled.* FROM settled, (SELECT count(*) FROM woken) AS notified
+            """
+        guard decision.status == .approved, let device = decision.enrolls else {
+            // One statement, so its own transaction: one round trip to
+            // PostgreSQL instead of five.
+            if let row = try await writeStatement(settle).first { return try Self.event(row: row) }
+            return try await read { db in
+                try await Self.afterConditionalWrite(id: id, changed: 0, in: db, logger: logger)
             }
-            try await db.notify(WakeKey.event(id), logger: logger)
+        }
+        return try await readCommittedWrite { db in
+            let changed = try await db.rows(settle, logger: logger)
+            let settled = try await Self.afterConditionalWrite(id: id, changed: changed.count, in: db, logger: logger)
+            // A duplicate key throws alreadyExists and rolls the decision back.
+            try await Self.enroll(
+                device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db, logger: logger)
             return settled
         }
     }

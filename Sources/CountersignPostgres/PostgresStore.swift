@@ -158,16 +158,17 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         }
     }
 
-    /// Runs one write statement, which PostgreSQL makes atomic by itself.
+    /// Runs one write statement, which PostgreSQL makes atomic by itself;
+    /// its rows, if it returns any.
     ///
     /// Not in a SERIALIZABLE transaction: there, a unique index check takes
     /// predicate locks on whole index pages, and inserts of unrelated rows
     /// that share a page fail each other (two proof ids per round trip made
     /// most of the retries under load).
     @discardableResult
-    func writeStatement(_ query: PostgresQuery) async throws -> Int {
+    func writeStatement(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
         let logger = logger
-        return try await read { db in try await db.run(query, logger: logger) }
+        return try await read { db in try await db.rows(query, logger: logger) }
     }
 
     /// Runs reads on one pooled connection.
