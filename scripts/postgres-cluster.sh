@@ -37,7 +37,7 @@ start)
         --encoding=UTF8 --locale=C.UTF-8 >"$directory/initdb.log" 2>&1 \
         || { cat "$directory/initdb.log" >&2; exit 1; }
     "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --log="$directory/server.log" --wait \
-        --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=300 -c fsync=on" \
+        --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=1000 -c fsync=on" \
         start >/dev/null || { cat "$directory/server.log" >&2; exit 1; }
     echo "postgres://countersign@127.0.0.1:$port/postgres"
     ;;
