@@ -34,8 +34,8 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         // The pool arms an idle-timeout timer and a keep-alive timer (each a
         // sleeping task) every time a connection goes back to it, that is
         // after every query; under load that was a tenth of the broker's
-        // CPU. Connections stay open instead, and a broken one is found by
-        // the query that uses it (answered 503, which clients retry).
+        // CPU. Connections stay open instead; one that PostgreSQL drops is
+        // noticed when its socket closes and replaced.
         configuration.options.minimumConnections = maximumConnections
         configuration.options.keepAliveBehavior = nil
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
