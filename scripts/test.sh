@@ -4,6 +4,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What this script starts or makes is stopped and removed at exit.
+cluster=""
+scratch=""
+cleanup() {
+    if [ -n "$cluster" ]; then scripts/postgres-cluster.sh stop "$cluster"; fi
+    if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
+}
+trap cleanup EXIT
+
+# Temporary files and directories of the build, the tests and the processes
+# they start (brokers' data, agents' key files) all go under one directory.
+scratch=$(mktemp -d /tmp/countersign-tests.XXXXXX)
+export TMPDIR="$scratch"
+
 scripts/check-format.sh
 
 # The end-to-end suite verifies event tokens with a Python JOSE library too,
@@ -40,7 +54,6 @@ if [ -z "${COUNTERSIGN_TEST_POSTGRES:-}" ]; then
         fi
     fi
     cluster=$(mktemp -d /tmp/countersign-postgres.XXXXXX)
-    trap 'scripts/postgres-cluster.sh stop "$cluster"' EXIT
     COUNTERSIGN_TEST_POSTGRES=$(scripts/postgres-cluster.sh start "$cluster")
     export COUNTERSIGN_TEST_POSTGRES
     echo "PostgreSQL test cluster: $COUNTERSIGN_TEST_POSTGRES"
