@@ -18,6 +18,9 @@ public struct BrokerConfiguration: Sendable {
     /// A `postgres://` URL to use PostgreSQL (shared by several instances)
     /// instead of the SQLite file.
     public var databaseURL: String?
+    /// PostgreSQL connections the instance keeps open, one of them on
+    /// LISTEN; at least 2.
+    public var databaseConnections = 20
     /// URLs clients reach the broker at; the first is the token issuer.
     /// Empty means `http://host:port` (and `localhost` for a loopback host).
     public var publicURLs: [String]
@@ -85,7 +88,7 @@ public struct BrokerConfiguration: Sendable {
     /// with mode 0700). Close it when done.
     public func openStore(logger: Logger) async throws -> OpenedStore {
         if let databaseURL {
-            let store = try PostgresStore(url: databaseURL, logger: logger)
+            let store = try PostgresStore(url: databaseURL, logger: logger, maximumConnections: databaseConnections)
             do {
                 try await store.migrate()
             } catch {

@@ -35,6 +35,15 @@ extension DeviceBroker {
         @Option(help: "full: fsync every commit (survives power loss); relaxed: survives a broker crash only.")
         var durability: SQLiteStore.Durability = .full
 
+        @Option(
+            help: """
+                With --database: PostgreSQL connections this instance keeps open, one of them on LISTEN \
+                (env COUNTERSIGN_DATABASE_CONNECTIONS, at least 2).
+                """)
+        var databaseConnections: Int =
+            ProcessEnvironment.value("COUNTERSIGN_DATABASE_CONNECTIONS").flatMap { Int($0) }
+            ?? 20
+
         @Option(help: "How long decided events are kept, e.g. 30d.")
         var retention: DurationArgument = DurationArgument(seconds: 30 * 86400)
 
@@ -75,6 +84,9 @@ extension DeviceBroker {
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
             guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
+            guard (2...1000).contains(databaseConnections) else {
+                throw ValidationError("--database-connections must be 2…1000")
+            }
             guard approvalWindow.seconds >= 1, approvalWindow.seconds <= 600 else {
                 throw ValidationError("--approval-window must be between 1s and 10m")
             }
@@ -103,6 +115,7 @@ extension DeviceBroker {
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)
             configuration.databaseURL = store.configuration().databaseURL
+            configuration.databaseConnections = databaseConnections
             (configuration.sender, configuration.phoneSender) = senders.configurations()
             configuration.verification.codeLifetime = codeLifetime.seconds
             configuration.totpKeyFile = totpKeyFile ?? ProcessEnvironment.value("COUNTERSIGN_TOTP_KEY_FILE")

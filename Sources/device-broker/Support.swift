@@ -48,6 +48,8 @@ extension StoreOptions {
     func configuration() -> BrokerConfiguration {
         var configuration = BrokerConfiguration(dataDirectory: dataDirectory)
         configuration.databaseURL = databaseURL ?? ProcessEnvironment.value("COUNTERSIGN_DATABASE_URL")
+        // A command makes a few queries and exits; serve sets its own pool.
+        configuration.databaseConnections = 2
         return configuration
     }
 }

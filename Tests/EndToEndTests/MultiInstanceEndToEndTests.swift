@@ -34,6 +34,28 @@ struct MultiInstanceEndToEndTests {
         try await TestPostgres.dropDatabase(database)
     }
 
+    @Test("an instance keeps --database-connections connections open, its LISTEN among them")
+    func connectionPool() async throws {
+        let database = try await TestPostgres.createDatabase()
+        let broker = try await LiveBroker.start(arguments: ["--database-connections", "3"], database: database)
+        let name = String(URLComponents(string: database)!.path.dropFirst())
+        // Fails, naming the count, until the pool has opened them all.
+        let check = """
+            DO $$ DECLARE open int; BEGIN
+                SELECT count(*) INTO open FROM pg_stat_activity WHERE datname = '\(name)';
+                IF open <> 3 THEN RAISE EXCEPTION '% connections open, expected 3', open; END IF;
+            END $$
+            """
+        var outcome = await Result { try await TestPostgres.execute(check) }
+        for _ in 0..<50 where (try? outcome.get()) == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            outcome = await Result { try await TestPostgres.execute(check) }
+        }
+        broker.stop()
+        try await TestPostgres.dropDatabase(database)
+        try outcome.get()
+    }
+
     @Test("a decision through A wakes the requester's long-poll held by B at once")
     func crossInstanceWake() async throws {
         let (a, b, devices, database) = try await start()
