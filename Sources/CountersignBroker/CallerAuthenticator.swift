@@ -116,6 +116,8 @@ struct ProofCheck {
         try await spend(claims, of: key, now: now)
     }
 
+    /// The proof's claims, once its signature and its binding to this
+    /// request (method, path, origin, age) check out.
     @inline(never)
     private func verifiedClaims(of proof: String, key: DevicePublicKey, request: Request, now: Date) async throws
         -> DeviceProofClaims
