@@ -36,8 +36,24 @@ start)
     "${as_owner[@]}" "$initdb" --pgdata="$directory/data" --username=countersign --auth=trust \
         --encoding=UTF8 --locale=C.UTF-8 >"$directory/initdb.log" 2>&1 \
         || { cat "$directory/initdb.log" >&2; exit 1; }
+    # TLS with a certificate from a CA of its own (DIR/tls/ca.pem), for the
+    # host name "localhost" only: verify-full must name that host, verify-ca
+    # and require need not. Clients may also connect without TLS.
+    tls="$directory/tls"
+    mkdir -p "$tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=Test CA" \
+        -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=localhost" \
+        -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost\n' >"$tls/server.ext"
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+        -extfile "$tls/server.ext" -out "$tls/server.pem" 2>/dev/null
+    chmod 0600 "$tls/server.key"
+    chmod 0644 "$tls/ca.pem" "$tls/server.pem"
+    if [[ ${#as_owner[@]} -gt 0 ]]; then chown postgres "$tls/server.key" "$tls/server.pem"; chmod 0755 "$tls"; fi
     "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --log="$directory/server.log" --wait \
-        --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=1000 -c fsync=on" \
+        --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=1000 -c fsync=on \
+            -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key" \
         start >/dev/null || { cat "$directory/server.log" >&2; exit 1; }
     echo "postgres://countersign@127.0.0.1:$port/postgres"
     ;;

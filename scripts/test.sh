@@ -55,7 +55,7 @@ if [ -z "${COUNTERSIGN_TEST_POSTGRES:-}" ]; then
     fi
     cluster=$(mktemp -d /tmp/countersign-postgres.XXXXXX)
     COUNTERSIGN_TEST_POSTGRES=$(scripts/postgres-cluster.sh start "$cluster")
-    export COUNTERSIGN_TEST_POSTGRES
+    export COUNTERSIGN_TEST_POSTGRES COUNTERSIGN_TEST_POSTGRES_CA="$cluster/tls/ca.pem"
     echo "PostgreSQL test cluster: $COUNTERSIGN_TEST_POSTGRES"
 fi
 

@@ -27,7 +27,8 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     static let channel = "countersign_wake"
 
     /// A store for `url` (`postgres://user:password@host:port/database`,
-    /// `?sslmode=require` or `verify-full` for TLS).
+    /// `?sslmode=require`, `verify-ca` or `verify-full` for TLS, with
+    /// `&sslrootcert=PATH` for a CA of its own).
     public init(url: String, logger: Logger, maximumConnections: Int = 20) throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = maximumConnections
@@ -68,22 +69,44 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         else {
             throw StoreError(.backend, "not a postgres:// URL: give postgres://user[:password]@host[:port]/database")
         }
-        let mode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "prefer"
-        let tls: PostgresClient.Configuration.TLS
-        switch mode {
-        case "disable": tls = .disable
-        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
-        case "require":
-            var insecure = TLSConfiguration.makeClientConfiguration()
-            insecure.certificateVerification = .none
-            tls = .require(insecure)
-        case "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
-        default: throw StoreError(.backend, "unknown sslmode \(mode)")
-        }
+        let parameter = { (name: String) in components.queryItems?.first { $0.name == name }?.value }
+        let tls = try Self.tls(mode: parameter("sslmode") ?? "prefer", rootCertificate: parameter("sslrootcert"))
         let database = components.path.count > 1 ? String(components.path.dropFirst()) : nil
         return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user,
             password: components.password?.removingPercentEncoding, database: database, tls: tls)
+    }
+
+    /// TLS as libpq's `sslmode` means it: `prefer` and `require` encrypt
+    /// without checking who answers (unless `sslrootcert` is given to
+    /// `require`, which then acts as `verify-ca`), `verify-ca` checks the
+    /// certificate chain, `verify-full` the host name too. `sslrootcert` names
+    /// a PEM file of the CAs to trust instead of the system's.
+    static func tls(mode: String, rootCertificate: String?) throws -> PostgresClient.Configuration.TLS {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        if let rootCertificate {
+            guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
+                throw StoreError(.backend, "cannot read the sslrootcert file \(rootCertificate)")
+            }
+            configuration.trustRoots = .file(rootCertificate)
+        }
+        switch mode {
+        case "disable":
+            return .disable
+        case "allow", "prefer":
+            configuration.certificateVerification = .none
+            return .prefer(configuration)
+        case "require" where rootCertificate == nil:
+            configuration.certificateVerification = .none
+            return .require(configuration)
+        case "require", "verify-ca":
+            configuration.certificateVerification = .noHostnameVerification
+            return .require(configuration)
+        case "verify-full":
+            return .require(configuration)
+        default:
+            throw StoreError(.backend, "unknown sslmode \(mode)")
+        }
     }
 
     /// Runs one statement outside any transaction, for administration

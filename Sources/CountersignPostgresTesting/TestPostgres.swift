@@ -7,7 +7,7 @@ public import Logging
 /// with a fresh database per test.
 public enum TestPostgres {
     struct Missing: Error, CustomStringConvertible {
-        let description =
+        var description =
             "COUNTERSIGN_TEST_POSTGRES is not set: run scripts/test.sh, which starts a throwaway PostgreSQL cluster"
     }
 
@@ -23,6 +23,16 @@ public enum TestPostgres {
             throw Missing()
         }
         return url
+    }
+
+    /// The CA that signed the cluster's TLS certificate, for the host name
+    /// `localhost` (`COUNTERSIGN_TEST_POSTGRES_CA`, set by scripts/test.sh).
+    public static func certificateAuthority() throws -> String {
+        guard let path = ProcessInfo.processInfo.environment["COUNTERSIGN_TEST_POSTGRES_CA"], !path.isEmpty else {
+            throw Missing(
+                description: "COUNTERSIGN_TEST_POSTGRES_CA is not set: run scripts/test.sh, which starts the cluster")
+        }
+        return path
     }
 
     /// Creates an empty database and returns its URL.

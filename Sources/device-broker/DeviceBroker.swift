@@ -41,7 +41,8 @@ struct StoreOptions: ParsableArguments {
         help: """
             A postgres:// URL (env COUNTERSIGN_DATABASE_URL) to keep everything in PostgreSQL, shared by \
             several broker instances, instead of the SQLite file in --data-dir. \
-            postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require|verify-full]
+            postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require|verify-ca|verify-full\
+            [&sslrootcert=CA.pem]]
             """)
     var databaseURL: String?
 }

@@ -1,0 +1,83 @@
+import CountersignCore
+import CountersignPostgresTesting
+import CountersignStore
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import CountersignPostgres
+
+/// sslmode and sslrootcert against the test cluster, whose certificate is
+/// signed by a CA of its own for the host name `localhost` only.
+@Suite("PostgreSQL TLS")
+struct PostgresTLSTests {
+    /// The cluster's URL for `host`, with these query parameters.
+    func url(host: String, _ parameters: String) throws -> String {
+        var components = URLComponents(string: try TestPostgres.clusterURL())!
+        components.host = host
+        components.query = parameters
+        return components.string!
+    }
+
+    /// Whether a store on `url` runs a query over TLS; nil when it cannot
+    /// run one within 5 s (the pool keeps retrying a refused connection).
+    func encrypted(_ url: String) async throws -> Bool? {
+        let store = try PostgresStore(url: url, logger: TestPostgres.logger, maximumConnections: 2)
+        let logger = TestPostgres.logger
+        let outcome = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                try? await store.read { db in
+                    try await db.row("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: logger)?
+                        .value("ssl", as: Bool.self)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        await store.close()
+        return outcome
+    }
+
+    @Test("verify-full with the cluster's CA connects to the host its certificate names, over TLS")
+    func verifyFull() async throws {
+        let ca = try TestPostgres.certificateAuthority()
+        #expect(try await encrypted(url(host: "localhost", "sslmode=verify-full&sslrootcert=\(ca)")) == true)
+    }
+
+    @Test("verify-full refuses another host name; verify-ca, which checks only the chain, accepts it")
+    func hostName() async throws {
+        let ca = try TestPostgres.certificateAuthority()
+        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=verify-full&sslrootcert=\(ca)")) == nil)
+        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=verify-ca&sslrootcert=\(ca)")) == true)
+        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=require&sslrootcert=\(ca)")) == true)
+    }
+
+    @Test("without sslrootcert, verify-full trusts only the system's CAs, which did not sign the cluster's")
+    func systemRoots() async throws {
+        #expect(try await encrypted(url(host: "localhost", "sslmode=verify-full")) == nil)
+    }
+
+    @Test("require and prefer encrypt without checking the certificate; disable does not encrypt")
+    func unverified() async throws {
+        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=require")) == true)
+        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=prefer")) == true)
+        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=disable")) == false)
+    }
+
+    @Test("an sslrootcert that cannot be read, or an unknown sslmode, is refused before connecting")
+    func badParameters() throws {
+        #expect(throws: StoreError.self) {
+            try PostgresStore(
+                url: try url(host: "localhost", "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"),
+                logger: TestPostgres.logger)
+        }
+        #expect(throws: StoreError.self) {
+            try PostgresStore(url: try url(host: "localhost", "sslmode=verify-everything"), logger: TestPostgres.logger)
+        }
+    }
+}
