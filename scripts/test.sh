@@ -53,6 +53,16 @@ if [ -z "${COUNTERSIGN_TEST_POSTGRES:-}" ]; then
             exit 1
         fi
     fi
+    # The cluster serves TLS with a certificate made by openssl.
+    if ! command -v openssl >/dev/null; then
+        if [ "$(id -u)" = 0 ]; then
+            apt-get update -qq
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+        else
+            echo "error: the PostgreSQL test cluster needs Debian's openssl package" >&2
+            exit 1
+        fi
+    fi
     cluster=$(mktemp -d /tmp/countersign-postgres.XXXXXX)
     COUNTERSIGN_TEST_POSTGRES=$(scripts/postgres-cluster.sh start "$cluster")
     export COUNTERSIGN_TEST_POSTGRES COUNTERSIGN_TEST_POSTGRES_CA="$cluster/tls/ca.pem"
