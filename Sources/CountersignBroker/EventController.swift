@@ -237,18 +237,20 @@ struct LongPoll {
     }
 
     private final class Latest {
+        /// Whether the event is settled, and how long until it expires.
+        typealias State = (settled: Bool, untilExpiry: Duration)
+
         var event: ApprovalEvent
         @inline(never) init(_ event: ApprovalEvent) { self.event = event }
 
-        /// Whether the event is settled, and how long until it expires.
-        @inline(never) func state(at now: Date) -> (settled: Bool, untilExpiry: Duration) {
+        @inline(never) func state(at now: Date) -> State {
             (event.isSettled(at: now), .milliseconds(Int64(event.expiresAt.timeIntervalSince(now) * 1000) + 1))
         }
     }
 
     /// Reads the event again into `latest`; nil if it is gone.
     @inline(never)
-    private func reread(_ latest: Latest) async throws -> (settled: Bool, untilExpiry: Duration)? {
+    private func reread(_ latest: Latest) async throws -> Latest.State? {
         guard let event = try await environment.store.event(id: latest.event.id) else { return nil }
         latest.event = event
         return latest.state(at: environment.now())

@@ -94,17 +94,16 @@ extension PostgresStore {
             // One statement, so its own transaction: one round trip to
             // PostgreSQL instead of five.
             if let row = try await writeStatement(settle).first { return try Self.event(row: row) }
-            return try await read { db in
-                try await Self.afterConditionalWrite(id: id, changed: 0, in: db, logger: logger)
-            }
+            return try await read { db in try await Self.refusal(ofChangeTo: id, in: db, logger: logger) }
         }
         return try await readCommittedWrite { db in
-            let changed = try await db.rows(settle, logger: logger)
-            let settled = try await Self.afterConditionalWrite(id: id, changed: changed.count, in: db, logger: logger)
+            guard let row = try await db.row(settle, logger: logger) else {
+                try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
+            }
             // A duplicate key throws alreadyExists and rolls the decision back.
             try await Self.enroll(
                 device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db, logger: logger)
-            return settled
+            return try Self.event(row: row)
         }
     }
 
@@ -132,11 +131,18 @@ extension PostgresStore {
     static func afterConditionalWrite(id: String, changed: Int, in db: PostgresConnection, logger: Logger)
         async throws -> ApprovalEvent
     {
-        guard let row = try await db.row("SELECT * FROM events WHERE id = \(id)", logger: logger) else {
+        guard changed == 1, let row = try await db.row("SELECT * FROM events WHERE id = \(id)", logger: logger)
+        else { try await refusal(ofChangeTo: id, in: db, logger: logger) }
+        return try event(row: row)
+    }
+
+    /// Why a conditional UPDATE of event `id` changed nothing: `notFound`
+    /// when there is no such event, else `conflict`.
+    static func refusal(ofChangeTo id: String, in db: PostgresConnection, logger: Logger) async throws -> Never {
+        guard try await db.row("SELECT 1 FROM events WHERE id = \(id)", logger: logger) != nil else {
             throw StoreError(.notFound, "no event \(id)")
         }
-        guard changed == 1 else { throw StoreError(.conflict, "event \(id) is no longer pending") }
-        return try event(row: row)
+        throw StoreError(.conflict, "event \(id) is no longer pending")
     }
 
     static func insert(_ event: ApprovalEvent, into db: PostgresConnection, logger: Logger) async throws {

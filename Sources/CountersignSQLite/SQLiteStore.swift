@@ -108,6 +108,9 @@ public final class SQLiteStore: CountersignStore {
         }
     }
 
+    /// Synchronous, so that `unsafeRead` is GRDB's blocking variant: from
+    /// the async `read` the compiler would pick the one that hops to a
+    /// reader queue.
     private func readOnThisThread<T>(_ body: (Database) throws -> T) throws -> T {
         try pool.unsafeRead(body)
     }

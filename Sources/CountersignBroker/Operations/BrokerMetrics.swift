@@ -7,6 +7,7 @@ public import Prometheus
 /// What the broker counts, through swift-metrics: whatever backend the
 /// process bootstrapped (Prometheus in `device-broker serve`, nothing in
 /// tests that do not).
+///
 /// Make it after bootstrapping: the metrics a round trip touches are made
 /// once, here, not per request.
 public struct BrokerMetrics: Sendable {
