@@ -113,7 +113,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     /// (`CREATE DATABASE`, `DROP DATABASE`), never with untrusted input.
     public func administer(_ statement: String) async throws {
         do {
-            _ = try await client.withConnection { connection in
+            _ = try await withConnection { connection in
                 try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
         } catch {
@@ -175,7 +175,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     func transaction<T: Sendable>(
         isolation: String = "READ COMMITTED", _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await client.withConnection { connection in
+        try await withConnection { connection in
             try await connection.run(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
             do {
                 let result = try await body(connection)
@@ -198,13 +198,18 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     @discardableResult
     func writeStatement(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
         let logger = logger
-        return try await read { db in try await db.rows(query, logger: logger) }
+        do {
+            return try await withConnection { db in try await db.rows(query, logger: logger) }
+        } catch {
+            throw mapped(error)
+        }
     }
 
-    /// Runs reads on one pooled connection.
+    /// Runs reads on one pooled connection (again on another when the
+    /// session ends under them).
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         do {
-            return try await client.withConnection { connection in try await body(connection) }
+            return try await withConnection(idempotent: true) { connection in try await body(connection) }
         } catch {
             throw mapped(error)
         }
@@ -228,7 +233,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     ) async throws {
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                try await withConnection { connection in
                     try await connection.listen(on: Self.channel) { notifications in
                         // Listening now: anything committed before may have been missed.
                         resync()
