@@ -96,7 +96,7 @@ extension SQLiteStore {
     }
 
     public func recoveryCodesLeft(issuer: String, clientUserID: String) async throws -> Int {
-        try await read { db in
+        try read { db in
             try Int.fetchOne(
                 db,
                 sql: "SELECT count(*) FROM recovery_codes WHERE issuer = ? AND client_user_id = ? AND used_at IS NULL",

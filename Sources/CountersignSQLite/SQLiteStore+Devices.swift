@@ -53,13 +53,13 @@ extension SQLiteStore {
     }
 
     public func device(id: String) async throws -> TrustedDevice? {
-        try await read { db in
+        try read { db in
             try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [id]).map(Self.device(row:))
         }
     }
 
     public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
-        try await read { db in
+        try read { db in
             try Row.fetchAll(
                 db,
                 sql:
@@ -95,7 +95,7 @@ extension SQLiteStore {
     }
 
     public func deviceChanges(issuer: String, clientUserID: String, limit: Int) async throws -> [DeviceChange] {
-        try await read { db in
+        try read { db in
             try Row.fetchAll(
                 db,
                 sql: """

@@ -27,7 +27,7 @@ extension SQLiteStore {
     }
 
     public func event(id: String) async throws -> ApprovalEvent? {
-        try await read { db in
+        try read { db in
             try Row.fetchOne(
                 db.cachedStatement(sql: Self.eventByID), arguments: [id]
             ).map(Self.event(row:))
@@ -37,26 +37,46 @@ extension SQLiteStore {
     public func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
         -> [ApprovalEvent]
     {
+        try userEvents(issuer: issuer, clientUserID: clientUserID, status: status, now: now, limit: limit)
+    }
+
+    /// Out of line and synchronous: its arguments stay off the async frame
+    /// of the long-poll that reads them.
+    @inline(never)
+    private func userEvents(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) throws
+        -> [ApprovalEvent]
+    {
         let now = now.timeIntervalSince1970
-        var sql = "SELECT \(Self.eventColumns) FROM events WHERE issuer = ? AND client_user_id = ?"
-        var arguments: StatementArguments = [issuer, clientUserID]
+        let sql: String
+        let arguments: StatementArguments
         switch status {
-        case nil: break
+        case nil:
+            sql = Self.userEvents
+            arguments = [issuer, clientUserID, limit]
         case .pending:
-            sql += " AND status = 'pending' AND expires_at > ?"
-            arguments += [now]
+            sql = Self.userPendingEvents
+            arguments = [issuer, clientUserID, now, limit]
         case .expired:
-            sql += " AND status = 'pending' AND expires_at <= ?"
-            arguments += [now]
+            sql = Self.userExpiredEvents
+            arguments = [issuer, clientUserID, now, limit]
         case .approved, .rejected:
-            sql += " AND status = ?"
-            arguments += [status!.rawValue]
+            sql = Self.userEventsWithStatus
+            arguments = [issuer, clientUserID, status!.rawValue, limit]
         }
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
-        arguments += [limit]
-        return try await read { [sql, arguments] db in
+        return try read { db in
             try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(Self.event(row:))
         }
+    }
+
+    /// A user's events, newest first: all of them, or those in one state.
+    private static let userEvents = userEventsWhere("")
+    private static let userPendingEvents = userEventsWhere(" AND status = 'pending' AND expires_at > ?")
+    private static let userExpiredEvents = userEventsWhere(" AND status = 'pending' AND expires_at <= ?")
+    private static let userEventsWithStatus = userEventsWhere(" AND status = ?")
+
+    private static func userEventsWhere(_ condition: String) -> String {
+        "SELECT \(eventColumns) FROM events WHERE issuer = ? AND client_user_id = ?\(condition)"
+            + " ORDER BY created_at DESC, id DESC LIMIT ?"
     }
 
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {

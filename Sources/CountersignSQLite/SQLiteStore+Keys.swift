@@ -13,14 +13,14 @@ extension SQLiteStore {
     }
 
     public func apiKey(id: String) async throws -> APIKey? {
-        try await read { db in
+        try read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM api_keys WHERE id = ?"), arguments: [id])
                 .map(APIKey.init(row:))
         }
     }
 
     public func apiKeys() async throws -> [APIKey] {
-        try await read { db in
+        try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM api_keys ORDER BY created_at, id").map(APIKey.init(row:))
         }
     }
@@ -41,7 +41,7 @@ extension SQLiteStore {
     }
 
     public func redirectURLs(apiKeyID: String) async throws -> [String] {
-        try await read { db in
+        try read { db in
             try String.fetchAll(
                 db, sql: "SELECT url FROM api_key_redirect_urls WHERE api_key_id = ? ORDER BY position",
                 arguments: [apiKeyID])
@@ -49,7 +49,7 @@ extension SQLiteStore {
     }
 
     public func signingKeys() async throws -> [BrokerSigningKey] {
-        try await read { db in
+        try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at, id").map {
                 BrokerSigningKey(
                     id: $0["id"], privateKeyPEM: $0["private_key_pem"],

@@ -42,7 +42,7 @@ extension SQLiteStore {
     }
 
     public func challenge(id: Int64) async throws -> VerificationChallenge? {
-        try await read { db in try Self.challenge(id: id, in: db) }
+        try read { db in try Self.challenge(id: id, in: db) }
     }
 
     public func resendCode(
@@ -143,7 +143,7 @@ extension SQLiteStore {
     }
 
     public func verifiedIdentity(id: String) async throws -> VerifiedIdentity? {
-        try await read { db in
+        try read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM verified_identities WHERE id = ?", arguments: [id])
                 .map(Self.identity(row:))
         }
@@ -179,7 +179,7 @@ extension SQLiteStore {
     }
 
     public func refreshToken(digest: Data) async throws -> RefreshTokenRecord? {
-        try await read { db in try Self.refreshToken(digest: digest, in: db) }
+        try read { db in try Self.refreshToken(digest: digest, in: db) }
     }
 
     private static func refreshToken(digest: Data, in db: Database) throws -> RefreshTokenRecord? {

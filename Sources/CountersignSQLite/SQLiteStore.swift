@@ -100,19 +100,18 @@ public final class SQLiteStore: CountersignStore {
     /// reader never waits for the writer; it could wait only if every
     /// reader connection were busy, and there are more of them than threads
     /// to run reads.
-    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    ///
+    /// Synchronous, so that `unsafeRead` is GRDB's blocking variant (from an
+    /// async function the compiler would pick the one that hops to a reader
+    /// queue), and so that the store's async reads, which await nothing,
+    /// keep their temporaries on the thread's stack: a held long-poll keeps
+    /// the async frames its connection went through (see docs/benchmarks.md).
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try readOnThisThread(body)
+            return try pool.unsafeRead(body)
         } catch let error as DatabaseError {
             throw Self.storeError(error)
         }
-    }
-
-    /// Synchronous, so that `unsafeRead` is GRDB's blocking variant: from
-    /// the async `read` the compiler would pick the one that hops to a
-    /// reader queue.
-    private func readOnThisThread<T>(_ body: (Database) throws -> T) throws -> T {
-        try pool.unsafeRead(body)
     }
 
     static func storeError(_ error: DatabaseError) -> StoreError {
