@@ -38,4 +38,7 @@ public struct APIError: HTTPResponseError, Equatable {
     static func notFound(_ message: String) -> Self { Self(.notFound, "not_found", message) }
     static func forbidden(_ code: String, _ message: String) -> Self { Self(.forbidden, code, message) }
     static func conflict(_ code: String, _ message: String) -> Self { Self(.conflict, code, message) }
+    static var deviceRevoked: Self {
+        Self(.unauthorized, "device_revoked", "this device was removed from the account")
+    }
 }

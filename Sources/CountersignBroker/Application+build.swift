@@ -263,22 +263,28 @@ struct WakeRelay: Service {
 }
 
 /// Builds the router; tests build the same one around their own environment.
+///
+/// Every route passes through one ``RequestLifecycleMiddleware``; on the
+/// authenticated API it also establishes the caller, in the same frame
+/// rather than in a middleware layer of its own (see docs/benchmarks.md).
+/// Each group therefore adds its own, and the router's is added last, which
+/// gives it only to requests no route matches.
 public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerRequestContext> {
     let router = Router(context: BrokerRequestContext.self)
-    router.add(middleware: ForwardedForMiddleware(trustedProxies: environment.trustedProxies))
-    router.add(middleware: AccessLogMiddleware())
-    router.add(middleware: MetricsMiddleware())
-    router.add(middleware: ErrorMapper())
-    router.addRoutes(OperationsController(environment: environment).endpoints)
-    router.get(".well-known/jwks.json") { _, _ in
+    let lifecycle = RequestLifecycleMiddleware(
+        trustedProxies: TrustedProxies(networks: environment.trustedProxies), metrics: HTTPMetrics())
+    let open = router.group().add(middleware: lifecycle)
+    open.addRoutes(OperationsController(environment: environment).endpoints)
+    open.get(".well-known/jwks.json") { _, _ in
         JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
     }
-    router.addRoutes(VerificationPageController(environment: environment).endpoints)
-    router.addRoutes(OAuthController(environment: environment).endpoints)
-    router.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
-    let api = router.group("api/v1")
-    api.addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
-    let authenticated = api.group().add(middleware: CallerAuthenticator(environment: environment))
+    open.addRoutes(VerificationPageController(environment: environment).endpoints)
+    open.addRoutes(OAuthController(environment: environment).endpoints)
+    open.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
+    open.group("api/v1").addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
+    var authenticating = lifecycle
+    authenticating.authenticator = CallerAuthenticator(environment: environment)
+    let authenticated = router.group("api/v1").add(middleware: authenticating)
     authenticated.addRoutes(EventController(environment: environment).endpoints)
     authenticated.addRoutes(DecisionController(environment: environment).endpoints)
     let codes = CodeController(environment: environment)
@@ -290,6 +296,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let device = authenticated.group(context: DeviceRequestContext.self)
     device.addRoutes(InboxController(environment: environment).endpoints)
     device.addRoutes(codes.deviceEndpoints)
+    router.add(middleware: lifecycle)
     return router
 }
 

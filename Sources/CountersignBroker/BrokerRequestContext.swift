@@ -26,7 +26,7 @@ public struct BrokerRequestContext: RequestContext {
     public let remoteAddress: String?
     /// Set by ``CallerAuthenticator``.
     public var identity: CallerIdentity?
-    /// The client behind a trusted proxy (``ForwardedForMiddleware``).
+    /// The client behind a trusted proxy (``TrustedProxies``).
     var forwardedAddress: String?
 
     public init(source: ApplicationRequestContextSource) {

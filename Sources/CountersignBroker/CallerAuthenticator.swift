@@ -15,20 +15,12 @@ extension HTTPField.Name {
     static let newDeviceProof = Self("New-Device-Proof")!
 }
 
-/// Establishes who is calling from the request's credentials and puts it in
-/// the context. Credentials that are present but wrong end the request with
-/// 401; absent credentials leave the identity empty for the route to judge.
-struct CallerAuthenticator: RouterMiddleware {
-    typealias Context = BrokerRequestContext
+/// Establishes who is calling from the request's credentials, for
+/// ``RequestLifecycleMiddleware`` to put in the context. Credentials that are
+/// present but wrong end the request with 401; absent credentials leave the
+/// identity empty for the route to judge.
+struct CallerAuthenticator: Sendable {
     let environment: BrokerEnvironment
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        var context = context
-        context.identity = try await identify(request)
-        return try await next(request, context)
-    }
 
     func identify(_ request: Request) async throws -> CallerIdentity? {
         if let proof = request.headers[.deviceProof] {
@@ -73,37 +65,54 @@ struct CallerAuthenticator: RouterMiddleware {
     private final class Enrolled: Sendable {
         let device: TrustedDevice
         init(_ device: TrustedDevice) { self.device = device }
+
+        /// Whether its last-seen time is more than a minute old.
+        func seenLongAgo(_ now: Date) -> Bool {
+            device.lastSeenAt.map { now.timeIntervalSince($0) > 60 } ?? true
+        }
     }
 
     /// The enrolled, unrevoked device a proof names, not yet verified.
+    ///
+    /// The checks and their errors are out of line, so that this frame holds
+    /// little more than the store's answer.
     @inline(never)
     private func enrolledDevice(claimedIn proof: String) async throws -> Enrolled {
-        let deviceID: String
+        try Self.unrevoked(await environment.store.device(id: try Self.deviceID(claimedIn: proof)))
+    }
+
+    @inline(never)
+    private static func deviceID(claimedIn proof: String) throws -> String {
         do {
-            deviceID = try DeviceProof.deviceID(in: proof)
+            return try DeviceProof.deviceID(in: proof)
         } catch {
             throw APIError(.unauthorized, "invalid_proof", error.message)
         }
-        guard let device = try await environment.store.device(id: deviceID) else {
+    }
+
+    @inline(never)
+    private static func unrevoked(_ device: TrustedDevice?) throws -> Enrolled {
+        guard let device else {
             throw APIError(.unauthorized, "unknown_device", "no device with this key is enrolled")
         }
-        guard device.revokedAt == nil else {
-            throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
-        }
+        guard device.revokedAt == nil else { throw APIError.deviceRevoked }
         return Enrolled(device)
     }
 
     /// The identity of a device whose proof verified, seen now.
     @inline(never)
     private func identity(of enrolled: Enrolled, now: Date) async throws -> CallerIdentity {
-        let device = enrolled.device
-        guard let key = try await environment.store.apiKey(id: device.issuer) else {
-            throw APIError(.unauthorized, "unknown_device", "the device's app no longer exists")
+        let key = try Self.existing(await environment.store.apiKey(id: enrolled.device.issuer))
+        if enrolled.seenLongAgo(now) {
+            try await environment.store.markDeviceSeen(id: enrolled.device.id, now: now)
         }
-        if device.lastSeenAt.map({ now.timeIntervalSince($0) > 60 }) ?? true {
-            try await environment.store.markDeviceSeen(id: device.id, now: now)
-        }
-        return .device(device, key)
+        return .device(enrolled.device, key)
+    }
+
+    @inline(never)
+    private static func existing(_ key: APIKey?) throws -> APIKey {
+        guard let key else { throw APIError(.unauthorized, "unknown_device", "the device's app no longer exists") }
+        return key
     }
 }
 

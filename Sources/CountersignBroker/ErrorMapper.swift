@@ -6,21 +6,12 @@ import Logging
 
 /// Turns every error a handler throws into an ``APIError`` JSON response:
 /// bad input is a clear 4xx, an unexpected failure a 500 without details.
-struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
-        -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch {
-            throw Self.apiError(for: error, context: context)
-        }
-    }
-
+/// ``RequestLifecycleMiddleware`` applies it to every route.
+enum ErrorMapper {
     /// Out of line: its temporaries would otherwise widen the async frame
     /// every request keeps while it runs, held long-polls included.
     @inline(never)
-    static func apiError(for error: any Error, context: Context) -> APIError {
+    static func apiError(for error: any Error, context: some RequestContext) -> APIError {
         switch error {
         case let error as APIError:
             return error
@@ -38,7 +29,7 @@ struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func map(_ error: StoreError, context: Context) -> APIError {
+    static func map(_ error: StoreError, context: some RequestContext) -> APIError {
         switch error.code {
         case .notFound: return .notFound(error.message)
         case .alreadyExists: return .conflict("already_exists", error.message)
@@ -52,7 +43,7 @@ struct ErrorMapper<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func message(for status: HTTPResponse.Status, context: Context) -> String {
+    static func message(for status: HTTPResponse.Status, context: some RequestContext) -> String {
         status == .contentTooLarge ? "the body is larger than \(context.maxUploadSize) bytes" : status.reasonPhrase
     }
 

@@ -59,10 +59,13 @@ struct InboxController {
     /// waited gets nothing more.
     @inline(never)
     private func pendingEventsOfUnrevoked(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
-        guard try await environment.store.device(id: context.device.id)?.revokedAt == nil else {
-            throw APIError(.unauthorized, "device_revoked", "this device was removed from the account")
-        }
+        try Self.requireUnrevoked(await environment.store.device(id: context.device.id))
         return try await pendingEvents(context)
+    }
+
+    @inline(never)
+    private static func requireUnrevoked(_ device: TrustedDevice?) throws {
+        guard device?.revokedAt == nil else { throw APIError.deviceRevoked }
     }
 
     private func inbox(_ pending: [ApprovalEvent], _ context: DeviceRequestContext) -> Inbox {

@@ -168,17 +168,18 @@ public final class WakeHub: Sendable {
         @discardableResult
         public func wait(timeout: Duration) async -> ContinuousClock.Instant? {
             guard timeout > .zero, !Task.isShuttingDownGracefully else { return nil }
-            let (id, hub) = (self.id, self.hub)
+            // The closures capture only `self`: their contexts are async
+            // frames the parked task keeps.
             return await withGracefulShutdownHandler {
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { continuation in
-                        hub.park(id, continuation, timeout: timeout)
+                        self.hub.park(self.id, continuation, timeout: timeout)
                     }
                 } onCancel: {
-                    hub.expire(id, cancelled: true)
+                    self.hub.expire(self.id, cancelled: true)
                 }
             } onGracefulShutdown: {
-                hub.notify(id: id)
+                self.hub.notify(id: self.id)
             }
         }
     }

@@ -145,6 +145,8 @@ struct RequestLimitTests {
                 ),
                 ("/api/v1/users/alice/events?status=bogus", .get, broker.backendHeaders, nil, .badRequest),
                 ("/api/v1/users/alice/events?limit=100000", .get, broker.backendHeaders, nil, .badRequest),
+                ("/api/v1/no-such-route", .get, broker.backendHeaders, nil, .notFound),
+                ("/no-such-page", .get, [:], nil, .notFound),
             ]
             for (uri, method, headers, body, status) in cases {
                 try await client.execute(uri: uri, method: method, headers: headers, body: body) { response in

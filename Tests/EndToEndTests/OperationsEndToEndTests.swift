@@ -68,6 +68,15 @@ struct OperationsEndToEndTests {
         _ = try await client.decide(item, verdict: .approve, match: ticket.matchNumber, credential: device)
         #expect(try await held.value.status == .approved)
 
+        // No route: still a JSON error, counted and logged.
+        let missing = try await HTTPClient.shared.get(url: broker.url + "/api/v1/no-such-route").get()
+        #expect(missing.status == .notFound)
+        #expect(missing.headers.first(name: "content-type") == "application/json")
+        // A wrong device proof on the authenticated API: a 401, counted as an error.
+        var forged = HTTPClientRequest(url: broker.url + "/api/v1/inbox")
+        forged.headers.add(name: "Device-Proof", value: "e30.e30.e30")
+        #expect(try await HTTPClient.shared.execute(forged, timeout: .seconds(10)).status == .unauthorized)
+
         let metrics = try await HTTPClient.shared.get(url: broker.url + "/metrics").get()
         let text = String(buffer: metrics.body ?? ByteBuffer())
         #expect(metrics.status == .ok)
@@ -76,6 +85,10 @@ struct OperationsEndToEndTests {
             #"countersign_events_decided_total{outcome="approved",method="TRUSTED_DEVICE"} 1"#,
             "countersign_decision_to_wake_seconds_count 1", "countersign_long_polls_held ",
             #"hb_requests{http_route="/api/v1/events/{id}/decision",http_request_method="POST",http_response_status_code="200"} 1"#,
+            #"http_server_request_duration_count{http_route="/api/v1/events/{id}/decision",http_request_method="POST",http_response_status_code="200"} 1"#,
+            #"hb_requests{http_route="NotFound",http_request_method="GET",http_response_status_code="404"} 1"#,
+            #"hb_request_errors{http_route="/api/v1/inbox",http_request_method="GET",error_type="401"} 1"#,
+            #"http_server_active_requests{http_request_method="GET"} 1"#,
         ] {
             #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
         }
@@ -88,6 +101,13 @@ struct OperationsEndToEndTests {
         let decision = requests.first { $0["http.path"] as? String == "/api/v1/events/\(ticket.event.ID)/decision" }
         #expect(decision?["http.status"] as? String == "200")
         #expect((decision?["hb.request.id"] as? String)?.isEmpty == false, "\(decision ?? [:])")
+        #expect(
+            requests.contains {
+                $0["http.path"] as? String == "/api/v1/no-such-route" && $0["http.status"] as? String == "404"
+            })
+        #expect(
+            requests.contains { $0["http.path"] as? String == "/api/v1/inbox" && $0["http.status"] as? String == "401" }
+        )
         let log = lines.joined(separator: "\n")
         for secret in [
             broker.apiSecret, enrollmentToken, ticket.requesterToken!, totp.secret.value,

@@ -54,25 +54,21 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 /// configured proxies, and only the right-most address that is not one of
 /// them (anything to its left was written by the client and proves
 /// nothing). Without trusted proxies the header is ignored.
-struct ForwardedForMiddleware: RouterMiddleware {
-    let trustedProxies: [IPNetwork]
+struct TrustedProxies: Sendable {
+    let networks: [IPNetwork]
 
-    func handle(
-        _ request: Request, context: BrokerRequestContext,
-        next: (Request, BrokerRequestContext) async throws -> Response
-    ) async throws -> Response {
-        var context = context
-        if let peer = context.remoteAddress, isTrusted(peer) {
-            let hops = request.headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
-                .map { $0.trimmingCharacters(in: .whitespaces) }
-            if !hops.isEmpty, hops.allSatisfy({ IPNetwork.parse($0) != nil }) {
-                context.forwardedAddress = hops.last(where: { !isTrusted($0) }) ?? hops.first
-            }
-        }
-        return try await next(request, context)
+    /// The client a trusted proxy forwarded the request for; nil when the
+    /// peer is not a trusted proxy or the header is absent or malformed.
+    @inline(never)
+    func forwardedClient(peer: String?, headers: HTTPFields) -> String? {
+        guard let peer, isTrusted(peer) else { return nil }
+        let hops = headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !hops.isEmpty, hops.allSatisfy({ IPNetwork.parse($0) != nil }) else { return nil }
+        return hops.last(where: { !isTrusted($0) }) ?? hops.first
     }
 
-    private func isTrusted(_ address: String) -> Bool { trustedProxies.contains { $0.contains(address) } }
+    private func isTrusted(_ address: String) -> Bool { networks.contains { $0.contains(address) } }
 }
 
 extension HTTPField.Name {
