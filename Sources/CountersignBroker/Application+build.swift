@@ -181,7 +181,8 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
         metrics: configuration.metrics, trustedProxies: configuration.trustedProxies)
     var app = Application(
         router: buildRouter(environment),
-        server: try configuration.tls.map { try .tls(.http1(), tlsConfiguration: try serverTLS($0)) } ?? .http1(),
+        server: try configuration.tls.map { try .tls(.brokerHTTP1, tlsConfiguration: try serverTLS($0)) }
+            ?? .brokerHTTP1,
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
         logger: logger)
