@@ -52,11 +52,22 @@ struct LiveBroker {
 
     /// Another instance on the same store, TOTP key and API key, on its own port.
     func startInstance(arguments: [String] = []) async throws -> LiveBroker {
-        let port = try freePort()
-        var instance = self
-        instance.url = "http://127.0.0.1:\(port)"
-        instance.process = try await launch(port: port, arguments: arguments)
-        return instance
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = try freePort()
+            var instance = self
+            instance.url = "http://127.0.0.1:\(port)"
+            do {
+                instance.process = try await launch(port: port, arguments: arguments)
+                return instance
+            } catch let failure as ProcessFailure
+                where attempt < 3 && failure.description.contains("Address already in use")
+            {
+                // Another test's process took the port between freePort() and the bind.
+                continue
+            }
+        }
     }
 
     /// `device-broker serve` on this broker's store and TOTP key.
@@ -74,7 +85,7 @@ struct LiveBroker {
     private static func serve(port: Int, arguments: [String]) async throws -> RunningProcess {
         let process = try RunningProcess(
             "device-broker", ["serve", "--port", String(port), "--log-level", "warning"] + arguments)
-        try await waitUntilUp("http://127.0.0.1:\(port)", process: process)
+        try await waitUntilUp("http://127.0.0.1:\(port)", port: port, process: process)
         return process
     }
 
@@ -94,10 +105,17 @@ struct LiveBroker {
         return try await relaunched()
     }
 
-    private static func waitUntilUp(_ url: String, process: RunningProcess) async throws {
+    /// Until the broker answers on `port` and holds its socket: a broker
+    /// of another test that got the same port answers too, and talking to
+    /// it instead fails in confusing ways ("unknown API key id").
+    private static func waitUntilUp(_ url: String, port: Int, process: RunningProcess) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            if (try? await BrokerConnection(baseURL: url).health()) == true { return }
+            if (try? await BrokerConnection(baseURL: url).health()) == true,
+                listens(pid: process.process.processIdentifier, port: port)
+            {
+                return
+            }
             guard process.process.isRunning else { throw ProcessFailure("broker exited:\n\(process.text)") }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -43,6 +43,16 @@ struct OperationsEndToEndTests {
         print("graceful shutdown with two held long-polls: \(ContinuousClock.now - signalled)")
     }
 
+    @Test("a broker counts as started only once its own process holds the port")
+    func ownPort() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let port = try #require(Int(broker.url.split(separator: ":").last!))
+        #expect(listens(pid: broker.process.process.processIdentifier, port: port))
+        #expect(!listens(pid: getpid(), port: port), "the test process answers nothing on it")
+        #expect(!listens(pid: broker.process.process.processIdentifier, port: try freePort()))
+    }
+
     @Test("readyz, Prometheus metrics of a round trip, and one JSON log line per request with its id and no secret")
     func observability() async throws {
         let broker = try await LiveBroker.start(arguments: ["--log-format", "json", "--log-level", "debug"])

@@ -134,6 +134,31 @@ func temporaryDirectory(_ name: String) throws -> URL {
     return url
 }
 
+/// Whether process `pid` holds the socket listening on `port` (Linux, from
+/// /proc): a free port handed to two tests at once is bound by one of them
+/// only, and the other must not take that server for its own.
+func listens(pid: Int32, port: Int) -> Bool {
+    let hexPort = ":" + String(format: "%04X", port)
+    var inodes: Set<String> = []
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        for line in text.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            // local address, state 0A (LISTEN), inode
+            if fields.count > 9, fields[1].hasSuffix(hexPort), fields[3] == "0A" { inodes.insert(String(fields[9])) }
+        }
+    }
+    guard !inodes.isEmpty, let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else {
+        return false
+    }
+    return fds.contains { fd in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)") else {
+            return false
+        }
+        return inodes.contains { target == "socket:[\($0)]" }
+    }
+}
+
 /// A TCP port nobody listens on right now.
 func freePort() throws -> Int {
     let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
