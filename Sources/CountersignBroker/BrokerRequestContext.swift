@@ -4,19 +4,32 @@ import NIOCore
 
 /// Who is calling, as the authentication middleware established it.
 ///
-/// Indirect, so the context that carries it (copied into the async frame of
-/// every middleware a request passes) holds one word instead of a device
-/// record.
-public indirect enum CallerIdentity: Sendable {
+/// Its records are boxed, so that the context that carries it (copied into
+/// the async frames a request passes) holds a word or two instead of them.
+public enum CallerIdentity: Sendable {
     /// An app backend: API key id and its secret.
-    case backend(APIKey)
+    indirect case backend(APIKey)
     /// A client that named an existing API key id but holds no secret:
     /// a requester on a machine that is not trusted yet.
-    case app(APIKey)
+    indirect case app(APIKey)
     /// A trusted device, by a valid proof.
-    case device(TrustedDevice, APIKey)
+    case device(AuthenticatedDevice)
     /// A requester presenting the secret it got when it created an event.
     case requester(secret: String)
+}
+
+/// A trusted device and its app's key, as a valid proof established them:
+/// one object, shared by the request's contexts rather than copied.
+public final class AuthenticatedDevice: Sendable {
+    /// The enrolled, unrevoked device.
+    public let device: TrustedDevice
+    /// Its app's API key.
+    public let apiKey: APIKey
+
+    init(_ device: TrustedDevice, _ apiKey: APIKey) {
+        self.device = device
+        self.apiKey = apiKey
+    }
 }
 
 /// The context of every broker request.
@@ -66,27 +79,17 @@ public struct BackendRequestContext: ChildRequestContext {
 /// A request authenticated with a trusted device's proof.
 public struct DeviceRequestContext: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The device and its key, boxed for the same reason as ``CallerIdentity``.
-    private let caller: Caller
+    /// The device and its key, the object the identity holds.
+    private let caller: AuthenticatedDevice
     /// The caller's address, for the audit log.
     let clientAddress: String
 
-    private final class Caller: Sendable {
-        let device: TrustedDevice
-        let apiKey: APIKey
-
-        init(device: TrustedDevice, apiKey: APIKey) {
-            self.device = device
-            self.apiKey = apiKey
-        }
-    }
-
     public init(context: BrokerRequestContext) throws {
-        guard case .device(let device, let key) = context.identity else {
+        guard case .device(let caller) = context.identity else {
             throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
         }
         self.coreContext = context.coreContext
-        self.caller = Caller(device: device, apiKey: key)
+        self.caller = caller
         self.clientAddress = context.clientAddress
     }
 

@@ -106,7 +106,7 @@ struct CallerAuthenticator: Sendable {
         if enrolled.seenLongAgo(now) {
             try await environment.store.markDeviceSeen(id: enrolled.device.id, now: now)
         }
-        return .device(enrolled.device, key)
+        return .device(AuthenticatedDevice(enrolled.device, key))
     }
 
     @inline(never)

@@ -49,7 +49,8 @@ struct EventController {
         let requesterName = try body.requesterName.map { try DeviceName.validate($0, field: "requester_name") }
         let newDevice = try await checkPairing(name: name, body: body, request: request, caller: context.identity)
         switch context.identity {
-        case .device(let device, _):
+        case .device(let caller):
+            let device = caller.device
             if let user = body.clientUserID, user != device.clientUserID {
                 throw APIError.forbidden("wrong_user", "this device belongs to another user")
             }
