@@ -65,7 +65,54 @@ struct EnrollmentController {
         }
     }
 
+    /// What an enrollment request asks for, read and checked, boxed: the
+    /// steps below pass one reference instead of its records.
+    private final class Enrollment: Sendable {
+        let key: APIKey
+        let body: EnrollRequest
+        let name: String
+        let type: String
+        let proof: String
+        let now: Date
+        let ip: String
+
+        init(key: APIKey, body: EnrollRequest, name: String, type: String, proof: String, now: Date, ip: String) {
+            self.key = key
+            self.body = body
+            self.name = name
+            self.type = type
+            self.proof = proof
+            self.now = now
+            self.ip = ip
+        }
+
+        func device(for user: String) -> TrustedDevice {
+            TrustedDevice(
+                publicKey: body.publicKey, issuer: key.id, clientUserID: user, name: name, type: type, createdAt: now,
+                lastSeenAt: now)
+        }
+
+        /// The user a token or recovery code enrolls for, as the body names it.
+        func namedUser() throws -> String {
+            guard let user = body.clientUserID, ClientUserID.isValid(user) else {
+                throw APIError.badRequest("client_user_id is missing or invalid")
+            }
+            return user
+        }
+    }
+
+    /// In steps, each with a small async frame: a connection keeps the
+    /// deepest frames it went through for as long as it lives, and a device
+    /// may go on to long-poll on the connection it enrolled on.
     @Sendable func enroll(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<DeviceDocument> {
+        let enrollment = try await read(request, context: context)
+        try await ProofCheck(environment: environment).verify(
+            enrollment.proof, key: enrollment.body.publicKey, request: request, now: enrollment.now)
+        return JSONBody(DeviceDocument(try await register(enrollment)), status: .created)
+    }
+
+    @inline(never)
+    private func read(_ request: Request, context: BrokerRequestContext) async throws -> Enrollment {
         guard let credentials = try APIKeyCredentials(headers: request.headers),
             let key = try await environment.store.apiKey(id: credentials.id)
         else {
@@ -77,55 +124,78 @@ struct EnrollmentController {
         guard let proof = request.headers[.deviceProof] else {
             throw APIError.unauthorized("sign a Device-Proof with the new key to show you hold it")
         }
-        let now = environment.now()
-        try await ProofCheck(environment: environment).verify(proof, key: body.publicKey, request: request, now: now)
-        func device(for user: String) -> TrustedDevice {
-            TrustedDevice(
-                publicKey: body.publicKey, issuer: key.id, clientUserID: user, name: name, type: type, createdAt: now,
-                lastSeenAt: now)
-        }
-        let enrolled: TrustedDevice
+        return Enrollment(
+            key: key, body: body, name: name, type: type, proof: proof, now: environment.now(),
+            ip: context.clientAddress)
+    }
+
+    /// The device, enrolled by the one credential the body carries.
+    @inline(never)
+    private func register(_ enrollment: Enrollment) async throws -> TrustedDevice {
         do {
-            switch (body.enrollmentToken, body.verification, body.recoveryCode) {
-            case (let token?, nil, nil):
-                guard let user = body.clientUserID, ClientUserID.isValid(user) else {
-                    throw APIError.badRequest("client_user_id is missing or invalid")
-                }
-                enrolled = device(for: user)
-                do {
-                    try await environment.store.enrollDevice(
-                        enrolled, consumingToken: SecretToken.digest(token),
-                        author: ChangeAuthor(actor: ChangeAuthor.enrollmentToken, ip: context.clientAddress), now: now)
-                } catch let error as StoreError where error.code == .notFound {
-                    throw APIError(
-                        .forbidden, "invalid_enrollment_token",
-                        "the enrollment token is unknown, used, expired or for another user")
-                }
-            case (nil, let grant?, nil):
-                enrolled = try await enrollVerified(
-                    grant, body: body, key: key, ip: context.clientAddress, device: device(for:))
-            case (nil, nil, let code?):
-                guard let user = body.clientUserID, ClientUserID.isValid(user) else {
-                    throw APIError.badRequest("client_user_id is missing or invalid")
-                }
-                enrolled = device(for: user)
-                let refused = APIError(
-                    .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
-                guard let digest = RecoveryCode.digest(code) else { throw refused }
-                do {
-                    try await environment.store.enrollDevice(
-                        enrolled, consumingRecoveryCode: digest,
-                        author: ChangeAuthor(actor: ChangeAuthor.recoveryCode, ip: context.clientAddress), now: now)
-                } catch let error as StoreError where error.code == .notFound {
-                    throw refused
-                }
-            default:
-                throw APIError.badRequest("send one of enrollment_token, verification or recovery_code")
+            switch try Credential(enrollment.body) {
+            case .token(let token): return try await enrollWithToken(token, enrollment)
+            case .verification(let grant): return try await enrollWithVerification(grant, enrollment)
+            case .recoveryCode(let code): return try await enrollWithRecoveryCode(code, enrollment)
             }
         } catch let error as StoreError where error.code == .alreadyExists {
             throw APIError.conflict("device_exists", "this key is enrolled already")
         }
-        return JSONBody(DeviceDocument(enrolled), status: .created)
+    }
+
+    /// What vouches for a new device: exactly one of them.
+    private enum Credential {
+        case token(String)
+        indirect case verification(VerifiedCode)
+        case recoveryCode(String)
+
+        init(_ body: EnrollRequest) throws {
+            switch (body.enrollmentToken, body.verification, body.recoveryCode) {
+            case (let token?, nil, nil): self = .token(token)
+            case (nil, let grant?, nil): self = .verification(grant)
+            case (nil, nil, let code?): self = .recoveryCode(code)
+            default: throw APIError.badRequest("send one of enrollment_token, verification or recovery_code")
+            }
+        }
+    }
+
+    @inline(never)
+    private func enrollWithVerification(_ grant: VerifiedCode, _ enrollment: Enrollment) async throws
+        -> TrustedDevice
+    {
+        try await enrollVerified(
+            grant, body: enrollment.body, key: enrollment.key, ip: enrollment.ip, device: enrollment.device(for:))
+    }
+
+    @inline(never)
+    private func enrollWithToken(_ token: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
+        let enrolled = enrollment.device(for: try enrollment.namedUser())
+        do {
+            try await environment.store.enrollDevice(
+                enrolled, consumingToken: SecretToken.digest(token),
+                author: ChangeAuthor(actor: ChangeAuthor.enrollmentToken, ip: enrollment.ip), now: enrollment.now)
+        } catch let error as StoreError where error.code == .notFound {
+            throw APIError(
+                .forbidden, "invalid_enrollment_token",
+                "the enrollment token is unknown, used, expired or for another user")
+        }
+        return enrolled
+    }
+
+    @inline(never)
+    private func enrollWithRecoveryCode(_ code: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
+        let enrolled = enrollment.device(for: try enrollment.namedUser())
+        let refused = APIError(
+            .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
+        guard let digest = RecoveryCode.digest(code) else { throw refused }
+        do {
+            try await environment.store.enrollDevice(
+                enrolled, consumingRecoveryCode: digest,
+                author: ChangeAuthor(actor: ChangeAuthor.recoveryCode, ip: enrollment.ip), now: enrollment.now)
+        } catch let error as StoreError where error.code == .notFound {
+            throw refused
+        }
+        return enrolled
     }
 
     /// A first device for a user who just verified an email address or phone
