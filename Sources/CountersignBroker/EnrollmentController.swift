@@ -76,11 +76,15 @@ struct EnrollmentController {
         let now: Date
         let ip: String
 
-        init(key: APIKey, body: EnrollRequest, name: String, type: String, proof: String, now: Date, ip: String) {
+        /// Checks the names and that a proof came, in that order.
+        init(key: APIKey, body: EnrollRequest, headers: HTTPFields, now: Date, ip: String) throws {
             self.key = key
             self.body = body
-            self.name = name
-            self.type = type
+            self.name = try DeviceName.validate(body.name)
+            self.type = try DeviceName.validate(body.type ?? "cli", field: "type")
+            guard let proof = headers[.deviceProof] else {
+                throw APIError.unauthorized("sign a Device-Proof with the new key to show you hold it")
+            }
             self.proof = proof
             self.now = now
             self.ip = ip
@@ -118,15 +122,9 @@ struct EnrollmentController {
         else {
             throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
         }
-        let body = try await request.decodeJSON(EnrollRequest.self, context: context)
-        let name = try DeviceName.validate(body.name)
-        let type = try DeviceName.validate(body.type ?? "cli", field: "type")
-        guard let proof = request.headers[.deviceProof] else {
-            throw APIError.unauthorized("sign a Device-Proof with the new key to show you hold it")
-        }
-        return Enrollment(
-            key: key, body: body, name: name, type: type, proof: proof, now: environment.now(),
-            ip: context.clientAddress)
+        return try Enrollment(
+            key: key, body: try await request.decodeJSON(EnrollRequest.self, context: context),
+            headers: request.headers, now: environment.now(), ip: context.clientAddress)
     }
 
     /// The device, enrolled by the one credential the body carries.
