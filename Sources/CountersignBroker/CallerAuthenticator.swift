@@ -55,9 +55,11 @@ struct CallerAuthenticator: Sendable {
     /// connection lives (see docs/benchmarks.md).
     private func device(proof: String, request: Request) async throws -> CallerIdentity {
         let now = environment.now()
-        let enrolled = try await enrolledDevice(claimedIn: proof)
+        // Parsed once: its kid names the device, then it is verified.
+        let jws = try ProofCheck.parsed(proof)
+        let enrolled = try await enrolledDevice(claimedIn: jws)
         try await ProofCheck(environment: environment).verify(
-            proof, key: enrolled.device.publicKey, request: request, now: now)
+            jws, key: enrolled.device.publicKey, request: request, now: now)
         return try await identity(of: enrolled, now: now)
     }
 
@@ -77,14 +79,14 @@ struct CallerAuthenticator: Sendable {
     /// The checks and their errors are out of line, so that this frame holds
     /// little more than the store's answer.
     @inline(never)
-    private func enrolledDevice(claimedIn proof: String) async throws -> Enrolled {
-        try Self.unrevoked(await environment.store.device(id: try Self.deviceID(claimedIn: proof)))
+    private func enrolledDevice(claimedIn jws: CompactJWS.Parsed) async throws -> Enrolled {
+        try Self.unrevoked(await environment.store.device(id: try Self.deviceID(claimedIn: jws)))
     }
 
     @inline(never)
-    private static func deviceID(claimedIn proof: String) throws -> String {
+    private static func deviceID(claimedIn jws: CompactJWS.Parsed) throws -> String {
         do {
-            return try DeviceProof.deviceID(in: proof)
+            return try DeviceProof.deviceID(in: jws)
         } catch {
             throw APIError(.unauthorized, "invalid_proof", error.message)
         }
@@ -121,20 +123,35 @@ struct ProofCheck {
     let environment: BrokerEnvironment
 
     func verify(_ proof: String, key: DevicePublicKey, request: Request, now: Date) async throws {
-        let claims = try await verifiedClaims(of: proof, key: key, request: request, now: now)
+        try await verify(Self.parsed(proof), key: key, request: request, now: now)
+    }
+
+    func verify(_ jws: CompactJWS.Parsed, key: DevicePublicKey, request: Request, now: Date) async throws {
+        let claims = try await verifiedClaims(of: jws, key: key, request: request, now: now)
         try await spend(claims, of: key, now: now)
     }
 
     /// The proof's claims, once its signature and its binding to this
     /// request (method, path, origin, age) check out.
     @inline(never)
-    private func verifiedClaims(of proof: String, key: DevicePublicKey, request: Request, now: Date) async throws
+    private func verifiedClaims(of jws: CompactJWS.Parsed, key: DevicePublicKey, request: Request, now: Date)
+        async throws
         -> DeviceProofClaims
     {
         do {
             return try await DeviceProof.verify(
-                proof, key: key, method: request.method.rawValue, path: request.uri.path,
+                jws, key: key, method: request.method.rawValue, path: request.uri.path,
                 acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
+        } catch {
+            throw APIError(.unauthorized, "invalid_proof", error.message)
+        }
+    }
+
+    /// A proof split and decoded, or the 401 for a malformed one.
+    @inline(never)
+    static func parsed(_ proof: String) throws -> CompactJWS.Parsed {
+        do {
+            return try CompactJWS.Parsed(proof)
         } catch {
             throw APIError(.unauthorized, "invalid_proof", error.message)
         }

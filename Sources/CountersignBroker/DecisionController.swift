@@ -24,7 +24,9 @@ struct DecisionController {
         let id = try context.parameters.require("id")
         let body = try await request.decodeJSON(DecisionRequest.self, context: context)
         let now = environment.now()
-        let deviceID = try DeviceProof.deviceID(in: body.decision)
+        // Parsed once: its kid names the device, then it is verified.
+        let jws = try CompactJWS.Parsed(body.decision)
+        let deviceID = try DeviceProof.deviceID(in: jws)
         guard let device = try await environment.store.device(id: deviceID) else {
             throw APIError.forbidden("unknown_device", "no device with this key is enrolled")
         }
@@ -34,7 +36,7 @@ struct DecisionController {
         let claims: DecisionClaims
         do {
             claims = try await DecisionProof.verify(
-                body.decision, key: device.publicKey, eventID: event.id, nonce: event.nonce,
+                jws, key: device.publicKey, eventID: event.id, nonce: event.nonce,
                 newDevice: event.newDevice?.publicKey.thumbprint, acceptedOrigins: environment.origins, now: now,
                 leeway: environment.policy.proofLeeway)
         } catch {

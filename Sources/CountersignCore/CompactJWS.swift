@@ -21,15 +21,16 @@ public enum CompactJWS {
     }
 
     /// A compact JWS split and decoded once: what the header says, the
-    /// signed bytes, the payload and the signature.
-    struct Parsed {
-        let header: JOSEHeader
+    /// signed bytes, the payload and the signature. The broker parses a
+    /// proof once, reads its kid to find the device, then verifies it.
+    package struct Parsed: Sendable {
+        package let header: JOSEHeader
         /// `BASE64URL(header) "." BASE64URL(payload)`, as received.
         let signingInput: [UInt8]
         let payload: Data
         let signature: Data
 
-        init(_ token: String) throws(ProtocolError) {
+        package init(_ token: String) throws(ProtocolError) {
             let parts = token.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else {
                 throw ProtocolError(.malformed, "expected a compact JWS with three non-empty parts")
@@ -90,9 +91,18 @@ public enum CompactJWS {
         _ token: String,
         type: String,
         key: DevicePublicKey,
+        as claims: Claims.Type
+    ) async throws(ProtocolError) -> Claims {
+        try await verify(Parsed(token), type: type, key: key, as: claims)
+    }
+
+    /// ``verify(_:type:key:as:)`` of a token already parsed.
+    package static func verify<Claims: JWTPayload>(
+        _ jws: Parsed,
+        type: String,
+        key: DevicePublicKey,
         as _: Claims.Type
     ) async throws(ProtocolError) -> Claims {
-        let jws = try Parsed(token)
         let thumbprint = key.thumbprint
         try jws.check(type: type, kid: thumbprint)
         let algorithm = try await verifier(for: key, thumbprint: thumbprint)

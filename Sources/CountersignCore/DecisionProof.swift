@@ -81,7 +81,24 @@ public enum DecisionProof {
         now: Date,
         leeway: TimeInterval
     ) async throws(ProtocolError) -> DecisionClaims {
-        let claims = try await CompactJWS.verify(token, type: type, key: key, as: DecisionClaims.self)
+        try await verify(
+            CompactJWS.Parsed(token), key: key, eventID: eventID, nonce: nonce, newDevice: newDevice,
+            acceptedOrigins: acceptedOrigins, now: now, leeway: leeway)
+    }
+
+    /// ``verify(_:key:eventID:nonce:newDevice:acceptedOrigins:now:leeway:)``
+    /// of a decision already parsed.
+    package static func verify(
+        _ jws: CompactJWS.Parsed,
+        key: DevicePublicKey,
+        eventID: String,
+        nonce: String,
+        newDevice: String? = nil,
+        acceptedOrigins: Set<Origin>,
+        now: Date,
+        leeway: TimeInterval
+    ) async throws(ProtocolError) -> DecisionClaims {
+        let claims = try await CompactJWS.verify(jws, type: type, key: key, as: DecisionClaims.self)
         guard claims.evt == eventID else {
             throw ProtocolError(.wrongEvent, "the decision was signed for another event")
         }

@@ -43,7 +43,12 @@ public enum DeviceProof {
 
     /// The device id a proof claims to come from (its `kid`), unverified.
     public static func deviceID(in token: String) throws(ProtocolError) -> String {
-        guard let kid = try CompactJWS.header(of: token).kid, !kid.isEmpty else {
+        try deviceID(in: CompactJWS.Parsed(token))
+    }
+
+    /// ``deviceID(in:)`` of a token already parsed.
+    package static func deviceID(in jws: CompactJWS.Parsed) throws(ProtocolError) -> String {
+        guard let kid = jws.header.kid, !kid.isEmpty else {
             throw ProtocolError(.malformed, "the proof has no kid")
         }
         return kid
@@ -61,7 +66,22 @@ public enum DeviceProof {
         now: Date,
         leeway: TimeInterval
     ) async throws(ProtocolError) -> DeviceProofClaims {
-        let claims = try await CompactJWS.verify(token, type: type, key: key, as: DeviceProofClaims.self)
+        try await verify(
+            CompactJWS.Parsed(token), key: key, method: method, path: path, acceptedOrigins: acceptedOrigins, now: now,
+            leeway: leeway)
+    }
+
+    /// ``verify(_:key:method:path:acceptedOrigins:now:leeway:)`` of a proof already parsed.
+    package static func verify(
+        _ jws: CompactJWS.Parsed,
+        key: DevicePublicKey,
+        method: String,
+        path: String,
+        acceptedOrigins: Set<Origin>,
+        now: Date,
+        leeway: TimeInterval
+    ) async throws(ProtocolError) -> DeviceProofClaims {
+        let claims = try await CompactJWS.verify(jws, type: type, key: key, as: DeviceProofClaims.self)
         try check(claims, method: method, path: path, acceptedOrigins: acceptedOrigins, now: now, leeway: leeway)
         return claims
     }
