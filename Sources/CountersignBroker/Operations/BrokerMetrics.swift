@@ -63,8 +63,7 @@ public struct BrokerMetrics: Sendable {
 
     /// From the decision's commit to a held long-poll waking on it.
     func woke(after latency: Duration) {
-        wake.recordNanoseconds(
-            latency.components.seconds * 1_000_000_000 + latency.components.attoseconds / 1_000_000_000)
+        wake.record(duration: latency)
     }
 
     /// The exposition text, with the current number of held long-polls.

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Metrics
 import Synchronization
 
 /// What every request goes through before its route: the client's address
@@ -90,8 +91,7 @@ final class HTTPMetrics: Sendable {
     func answered(_ request: Request, _ status: HTTPResponse.Status, route: String, started: ContinuousClock.Instant) {
         let recorders = self.recorders(Outcome(route: route, method: request.method, status: status))
         recorders.requests.increment()
-        let elapsed = (ContinuousClock.now - started).components
-        recorders.duration.recordNanoseconds(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000)
+        recorders.duration.record(duration: ContinuousClock.now - started)
         meter(request.method).decrement()
     }
 
