@@ -4,10 +4,12 @@ public import Foundation
 /// Random secrets (API secrets, enrollment and requester tokens, nonces) and
 /// the hashes the broker keeps instead of them.
 public enum SecretToken {
-    /// `bytes` random bytes from the system CSPRNG, base64url-encoded.
+    /// `bytes` random bytes from the CSPRNG, base64url-encoded.
+    ///
+    /// Drawn in one call (a random key of that size): a byte at a time,
+    /// the system generator made one system call per byte.
     public static func generate(bytes: Int = 32) -> String {
-        var generator = SystemRandomNumberGenerator()
-        return Base64URL.encode((0..<bytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        SymmetricKey(size: SymmetricKeySize(bitCount: bytes * 8)).withUnsafeBytes { Base64URL.encode($0) }
     }
 
     /// `count` symbols drawn uniformly from `alphabet` by the system CSPRNG.
