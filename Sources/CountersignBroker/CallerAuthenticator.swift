@@ -166,7 +166,7 @@ struct ProofCheck {
                 "proof:" + claims.jti, deviceID: key.thumbprint,
                 expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.iat)) + environment.policy.proofLeeway * 2,
                 now: now)
-        } catch let error as StoreError where error.code == .alreadyExists {
+        } catch let error as StoreError where error.code == .replayed {
             throw APIError(.unauthorized, "replayed_proof", "this proof was used before; sign a new one per request")
         }
     }

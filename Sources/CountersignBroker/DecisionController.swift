@@ -42,23 +42,25 @@ struct DecisionController {
         } catch {
             throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
         }
+        // Its id is spent in the write it makes, or on its own before a refusal.
+        let spent = SpentProofID(
+            jti: "decision:" + claims.jti, deviceID: device.id,
+            expiresAt: max(event.expiresAt, now + environment.policy.proofLeeway * 2))
+        let settled: ApprovalEvent
         do {
-            try await environment.store.consumeProofID(
-                "decision:" + claims.jti, deviceID: device.id,
-                expiresAt: max(event.expiresAt, now + environment.policy.proofLeeway * 2), now: now)
-        } catch let error as StoreError where error.code == .alreadyExists {
+            settled = try await apply(
+                claims, jws: body.decision, spending: spent, by: device, on: event, ip: context.clientAddress, now: now)
+        } catch let error as StoreError where error.code == .replayed {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
         }
-        let settled = try await apply(
-            claims, jws: body.decision, by: device, on: event, ip: context.clientAddress, now: now)
         environment.hub.notify(WakeHub.eventKey(event.id))
         environment.metrics.decided(settled)
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
 
     private func apply(
-        _ claims: DecisionClaims, jws: String, by device: TrustedDevice, on event: ApprovalEvent, ip: String,
-        now: Date
+        _ claims: DecisionClaims, jws: String, spending spent: SpentProofID, by device: TrustedDevice,
+        on event: ApprovalEvent, ip: String, now: Date
     ) async throws -> ApprovalEvent {
         switch DecisionRules.evaluate(claims, by: device, on: event, now: now) {
         case .settle(let status):
@@ -71,7 +73,8 @@ struct DecisionController {
             do {
                 return try await environment.store.settleEvent(
                     id: event.id,
-                    decision: RecordedDecision(status: status, deviceID: device.id, jws: jws, enrolls: enrolls, ip: ip),
+                    decision: RecordedDecision(
+                        status: status, deviceID: device.id, jws: jws, enrolls: enrolls, ip: ip, spends: spent),
                     now: now)
             } catch let error as StoreError where error.code == .conflict {
                 throw try await conflict(eventID: event.id, now: now)
@@ -82,7 +85,7 @@ struct DecisionController {
             let after: ApprovalEvent
             do {
                 after = try await environment.store.recordWrongMatch(
-                    id: event.id, maxWrong: environment.policy.maxWrongMatches, now: now)
+                    id: event.id, maxWrong: environment.policy.maxWrongMatches, spending: spent, now: now)
             } catch let error as StoreError where error.code == .conflict {
                 throw try await conflict(eventID: event.id, now: now)
             }
@@ -98,6 +101,9 @@ struct DecisionController {
                 .unprocessableContent, "wrong_match",
                 "that is not the number the requesting machine shows; \(left) \(left == 1 ? "try" : "tries") left")
         case .refused(let refusal):
+            // Spent all the same, so that a replay is named as one.
+            try await environment.store.consumeProofID(
+                spent.jti, deviceID: spent.deviceID, expiresAt: spent.expiresAt, now: now)
             throw Self.error(for: refusal)
         }
     }

@@ -33,6 +33,7 @@ enum ErrorMapper {
         switch error.code {
         case .notFound: return .notFound(error.message)
         case .alreadyExists: return .conflict("already_exists", error.message)
+        case .replayed: return .conflict("replayed", error.message)
         case .conflict: return .conflict("conflict", error.message)
         case .limitReached(let retryAfter):
             return APIError(

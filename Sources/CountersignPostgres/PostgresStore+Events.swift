@@ -64,16 +64,25 @@ extension PostgresStore {
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         let logger = logger
         let t = now.seconds
+        let spends = decision.spends
         // READ COMMITTED with row locks instead of SERIALIZABLE, whose
         // page-level predicate locks made unrelated decisions fail each
-        // other, some of them on every retry. The device row is locked
-        // first: a revocation in progress is waited for and then seen, and
+        // other, some of them on every retry. The decision's id is spent
+        // first, and nothing is settled by a replay. The device row is
+        // locked: a revocation in progress is waited for and then seen, and
         // one that starts later waits for this decision. The UPDATE's
         // condition is checked again on the newest version of the event
         // row, so of two decisions on one event only the first changes it.
-        // The wake-up is sent only if it did, at commit.
+        // The wake-up is sent only if it did, at commit. The one row says
+        // what happened: the event if it was settled, else whether the id
+        // was spent.
         let settle: PostgresQuery = """
-            WITH device AS (
+            WITH spent AS (
+                INSERT INTO proof_ids (device_id, jti, expires_at)
+                SELECT \(spends?.deviceID), \(spends?.jti), \(spends?.expiresAt.seconds) WHERE \(spends?.jti)::text IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING 1
+            ), device AS (
                 SELECT issuer, client_user_id FROM devices
                 WHERE id = \(decision.deviceID) AND revoked_at IS NULL
                 FOR SHARE
@@ -84,32 +93,46 @@ extension PostgresStore {
                 FROM device
                 WHERE events.id = \(id) AND events.status = 'pending' AND events.expires_at > \(t)
                   AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id
+                  AND (\(spends?.jti)::text IS NULL OR EXISTS (SELECT 1 FROM spent))
                 RETURNING events.*
             ), woken AS (
                 SELECT pg_notify(\(Self.channel), \(WakeKey.event(id))) FROM settled
             )
-            SELECT settled.* FROM settled, (SELECT count(*) FROM woken) AS notified
+            SELECT settled.*, (SELECT count(*) FROM spent) AS spent, (SELECT count(*) FROM woken) AS notified
+            FROM (SELECT 1) AS one LEFT JOIN settled ON true
             """
+        @Sendable func outcome(_ row: PostgresRandomAccessRow?, in db: PostgresConnection) async throws -> ApprovalEvent
+        {
+            guard let row, try row.value("id", as: String?.self) != nil else {
+                if let spends, let row, try row.value("spent", as: Int64.self) == 0 {
+                    throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
+                }
+                try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
+            }
+            return try Self.event(row: row)
+        }
         guard decision.status == .approved, let device = decision.enrolls else {
             // One statement, so its own transaction: one round trip to
             // PostgreSQL instead of five.
-            if let row = try await writeStatement(settle).first { return try Self.event(row: row) }
-            return try await read { db in try await Self.refusal(ofChangeTo: id, in: db, logger: logger) }
+            let row = try await writeStatement(settle).first
+            if let row, try row.value("id", as: String?.self) != nil { return try Self.event(row: row) }
+            return try await read { db in try await outcome(row, in: db) }
         }
         return try await readCommittedWrite { db in
-            guard let row = try await db.row(settle, logger: logger) else {
-                try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
-            }
+            let settled = try await outcome(try await db.row(settle, logger: logger), in: db)
             // A duplicate key throws alreadyExists and rolls the decision back.
             try await Self.enroll(
                 device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db, logger: logger)
-            return try Self.event(row: row)
+            return settled
         }
     }
 
-    public func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent {
+    public func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
+        -> ApprovalEvent
+    {
         let logger = logger
         return try await write { db in
+            if let spending { try await Self.spend(spending, in: db, logger: logger) }
             let t = now.seconds
             let changed = try await db.run(
                 """

@@ -85,8 +85,25 @@ extension PostgresStore {
     }
 
     public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
-        try await writeStatement(
-            "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (\(deviceID), \(jti), \(expiresAt.seconds))")
+        let spent = try await writeStatement(
+            Self.spending(SpentProofID(jti: jti, deviceID: deviceID, expiresAt: expiresAt)))
+        guard !spent.isEmpty else { throw StoreError(.replayed, "device \(deviceID) used \(jti) before") }
+    }
+
+    /// Records a proof id as used, in a transaction; `replayed` if its
+    /// device used it before.
+    static func spend(_ id: SpentProofID, in db: PostgresConnection, logger: Logger) async throws {
+        guard try await db.run(spending(id), logger: logger) == 1 else {
+            throw StoreError(.replayed, "device \(id.deviceID) used \(id.jti) before")
+        }
+    }
+
+    /// The INSERT of a proof id, which returns a row if it was new.
+    private static func spending(_ id: SpentProofID) -> PostgresQuery {
+        """
+        INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (\(id.deviceID), \(id.jti), \(id.expiresAt.seconds))
+        ON CONFLICT DO NOTHING RETURNING 1
+        """
     }
 
     public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {

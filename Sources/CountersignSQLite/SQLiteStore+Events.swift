@@ -81,6 +81,7 @@ extension SQLiteStore {
 
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         try await write { db in
+            if let spent = decision.spends { try Self.spend(spent, in: db) }
             try db.cachedStatement(
                 sql: """
                     UPDATE events
@@ -105,8 +106,11 @@ extension SQLiteStore {
         }
     }
 
-    public func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent {
+    public func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
+        -> ApprovalEvent
+    {
         try await write { db in
+            if let spending { try Self.spend(spending, in: db) }
             try db.execute(
                 sql: """
                     UPDATE events

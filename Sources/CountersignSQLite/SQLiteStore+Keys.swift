@@ -67,10 +67,15 @@ extension SQLiteStore {
     }
 
     public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
-        try await write { db in
-            try db.cachedStatement(sql: "INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (?, ?, ?)")
-                .execute(arguments: [deviceID, jti, expiresAt.timeIntervalSince1970])
+        try await write { db in try Self.spend(SpentProofID(jti: jti, deviceID: deviceID, expiresAt: expiresAt), in: db)
         }
+    }
+
+    /// Records a proof id as used; `replayed` if its device used it before.
+    static func spend(_ id: SpentProofID, in db: Database) throws {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO proof_ids (device_id, jti, expires_at) VALUES (?, ?, ?)")
+            .execute(arguments: [id.deviceID, id.jti, id.expiresAt.timeIntervalSince1970])
+        guard db.changesCount == 1 else { throw StoreError(.replayed, "device \(id.deviceID) used \(id.jti) before") }
     }
 
     public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {

@@ -118,7 +118,7 @@ public protocol CountersignStore: Sendable {
     // MARK: Replay cache
 
     /// Records a proof or decision id (`jti`) of a device, kept until
-    /// `expiresAt`; `alreadyExists` if that device used it before.
+    /// `expiresAt`; `replayed` if that device used it before.
     func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws
 
     // MARK: Events
@@ -143,12 +143,21 @@ public protocol CountersignStore: Sendable {
     /// device (recorded in the audit log as the deciding device's doing);
     /// `alreadyExists` if its key is enrolled, and nothing changes. Returns
     /// the settled event.
+    ///
+    /// With `decision.spends`, the decision's own id is recorded in the
+    /// same write, as ``consumeProofID(_:deviceID:expiresAt:now:)`` would:
+    /// `replayed` if the device used it before, and nothing changes. When
+    /// the event cannot be settled (`conflict`, `notFound`) the id may stay
+    /// recorded; such an event can never be settled by it anyway.
     func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent
 
     /// Counts one wrong match number on a pending, unexpired event; the
     /// `maxWrong`-th one rejects it (with no deciding device). `conflict` if
     /// the event is no longer pending. Returns the event after the write.
-    func recordWrongMatch(id: String, maxWrong: Int, now: Date) async throws -> ApprovalEvent
+    /// With `spending`, records that decision id in the same write, as
+    /// ``settleEvent(id:decision:now:)`` does.
+    func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
+        -> ApprovalEvent
 
     // MARK: Email and phone verification
 
@@ -344,12 +353,32 @@ public struct RecordedDecision: Sendable, Equatable {
     public var enrolls: TrustedDevice?
     /// The decision's client address, for the audit log.
     public var ip: String
+    /// The decision's own id, recorded as used in the same write.
+    public var spends: SpentProofID?
 
-    public init(status: EventStatus, deviceID: String, jws: String?, enrolls: TrustedDevice? = nil, ip: String = "") {
+    public init(
+        status: EventStatus, deviceID: String, jws: String?, enrolls: TrustedDevice? = nil, ip: String = "",
+        spends: SpentProofID? = nil
+    ) {
         self.status = status
         self.deviceID = deviceID
         self.jws = jws
         self.enrolls = enrolls
         self.ip = ip
+        self.spends = spends
+    }
+}
+
+/// A proof's or decision's id (`jti`) as the replay cache keeps it: good
+/// once per device, remembered until `expiresAt`.
+public struct SpentProofID: Sendable, Equatable {
+    public var jti: String
+    public var deviceID: String
+    public var expiresAt: Date
+
+    public init(jti: String, deviceID: String, expiresAt: Date) {
+        self.jti = jti
+        self.deviceID = deviceID
+        self.expiresAt = expiresAt
     }
 }

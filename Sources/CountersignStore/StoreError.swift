@@ -9,8 +9,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public enum Code: Sendable, Hashable {
         /// The thing named does not exist (or is not visible to the caller).
         case notFound
-        /// A thing with that identity exists already (an id, a replayed jti).
+        /// A thing with that identity exists already (an id, a key).
         case alreadyExists
+        /// A proof or decision id (`jti`) the device has used before.
+        case replayed
         /// A conditional write found the row no longer in the state it needs
         /// (an event already decided or expired, a device revoked).
         case conflict

@@ -50,18 +50,73 @@ extension StoreConformance {
         Case(name: "decisions: wrong match numbers count, the last one rejects") { store in
             let event = Fixture.event()
             try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
-            let once = try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 1)
+            let once = try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 1)
             try check(once.wrongMatches == 1 && once.storedStatus == .pending, "one wrong, still pending")
-            _ = try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 2)
-            let third = try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 3)
+            _ = try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 2)
+            let third = try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 3)
             try check(third.storedStatus == .rejected && third.decidedBy == nil, "the third rejects")
             try check(third.decidedAt == Fixture.t0 + 3, "rejected at that time")
             try await checkThrows(.conflict, "a fourth") {
-                try await store.recordWrongMatch(id: event.id, maxWrong: 3, now: Fixture.t0 + 4)
+                try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 4)
             }
             try await checkThrows(.notFound, "unknown event") {
-                try await store.recordWrongMatch(id: "ev_unknown", maxWrong: 3, now: Fixture.t0)
+                try await store.recordWrongMatch(id: "ev_unknown", maxWrong: 3, spending: nil, now: Fixture.t0)
             }
+        },
+        Case(name: "decisions: a decision's id is spent with its write, and a replayed id changes nothing") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            func id(_ jti: String) -> SpentProofID {
+                SpentProofID(jti: jti, deviceID: device.id, expiresAt: Fixture.t0 + 120)
+            }
+            try await store.consumeProofID("d1", deviceID: device.id, expiresAt: Fixture.t0 + 120, now: Fixture.t0)
+            try await checkThrows(.replayed, "a settling decision with a used id") {
+                try await store.settleEvent(
+                    id: event.id,
+                    decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "j", spends: id("d1")),
+                    now: Fixture.t0 + 1)
+            }
+            try await checkThrows(.replayed, "a wrong number with a used id") {
+                try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: id("d1"), now: Fixture.t0 + 1)
+            }
+            try check(try await store.event(id: event.id) == event, "neither changed the event")
+
+            let wrong = try await store.recordWrongMatch(
+                id: event.id, maxWrong: 3, spending: id("d2"), now: Fixture.t0 + 2)
+            try check(wrong.wrongMatches == 1, "a wrong number with a new id counts")
+            try await checkThrows(.replayed, "the same wrong number again") {
+                try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: id("d2"), now: Fixture.t0 + 3)
+            }
+            try check(try await store.event(id: event.id)?.wrongMatches == 1, "and is not counted twice")
+
+            let settled = try await store.settleEvent(
+                id: event.id,
+                decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "j", spends: id("d3")),
+                now: Fixture.t0 + 4)
+            try check(settled.storedStatus == .approved, "a new id settles")
+            try await checkThrows(.replayed, "the settling decision's id is spent") {
+                try await store.consumeProofID(
+                    "d3", deviceID: device.id, expiresAt: Fixture.t0 + 120, now: Fixture.t0 + 5)
+            }
+            try await store.consumeProofID("d3", deviceID: "another", expiresAt: Fixture.t0 + 120, now: Fixture.t0 + 5)
+        },
+        Case(name: "decisions: a pairing approval with a used id enrolls nothing") { store in
+            let approver = try await Fixture.enrolled(in: store, user: "frank")
+            let candidate = Fixture.device(user: "frank")
+            var event = Fixture.event(user: "frank")
+            event.name = EventName.enrollNewTrustedDevice
+            event.newDevice = NewDevice(publicKey: candidate.publicKey, name: "new-laptop", type: "cli")
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            try await store.consumeProofID("p1", deviceID: approver.id, expiresAt: Fixture.t0 + 120, now: Fixture.t0)
+            let replayed = RecordedDecision(
+                status: .approved, deviceID: approver.id, jws: "yes", enrolls: candidate,
+                spends: SpentProofID(jti: "p1", deviceID: approver.id, expiresAt: Fixture.t0 + 120))
+            try await checkThrows(.replayed, "a replayed pairing approval") {
+                try await store.settleEvent(id: event.id, decision: replayed, now: Fixture.t0 + 1)
+            }
+            try check(try await store.device(id: candidate.id) == nil, "nothing enrolled")
+            try check(try await store.event(id: event.id) == event, "the event unchanged")
         },
         Case(name: "decisions: of many concurrent answers exactly one wins") { store in
             let devices = [try await Fixture.enrolled(in: store), try await Fixture.enrolled(in: store)]

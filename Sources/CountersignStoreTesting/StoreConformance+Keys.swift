@@ -39,7 +39,7 @@ extension StoreConformance {
         },
         Case(name: "replay cache: a jti is accepted once per device") { store in
             try await store.consumeProofID("j1", deviceID: "d1", expiresAt: Fixture.t0 + 120, now: Fixture.t0)
-            try await checkThrows(.alreadyExists, "replayed jti") {
+            try await checkThrows(.replayed, "replayed jti") {
                 try await store.consumeProofID("j1", deviceID: "d1", expiresAt: Fixture.t0 + 120, now: Fixture.t0)
             }
             try await store.consumeProofID("j1", deviceID: "d2", expiresAt: Fixture.t0 + 120, now: Fixture.t0)
@@ -57,7 +57,7 @@ extension StoreConformance {
             try check(try await store.event(id: open.id) != nil, "an open event survives")
             try check(try await store.event(id: ended.id) == nil, "an ended event is gone")
             try await store.consumeProofID("old", deviceID: "d1", expiresAt: Fixture.t0 + 100, now: Fixture.t0)
-            try await checkThrows(.alreadyExists, "an unexpired entry is kept") {
+            try await checkThrows(.replayed, "an unexpired entry is kept") {
                 try await store.consumeProofID("new", deviceID: "d1", expiresAt: Fixture.t0 + 100, now: Fixture.t0)
             }
         },

@@ -178,6 +178,31 @@ struct DecisionAttackTests {
         }
     }
 
+    @Test("a wrong number sent again is a replay, not a second wrong number; a refused decision's replay too")
+    func replayedWrongMatch() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let s = try await scene(broker, client)
+            let wrong = s.ticket.matchNumber == "10" ? "11" : "10"
+            let decision = try await s.alice.device.decision(on: s.item, .approve, match: wrong, now: broker.clock.now)
+            let first = try await broker.submit(client, eventID: s.item.event.ID, decision: decision)
+            #expect(first.status == .unprocessableContent && errorCode(first) == "wrong_match")
+            for _ in 1...3 {
+                let again = try await broker.submit(client, eventID: s.item.event.ID, decision: decision)
+                #expect(again.status == .conflict && errorCode(again) == "replayed_decision")
+            }
+            // Had the replays counted, the event would be rejected by now.
+            let event = try await broker.poll(client, s.ticket)
+            #expect(event.status == .pending && event.decidedBy == nil)
+
+            let noNumber = try await s.alice.device.decision(on: s.item, .approve, match: nil, now: broker.clock.now)
+            let refused = try await broker.submit(client, eventID: s.item.event.ID, decision: noNumber)
+            #expect(refused.status == .badRequest && errorCode(refused) == "match_required")
+            let replayed = try await broker.submit(client, eventID: s.item.event.ID, decision: noNumber)
+            #expect(replayed.status == .conflict && errorCode(replayed) == "replayed_decision")
+        }
+    }
+
     @Test("a decision by an unknown key is refused")
     func unknownKey() async throws {
         let broker = try await TestBroker()

@@ -36,7 +36,7 @@ struct SQLiteConformanceTests {
         let first = try SQLiteStore(path: path)
         try await first.consumeProofID("j", deviceID: "d", expiresAt: .now + 60, now: .now)
         let second = try SQLiteStore(path: path)
-        await #expect(throws: StoreError(.alreadyExists, "")) {
+        await #expect(throws: StoreError(.replayed, "")) {
             try await second.consumeProofID("j", deviceID: "d", expiresAt: .now + 60, now: .now)
         }
     }
