@@ -16,7 +16,11 @@ struct InboxController {
             .delete("devices/:device", use: remove)
     }
 
-    struct Inbox: Encodable, Sendable { let events: [InboxItem] }
+    struct Inbox: Encodable, Sendable, WireJSONWritable {
+        let events: [InboxItem]
+
+        func write(to object: inout WireJSON.Object) { object.field("events", events) }
+    }
 
     /// Pending events of the device's user; held up to `?wait=N` seconds
     /// while there are none.

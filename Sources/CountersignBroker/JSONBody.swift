@@ -19,9 +19,13 @@ struct JSONBody<Value: Encodable & Sendable>: ResponseGenerator {
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[.cacheControl] = headers[.cacheControl] ?? "no-store"
-        return Response(
-            status: status, headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: try WireCoding.encoder().encode(value))))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: try body()))
+    }
+
+    /// The value as JSON; the documents of every round trip write themselves.
+    func body() throws -> ByteBuffer {
+        if let document = value as? any WireJSONWritable { return ByteBuffer(bytes: document.wireJSON()) }
+        return ByteBuffer(bytes: try WireCoding.encoder().encode(value))
     }
 }
 

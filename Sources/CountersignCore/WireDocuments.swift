@@ -228,3 +228,56 @@ public struct DeviceListDocument: Codable, Sendable, Equatable {
         self.thisDevice = thisDevice
     }
 }
+
+extension EventDocument: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("CreatedAt", CreatedAt)
+        object.field("DeletedAt", DeletedAt)
+        object.field("ID", ID)
+        object.field("UpdatedAt", UpdatedAt)
+        object.field("approved", approved)
+        object.field("client_user_id", clientUserID)
+        object.field("decided_at", decidedAt)
+        object.field("decided_by", decidedBy)
+        object.field("decision", decision)
+        object.field("details", details)
+        object.field("event", event)
+        object.field("expires_at", expiresAt)
+        object.field("ip", ip)
+        object.field("issuer", issuer)
+        object.field("location", location)
+        object.field("method", method.rawValue)
+        object.field("new", new)
+        object.field("requester_name", requesterName)
+        object.field("signature", signature)
+        object.field("status", status.rawValue)
+        object.field("timestamp", timestamp)
+    }
+}
+
+extension EventTicket: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("event", event)
+        object.field("match_number", matchNumber)
+        object.field("requester_token", requesterToken)
+    }
+}
+
+extension InboxItem: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("app", app)
+        object.field("event", event)
+        object.field("match_required", matchRequired)
+        object.field("new_device", newDevice)
+        object.field("nonce", nonce)
+    }
+}
+
+extension NewDeviceSummary: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("fingerprint", fingerprint)
+        object.field("id", id)
+        object.field("name", name)
+        object.field("type", type)
+    }
+}
