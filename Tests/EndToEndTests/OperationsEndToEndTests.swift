@@ -111,6 +111,8 @@ struct OperationsEndToEndTests {
         let decision = requests.first { $0["http.path"] as? String == "/api/v1/events/\(ticket.event.ID)/decision" }
         #expect(decision?["http.status"] as? String == "200")
         #expect((decision?["hb.request.id"] as? String)?.isEmpty == false, "\(decision ?? [:])")
+        let duration = try #require(decision?["http.duration_ms"] as? String)
+        #expect(duration.wholeMatch(of: /[0-9]+\.[0-9]{2}/) != nil, "\(duration)")
         #expect(
             requests.contains {
                 $0["http.path"] as? String == "/api/v1/no-such-route" && $0["http.status"] as? String == "404"

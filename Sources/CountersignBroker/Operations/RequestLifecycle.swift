@@ -143,14 +143,21 @@ enum AccessLog {
     @inline(never)
     static func record(_ request: Request, status: Int, started: ContinuousClock.Instant, context: some RequestContext)
     {
-        let elapsed = ContinuousClock.now - started
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         context.logger.log(
             level: status >= 500 ? .error : .info, "request",
             metadata: [
                 "http.method": .string(request.method.rawValue), "http.path": .string(request.uri.path),
                 "http.status": .stringConvertible(status),
-                "http.duration_ms": .string(String(format: "%.2f", milliseconds)),
+                "http.duration_ms": .string(milliseconds(ContinuousClock.now - started)),
             ])
+    }
+
+    /// Milliseconds with two decimals (truncated), without Foundation's
+    /// `String(format:)`, which took a fifth of the time of logging a line.
+    static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let hundredths = seconds * 100_000 + attoseconds / 10_000_000_000_000
+        let fraction = hundredths % 100
+        return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
     }
 }
