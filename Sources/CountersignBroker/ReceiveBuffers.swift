@@ -20,10 +20,3 @@ final class ReceiveBufferSizer: ChannelInboundHandler, RemovableChannelHandler {
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 }
-
-extension HTTPServerBuilder {
-    /// HTTP/1.1 with receive buffers sized by ``ReceiveBufferSizer``.
-    static var brokerHTTP1: HTTPServerBuilder {
-        .http1(configuration: .init(additionalChannelHandlers: [ReceiveBufferSizer()]))
-    }
-}

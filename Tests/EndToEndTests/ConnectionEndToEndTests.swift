@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+/// Requests over one raw keep-alive connection, as a client library would
+/// send them: each answered in turn whatever its body, until the client
+/// asks to close.
+@Suite("end to end: many requests on one connection")
+struct ConnectionEndToEndTests {
+    /// A blocking loopback TCP connection with a receive timeout.
+    final class RawConnection {
+        let socketFD: Int32
+
+        init(port: Int) throws {
+            socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        }
+
+        deinit { close(socketFD) }
+
+        func send(_ text: String) {
+            let bytes = Array(text.utf8)
+            _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, 0) }
+        }
+
+        /// Everything until the server closes the connection (or the timeout).
+        func readToEnd() -> String {
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                received += buffer[..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+    }
+
+    /// The status of each response, in order (a body runs straight into
+    /// the next status line).
+    static func statuses(_ text: String) -> [String] {
+        text.matches(of: #/HTTP/1\.1 ([0-9]{3}) /#).map { String($0.output.1) }
+    }
+
+    @Test("pipelined requests with read, unread and no bodies are answered in order; Connection: close ends it")
+    func pipelined() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let port = Int(broker.url.split(separator: ":").last!)!
+        let connection = try RawConnection(port: port)
+        let json = "Content-Type: application/json\r\n"
+        let create = #"{"client_user_id":"nobody"}"#
+        connection.send(
+            // No route: its body is never read.
+            "POST /api/v1/no-such-route HTTP/1.1\r\nHost: t\r\n\(json)Content-Length: 11\r\n\r\n{\"a\":\"bcd\"}"
+                + "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"
+                // Refused before its body is read.
+                + "POST /api/v1/events HTTP/1.1\r\nHost: t\r\n\(json)Content-Length: 2\r\n\r\n{}"
+                // Read: a user with no device to ask.
+                + "POST /api/v1/events HTTP/1.1\r\nHost: t\r\nAPI_KEY_ID: \(broker.apiKeyID)\r\n\(json)"
+                + "Content-Length: \(create.utf8.count)\r\n\r\n\(create)"
+                + "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        let answers = connection.readToEnd()
+        #expect(Self.statuses(answers) == ["404", "200", "401", "409", "200"], "\(answers)")
+        #expect(answers.contains("no_trusted_device"))
+    }
+
+    @Test("a request the parser cannot read gets a 400 and the connection closes")
+    func unreadable() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let connection = try RawConnection(port: Int(broker.url.split(separator: ":").last!)!)
+        connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nNOT HTTP AT ALL\r\n\r\n")
+        let answers = connection.readToEnd()
+        #expect(Self.statuses(answers) == ["200", "400"], "\(answers)")
+    }
+}
