@@ -56,10 +56,11 @@ struct CountersignBench: AsyncParsableCommand {
     var levels: [Int] { concurrency.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func run() async throws {
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 2 * (levels.max()! + idleWaiters) + 16
-        configuration.timeout.connect = .seconds(30)
-        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let http = Self.client(connections: 2 * levels.max()! + 16)
+        // The idle polls stand for other devices, each on its own
+        // connection: a pool of their own, so that their connections never
+        // carry the round trips' other requests, nor those theirs.
+        let idleHTTP = idleWaiters > 0 ? Self.client(connections: idleWaiters + 16) : http
         let requesterSide = BrokerConnection(baseURL: brokers[0], client: http)
         let approverSide = BrokerConnection(baseURL: brokers.last!, client: http)
         let backend = CountersignBackend(connection: requesterSide, apiKeyID: apiKey, apiSecretKey: apiSecret)
@@ -67,7 +68,11 @@ struct CountersignBench: AsyncParsableCommand {
 
         let pairs = try await Enroller(backend: backend, approverSide: approverSide, apiKey: apiKey)
             .enroll(count: levels.max()! + (idleWaiters > 0 ? 1 : 0), prefix: "bench-\(run)")
-        let idle = idleWaiters > 0 ? IdleWaiters(device: pairs.last!, connection: approverSide, apiKey: apiKey) : nil
+        let idle =
+            idleWaiters > 0
+            ? IdleWaiters(
+                device: pairs.last!, connection: BrokerConnection(baseURL: brokers.last!, client: idleHTTP),
+                apiKey: apiKey) : nil
         if let idle {
             let before = brokerPid.flatMap { Self.rss(pid: $0, field: "VmRSS") }
             try await idle.start(count: idleWaiters)
@@ -95,6 +100,14 @@ struct CountersignBench: AsyncParsableCommand {
         }
         await idle?.stop()
         try await http.shutdown()
+        if idleWaiters > 0 { try await idleHTTP.shutdown() }
+    }
+
+    static func client(connections: Int) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections
+        configuration.timeout.connect = .seconds(30)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
     /// A memory figure of a process from /proc (`VmRSS` now, `VmHWM` its peak), in bytes.
