@@ -54,6 +54,20 @@ enum Fixture {
             requesterTokenDigest: SecretToken.digest("requester"), decidedBy: nil, decidedAt: nil, decision: nil)
     }
 
+    /// A pending pairing of `user`: an enrolled device to approve it, and
+    /// the new device it asks to add.
+    static func pairing(in store: any CountersignStore, user: String) async throws -> (
+        approver: TrustedDevice, candidate: TrustedDevice, event: ApprovalEvent
+    ) {
+        let approver = try await enrolled(in: store, user: user)
+        let candidate = device(user: user)
+        var event = event(user: user)
+        event.name = EventName.enrollNewTrustedDevice
+        event.newDevice = NewDevice(publicKey: candidate.publicKey, name: "new-laptop", type: "cli")
+        try await store.insertPendingEvent(event, maxPending: 3, now: t0)
+        return (approver, candidate, event)
+    }
+
     /// Enrolls a fresh device through a fresh token.
     static func enrolled(
         in store: any CountersignStore, issuer: String = "ck_app", user: String = "alice"

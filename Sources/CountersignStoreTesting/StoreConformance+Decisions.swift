@@ -102,12 +102,7 @@ extension StoreConformance {
             try await store.consumeProofID("d3", deviceID: "another", expiresAt: Fixture.t0 + 120, now: Fixture.t0 + 5)
         },
         Case(name: "decisions: a pairing approval with a used id enrolls nothing") { store in
-            let approver = try await Fixture.enrolled(in: store, user: "frank")
-            let candidate = Fixture.device(user: "frank")
-            var event = Fixture.event(user: "frank")
-            event.name = EventName.enrollNewTrustedDevice
-            event.newDevice = NewDevice(publicKey: candidate.publicKey, name: "new-laptop", type: "cli")
-            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let (approver, candidate, event) = try await Fixture.pairing(in: store, user: "frank")
             try await store.consumeProofID("p1", deviceID: approver.id, expiresAt: Fixture.t0 + 120, now: Fixture.t0)
             let replayed = RecordedDecision(
                 status: .approved, deviceID: approver.id, jws: "yes", enrolls: candidate,

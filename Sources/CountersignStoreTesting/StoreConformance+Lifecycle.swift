@@ -40,12 +40,7 @@ extension StoreConformance {
         },
         Case(name: "pairing: an approval enrolls the event's new device; a rejection or a loss enrolls nothing") {
             store in
-            let approver = try await Fixture.enrolled(in: store, user: "frank")
-            let candidate = Fixture.device(user: "frank")
-            var event = Fixture.event(user: "frank")
-            event.name = EventName.enrollNewTrustedDevice
-            event.newDevice = NewDevice(publicKey: candidate.publicKey, name: "new-laptop", type: "cli")
-            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let (approver, candidate, event) = try await Fixture.pairing(in: store, user: "frank")
             try check(try await store.event(id: event.id)?.newDevice == event.newDevice, "the new device reads back")
 
             var rejected = Fixture.event(user: "frank")
