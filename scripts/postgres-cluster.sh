@@ -17,8 +17,9 @@ find_binary() {
 }
 initdb=$(find_binary initdb)
 pg_ctl=$(find_binary pg_ctl)
-if [[ -z "$initdb" || -z "$pg_ctl" ]]; then
-    echo "error: no PostgreSQL server binaries (initdb, pg_ctl) on this machine; install Debian's postgresql package" >&2
+createuser=$(find_binary createuser)
+if [[ -z "$initdb" || -z "$pg_ctl" || -z "$createuser" ]]; then
+    echo "error: no PostgreSQL server binaries (initdb, pg_ctl, createuser) on this machine; install Debian's postgresql package" >&2
     exit 1
 fi
 
@@ -48,13 +49,27 @@ start)
     printf 'subjectAltName=DNS:localhost\n' >"$tls/server.ext"
     openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
         -extfile "$tls/server.ext" -out "$tls/server.pem" 2>/dev/null
-    chmod 0600 "$tls/server.key"
-    chmod 0644 "$tls/ca.pem" "$tls/server.pem"
-    if [[ ${#as_owner[@]} -gt 0 ]]; then chown postgres "$tls/server.key" "$tls/server.pem"; chmod 0755 "$tls"; fi
+    # The role countersign_cert signs in with a client certificate from the
+    # same CA (DIR/tls/client.pem and client.key), over TLS only.
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=countersign_cert" \
+        -keyout "$tls/client.key" -out "$tls/client.csr" 2>/dev/null
+    openssl x509 -req -in "$tls/client.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 2 \
+        -out "$tls/client.pem" 2>/dev/null
+    hba="$directory/data/pg_hba.conf"
+    { printf 'hostssl all countersign_cert 127.0.0.1/32 cert\nhost all countersign_cert 127.0.0.1/32 reject\n'
+      cat "$hba"; } >"$hba.new"
+    mv "$hba.new" "$hba"
+    chmod 0600 "$tls/server.key" "$tls/client.key"
+    chmod 0644 "$tls/ca.pem" "$tls/server.pem" "$tls/client.pem"
+    if [[ ${#as_owner[@]} -gt 0 ]]; then
+        chown postgres "$tls/server.key" "$tls/server.pem" "$hba"
+        chmod 0755 "$tls"
+    fi
     "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --log="$directory/server.log" --wait \
         --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=1000 -c fsync=on \
-            -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key" \
+            -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key -c ssl_ca_file=$tls/ca.pem" \
         start >/dev/null || { cat "$directory/server.log" >&2; exit 1; }
+    "$createuser" --host=127.0.0.1 --port="$port" --username=countersign countersign_cert
     echo "postgres://countersign@127.0.0.1:$port/postgres"
     ;;
 stop)

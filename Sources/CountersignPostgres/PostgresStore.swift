@@ -70,7 +70,9 @@ public final class PostgresStore: CountersignStore, WakeFeed {
             throw StoreError(.backend, "not a postgres:// URL: give postgres://user[:password]@host[:port]/database")
         }
         let parameter = { (name: String) in components.queryItems?.first { $0.name == name }?.value }
-        let tls = try Self.tls(mode: parameter("sslmode") ?? "prefer", rootCertificate: parameter("sslrootcert"))
+        let tls = try Self.tls(
+            mode: parameter("sslmode") ?? "prefer", rootCertificate: parameter("sslrootcert"),
+            clientCertificate: parameter("sslcert"), clientKey: parameter("sslkey"))
         let database = components.path.count > 1 ? String(components.path.dropFirst()) : nil
         return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user,
@@ -81,14 +83,28 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     /// without checking who answers (unless `sslrootcert` is given to
     /// `require`, which then acts as `verify-ca`), `verify-ca` checks the
     /// certificate chain, `verify-full` the host name too. `sslrootcert` names
-    /// a PEM file of the CAs to trust instead of the system's.
-    static func tls(mode: String, rootCertificate: String?) throws -> PostgresClient.Configuration.TLS {
+    /// a PEM file of the CAs to trust instead of the system's. `sslcert` and
+    /// `sslkey` name the PEM files of a client certificate (with its chain)
+    /// and its key, for a server that authenticates clients by certificate.
+    static func tls(mode: String, rootCertificate: String?, clientCertificate: String? = nil, clientKey: String? = nil)
+        throws -> PostgresClient.Configuration.TLS
+    {
         var configuration = TLSConfiguration.makeClientConfiguration()
         if let rootCertificate {
             guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
                 throw StoreError(.backend, "cannot read the sslrootcert file \(rootCertificate)")
             }
             configuration.trustRoots = .file(rootCertificate)
+        }
+        switch (clientCertificate, clientKey) {
+        case (nil, nil):
+            break
+        case (let certificate?, let key?):
+            guard mode != "disable" else { throw StoreError(.backend, "sslcert and sslkey need TLS: sslmode=disable") }
+            (configuration.certificateChain, configuration.privateKey) = try clientIdentity(
+                certificate: certificate, key: key)
+        default:
+            throw StoreError(.backend, "give sslcert and sslkey together: a client certificate and its key")
         }
         switch mode {
         case "disable":
@@ -106,6 +122,24 @@ public final class PostgresStore: CountersignStore, WakeFeed {
             return .require(configuration)
         default:
             throw StoreError(.backend, "unknown sslmode \(mode)")
+        }
+    }
+
+    /// A client certificate chain and its private key, from PEM files.
+    private static func clientIdentity(certificate: String, key: String) throws -> (
+        [NIOSSLCertificateSource], NIOSSLPrivateKeySource
+    ) {
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificate)
+        } catch {
+            throw StoreError(.backend, "cannot read the sslcert file \(certificate): \(error)")
+        }
+        guard !chain.isEmpty else { throw StoreError(.backend, "the sslcert file \(certificate) has no certificate") }
+        do {
+            return (chain.map { .certificate($0) }, .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+        } catch {
+            throw StoreError(.backend, "cannot read the sslkey file \(key): \(error)")
         }
     }
 

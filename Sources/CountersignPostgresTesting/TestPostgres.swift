@@ -35,6 +35,16 @@ public enum TestPostgres {
         return path
     }
 
+    /// The client certificate and key (PEM files, next to the CA) with which
+    /// the role `countersign_cert` signs in; the cluster admits that role by
+    /// certificate only.
+    public static func clientCertificate() throws -> (certificate: String, key: String) {
+        let directory = URL(fileURLWithPath: try certificateAuthority()).deletingLastPathComponent()
+        return (
+            directory.appendingPathComponent("client.pem").path, directory.appendingPathComponent("client.key").path
+        )
+    }
+
     /// Creates an empty database and returns its URL.
     public static func createDatabase() async throws -> String {
         let cluster = try clusterURL()

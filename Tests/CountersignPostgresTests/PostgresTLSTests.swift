@@ -12,9 +12,10 @@ import Testing
 @Suite("PostgreSQL TLS")
 struct PostgresTLSTests {
     /// The cluster's URL for `host`, with these query parameters.
-    func url(host: String, _ parameters: String) throws -> String {
+    func url(host: String, user: String? = nil, _ parameters: String) throws -> String {
         var components = URLComponents(string: try TestPostgres.clusterURL())!
         components.host = host
+        if let user { components.user = user }
         components.query = parameters
         return components.string!
     }
@@ -22,13 +23,21 @@ struct PostgresTLSTests {
     /// Whether a store on `url` runs a query over TLS; nil when it cannot
     /// run one within 5 s (the pool keeps retrying a refused connection).
     func encrypted(_ url: String) async throws -> Bool? {
+        try await signedIn(url).map { $0.encrypted }
+    }
+
+    /// Whether a store on `url` runs a query over TLS, and as which role;
+    /// nil when it cannot run one within 5 s.
+    func signedIn(_ url: String) async throws -> (encrypted: Bool, role: String)? {
         let store = try PostgresStore(url: url, logger: TestPostgres.logger, maximumConnections: 2)
         let logger = TestPostgres.logger
-        let outcome = await withTaskGroup(of: Bool?.self) { group in
+        let outcome = await withTaskGroup(of: (encrypted: Bool, role: String)?.self) { group in
             group.addTask {
                 try? await store.read { db in
-                    try await db.row("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: logger)?
-                        .value("ssl", as: Bool.self)
+                    try await db.row(
+                        "SELECT ssl, current_user AS role FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                        logger: logger
+                    ).map { (try $0.value("ssl", as: Bool.self), try $0.value("role", as: String.self)) }
                 }
             }
             group.addTask {
@@ -67,6 +76,38 @@ struct PostgresTLSTests {
         #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=require")) == true)
         #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=prefer")) == true)
         #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=disable")) == false)
+    }
+
+    @Test("a client certificate signs in a role the server admits by certificate only; without it, no connection")
+    func clientCertificate() async throws {
+        let ca = try TestPostgres.certificateAuthority()
+        let client = try TestPostgres.clientCertificate()
+        let signedIn = try await signedIn(
+            url(
+                host: "localhost", user: "countersign_cert",
+                "sslmode=verify-full&sslrootcert=\(ca)&sslcert=\(client.certificate)&sslkey=\(client.key)"))
+        #expect(signedIn?.encrypted == true && signedIn?.role == "countersign_cert")
+        #expect(
+            try await encrypted(
+                url(host: "localhost", user: "countersign_cert", "sslmode=verify-full&sslrootcert=\(ca)"))
+                == nil)
+    }
+
+    @Test("sslcert without sslkey, an unreadable one, or one with sslmode=disable is refused before connecting")
+    func badClientCertificate() throws {
+        let client = try TestPostgres.clientCertificate()
+        for parameters in [
+            "sslmode=require&sslcert=\(client.certificate)",
+            "sslmode=require&sslkey=\(client.key)",
+            "sslmode=require&sslcert=/nonexistent/client.pem&sslkey=\(client.key)",
+            "sslmode=require&sslcert=\(client.certificate)&sslkey=/nonexistent/client.key",
+            "sslmode=require&sslcert=\(client.key)&sslkey=\(client.key)",
+            "sslmode=disable&sslcert=\(client.certificate)&sslkey=\(client.key)",
+        ] {
+            #expect(throws: StoreError.self, "\(parameters)") {
+                try PostgresStore(url: try url(host: "localhost", parameters), logger: TestPostgres.logger)
+            }
+        }
     }
 
     @Test("an sslrootcert that cannot be read, or an unknown sslmode, is refused before connecting")
