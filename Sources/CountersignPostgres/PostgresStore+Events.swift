@@ -9,29 +9,25 @@ extension PostgresStore {
         // READ COMMITTED under a lock per user instead of SERIALIZABLE: the
         // count and the insert stay together for this user, and events of
         // other users, whose index entries share pages, no longer fail each
-        // other. Each statement after the lock sees every insert committed
+        // other. The statement after the lock sees every insert committed
         // before it was granted.
         try await readCommittedWrite(locking: event.issuer + "\n" + event.clientUserID) { db in
-            let open = try await db.rows(
-                """
-                SELECT expires_at FROM events
-                WHERE issuer = \(event.issuer) AND client_user_id = \(event.clientUserID) AND status = 'pending'
-                  AND expires_at > \(now.seconds)
-                ORDER BY expires_at
-                """, logger: logger
-            ).map { try $0.value("expires_at", as: Double.self) }
-            if open.count >= maxPending {
+            let open = try await Self.insert(event, into: db, capped: (maxPending, now), logger: logger)
+            guard open.count < maxPending else {
                 let retryAfter = max(1, Int((open[open.count - maxPending] - now.seconds).rounded(.up)))
                 throw StoreError(.limitReached(retryAfter: retryAfter), "too many pending events for this user")
             }
-            try await Self.insert(event, into: db, logger: logger)
-            try await db.notify(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID), logger: logger)
         }
     }
 
     public func insertEvent(_ event: ApprovalEvent) async throws {
         let logger = logger
-        try await write { db in try await Self.insert(event, into: db, logger: logger) }
+        do {
+            // One statement: atomic by itself, one round trip.
+            _ = try await withConnection { db in try await Self.insert(event, into: db, capped: nil, logger: logger) }
+        } catch {
+            throw mapped(error)
+        }
     }
 
     public func event(id: String) async throws -> ApprovalEvent? {
@@ -168,19 +164,41 @@ extension PostgresStore {
         throw StoreError(.conflict, "event \(id) is no longer pending")
     }
 
-    static func insert(_ event: ApprovalEvent, into db: PostgresConnection, logger: Logger) async throws {
+    /// Inserts `event` in one statement. With `capped`, only if its user has
+    /// fewer than `max` pending events unexpired at `now`, and then wakes
+    /// the user's inbox at commit. Returns the expiry times of the user's
+    /// pending events before the insert (with `capped`), oldest first: as
+    /// many as `max` or more when nothing was inserted.
+    static func insert(
+        _ event: ApprovalEvent, into db: PostgresConnection, capped: (max: Int, now: Date)?, logger: Logger
+    ) async throws -> [Double] {
         let newDevice = try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
-        try await db.run(
+        let isCapped = capped != nil
+        let row = try await db.row(
             """
-            INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
-                status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
-                requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts)
-            VALUES (\(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
-                \(event.clientUserID), \(event.name), \(event.ip), \(event.location), \(event.method.rawValue),
-                \(event.storedStatus.rawValue), \(event.expiresAt.seconds), \(event.details), \(event.requesterName),
-                \(event.nonce), \(event.matchNumber), \(event.wrongMatches), \(event.requesterTokenDigest),
-                \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts))
+            WITH open AS (
+                SELECT expires_at FROM events
+                WHERE \(isCapped) AND issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)
+                  AND status = 'pending' AND expires_at > \(capped?.now.seconds ?? 0)
+            ), inserted AS (
+                INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
+                    status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
+                    requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts)
+                SELECT \(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
+                    \(event.clientUserID), \(event.name), \(event.ip), \(event.location), \(event.method.rawValue),
+                    \(event.storedStatus.rawValue), \(event.expiresAt.seconds), \(event.details), \(event.requesterName),
+                    \(event.nonce), \(event.matchNumber), \(event.wrongMatches), \(event.requesterTokenDigest),
+                    \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts)
+                WHERE NOT \(isCapped) OR (SELECT count(*) FROM open) < \(capped?.max ?? 0)
+                RETURNING 1
+            ), woken AS (
+                SELECT pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
+                FROM inserted WHERE \(isCapped)
+            )
+            SELECT array(SELECT expires_at FROM open ORDER BY expires_at) AS open,
+                (SELECT count(*) FROM woken) AS woken
             """, logger: logger)
+        return try row?.value("open", as: [Double].self) ?? []
     }
 
     static func event(row: PostgresRandomAccessRow) throws -> ApprovalEvent {
