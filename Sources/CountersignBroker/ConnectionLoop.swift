@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import Synchronization
 
 /// Hummingbird's HTTP/1.1 child channel (its pipeline, codecs and
 /// handlers), with a request loop that lets go of each request once it is
@@ -84,13 +85,22 @@ final class RequestParts: @unchecked Sendable {
     }
 
     /// The body of the request whose head was read last.
-    func body() -> Body { Body(parts: self) }
+    func body() -> Body { Body(parts: self, taken: Body.Taken()) }
 
+    /// Read once: a second iterator reads nothing, not the next request.
     struct Body: AsyncSequence, Sendable {
         typealias Element = ByteBuffer
         let parts: RequestParts
+        let taken: Taken
 
-        func makeAsyncIterator() -> Iterator { Iterator(iterator: parts.iterator) }
+        final class Taken: Sendable {
+            let flag = Atomic<Bool>(false)
+        }
+
+        func makeAsyncIterator() -> Iterator {
+            let first = taken.flag.exchange(true, ordering: .relaxed) == false
+            return Iterator(iterator: parts.iterator, done: !first)
+        }
 
         struct Iterator: AsyncIteratorProtocol {
             var iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator
