@@ -67,8 +67,8 @@ extension SQLiteStore {
     }
 
     public func consumeProofID(_ jti: String, deviceID: String, expiresAt: Date, now: Date) async throws {
-        try await write { db in try Self.spend(SpentProofID(jti: jti, deviceID: deviceID, expiresAt: expiresAt), in: db)
-        }
+        let id = SpentProofID(jti: jti, deviceID: deviceID, expiresAt: expiresAt)
+        try await write { db in try Self.spend(id, in: db) }
     }
 
     /// Records a proof id as used; `replayed` if its device used it before.
