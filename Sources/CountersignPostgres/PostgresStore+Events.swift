@@ -97,29 +97,30 @@ extension PostgresStore {
             SELECT settled.*, (SELECT count(*) FROM spent) AS spent, (SELECT count(*) FROM woken) AS notified
             FROM (SELECT 1) AS one LEFT JOIN settled ON true
             """
-        @Sendable func outcome(_ row: PostgresRandomAccessRow?, in db: PostgresConnection) async throws -> ApprovalEvent
-        {
-            guard let row, try row.value("id", as: String?.self) != nil else {
-                if let spends, let row, try row.value("spent", as: Int64.self) == 0 {
-                    throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
-                }
-                try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
+        /// The event if the statement settled it; nil if it settled
+        /// nothing, `replayed` if that was for a used decision id.
+        @Sendable func settled(_ row: PostgresRandomAccessRow?) throws -> ApprovalEvent? {
+            guard let row else { return nil }
+            if try row.value("id", as: String?.self) != nil { return try Self.event(row: row) }
+            if let spends, try row.value("spent", as: Int64.self) == 0 {
+                throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
             }
-            return try Self.event(row: row)
+            return nil
         }
         guard decision.status == .approved, let device = decision.enrolls else {
             // One statement, so its own transaction: one round trip to
             // PostgreSQL instead of five.
-            let row = try await writeStatement(settle).first
-            if let row, try row.value("id", as: String?.self) != nil { return try Self.event(row: row) }
-            return try await read { db in try await outcome(row, in: db) }
+            if let event = try settled(try await writeStatement(settle).first) { return event }
+            return try await read { db in try await Self.refusal(ofChangeTo: id, in: db, logger: logger) }
         }
         return try await readCommittedWrite { db in
-            let settled = try await outcome(try await db.row(settle, logger: logger), in: db)
+            guard let event = try settled(try await db.row(settle, logger: logger)) else {
+                try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
+            }
             // A duplicate key throws alreadyExists and rolls the decision back.
             try await Self.enroll(
                 device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db, logger: logger)
-            return settled
+            return event
         }
     }
 
