@@ -158,14 +158,6 @@ struct EnrollmentController {
     }
 
     @inline(never)
-    private func enrollWithVerification(_ grant: VerifiedCode, _ enrollment: Enrollment) async throws
-        -> TrustedDevice
-    {
-        try await enrollVerified(
-            grant, body: enrollment.body, key: enrollment.key, ip: enrollment.ip, device: enrollment.device(for:))
-    }
-
-    @inline(never)
     private func enrollWithToken(_ token: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
         let enrolled = enrollment.device(for: try enrollment.namedUser())
         do {
@@ -198,12 +190,13 @@ struct EnrollmentController {
 
     /// A first device for a user who just verified an email address or phone
     /// number; the verified identifier is the user id.
-    private func enrollVerified(
-        _ grant: VerifiedCode, body: EnrollRequest, key: APIKey, ip: String, device: (String) -> TrustedDevice
-    ) async throws -> TrustedDevice {
+    @inline(never)
+    private func enrollWithVerification(_ grant: VerifiedCode, _ enrollment: Enrollment) async throws
+        -> TrustedDevice
+    {
         let redeemed: VerificationChallenge
         do {
-            redeemed = try await CodeRedemption(environment: environment).redeem(grant, apiKeyID: key.id)
+            redeemed = try await CodeRedemption(environment: environment).redeem(grant, apiKeyID: enrollment.key.id)
         } catch let failure as CodeRedemption.Failure {
             throw APIError(
                 .forbidden, "invalid_verification",
@@ -211,13 +204,14 @@ struct EnrollmentController {
                     ? "the authorization code is unknown, expired or already used"
                     : "the verification does not match (challenge, redirect URL or code verifier)")
         }
-        if let user = body.clientUserID, user != redeemed.identifier {
+        if let user = enrollment.body.clientUserID, user != redeemed.identifier {
             throw APIError.badRequest("client_user_id must be the verified identifier, \(redeemed.identifier)")
         }
-        let enrolled = device(redeemed.identifier)
+        let enrolled = enrollment.device(for: redeemed.identifier)
         do {
             try await environment.store.enrollFirstDevice(
-                enrolled, author: ChangeAuthor(actor: ChangeAuthor.verifiedIdentifier, ip: ip), now: environment.now())
+                enrolled, author: ChangeAuthor(actor: ChangeAuthor.verifiedIdentifier, ip: enrollment.ip),
+                now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
             throw APIError.conflict(
                 "has_trusted_device", "this user already has a trusted device; a new one must be approved from it")
