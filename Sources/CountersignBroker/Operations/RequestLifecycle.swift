@@ -44,8 +44,9 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
     private func answered(
         _ request: Request, _ status: HTTPResponse.Status, started: ContinuousClock.Instant, context: Context
     ) {
-        AccessLog.record(request, status: status.code, started: started, context: context)
-        metrics.answered(request, status, route: context.endpointPath ?? "Unknown", started: started)
+        let elapsed = ContinuousClock.now - started
+        AccessLog.record(request, status: status.code, elapsed: elapsed, context: context)
+        metrics.answered(request, status, route: context.endpointPath ?? "Unknown", elapsed: elapsed)
     }
 
     /// The error as the API answers it, logged and counted.
@@ -54,7 +55,7 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
         -> APIError
     {
         let error = ErrorMapper.apiError(for: error, context: context)
-        AccessLog.record(request, status: error.status.code, started: started, context: context)
+        AccessLog.record(request, status: error.status.code, elapsed: ContinuousClock.now - started, context: context)
         metrics.failed(request, error.status, route: context.endpointPath ?? "NotFound")
         return error
     }
@@ -88,10 +89,10 @@ final class HTTPMetrics: Sendable {
     }
 
     /// Counts a response and the time it took to make.
-    func answered(_ request: Request, _ status: HTTPResponse.Status, route: String, started: ContinuousClock.Instant) {
+    func answered(_ request: Request, _ status: HTTPResponse.Status, route: String, elapsed: Duration) {
         let recorders = self.recorders(Outcome(route: route, method: request.method, status: status))
         recorders.requests.increment()
-        recorders.duration.record(duration: ContinuousClock.now - started)
+        recorders.duration.record(duration: elapsed)
         meter(request.method).decrement()
     }
 
@@ -141,14 +142,13 @@ final class HTTPMetrics: Sendable {
 /// id that every other line of the request carries too.
 enum AccessLog {
     @inline(never)
-    static func record(_ request: Request, status: Int, started: ContinuousClock.Instant, context: some RequestContext)
-    {
+    static func record(_ request: Request, status: Int, elapsed: Duration, context: some RequestContext) {
         context.logger.log(
             level: status >= 500 ? .error : .info, "request",
             metadata: [
                 "http.method": .string(request.method.rawValue), "http.path": .string(request.uri.path),
                 "http.status": .stringConvertible(status),
-                "http.duration_ms": .string(milliseconds(ContinuousClock.now - started)),
+                "http.duration_ms": .string(milliseconds(elapsed)),
             ])
     }
 
