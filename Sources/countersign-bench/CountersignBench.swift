@@ -60,7 +60,7 @@ struct CountersignBench: AsyncParsableCommand {
         // The idle polls stand for other devices, each on its own
         // connection: a pool of their own, so that their connections never
         // carry the round trips' other requests, nor those theirs.
-        let idleHTTP = idleWaiters > 0 ? Self.client(connections: idleWaiters + 16) : http
+        let idleHTTP = idleWaiters > 0 ? Self.client(connections: idleWaiters + 16) : nil
         let requesterSide = BrokerConnection(baseURL: brokers[0], client: http)
         let approverSide = BrokerConnection(baseURL: brokers.last!, client: http)
         let backend = CountersignBackend(connection: requesterSide, apiKeyID: apiKey, apiSecretKey: apiSecret)
@@ -68,11 +68,10 @@ struct CountersignBench: AsyncParsableCommand {
 
         let pairs = try await Enroller(backend: backend, approverSide: approverSide, apiKey: apiKey)
             .enroll(count: levels.max()! + (idleWaiters > 0 ? 1 : 0), prefix: "bench-\(run)")
-        let idle =
-            idleWaiters > 0
-            ? IdleWaiters(
-                device: pairs.last!, connection: BrokerConnection(baseURL: brokers.last!, client: idleHTTP),
-                apiKey: apiKey) : nil
+        let idle = idleHTTP.map {
+            IdleWaiters(
+                device: pairs.last!, connection: BrokerConnection(baseURL: brokers.last!, client: $0), apiKey: apiKey)
+        }
         if let idle {
             let before = brokerPid.flatMap { Self.rss(pid: $0, field: "VmRSS") }
             try await idle.start(count: idleWaiters)
@@ -100,7 +99,7 @@ struct CountersignBench: AsyncParsableCommand {
         }
         await idle?.stop()
         try await http.shutdown()
-        if idleWaiters > 0 { try await idleHTTP.shutdown() }
+        try await idleHTTP?.shutdown()
     }
 
     static func client(connections: Int) -> HTTPClient {
