@@ -45,6 +45,8 @@ public struct BrokerConfiguration: Sendable {
     public var tls: (certificateFile: String, keyFile: String)?
     /// Reverse proxies whose `X-Forwarded-For` header is believed.
     public var trustedProxies: [IPNetwork] = []
+    /// How many connections are held, and how long each may make the broker wait.
+    public var connections = ConnectionLimits()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
@@ -179,10 +181,12 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
         keys: try await BrokerKeys.load(from: store, now: Date()),
         verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
         metrics: configuration.metrics, trustedProxies: configuration.trustedProxies)
+    let counter = ConnectionCounter(
+        limits: configuration.connections, trustedProxies: configuration.trustedProxies, logger: logger)
     var app = Application(
         router: buildRouter(environment),
-        server: try configuration.tls.map { try .tls(.brokerHTTP1, tlsConfiguration: try serverTLS($0)) }
-            ?? .brokerHTTP1,
+        server: try configuration.tls.map { try .tls(.brokerHTTP1(counter), tlsConfiguration: try serverTLS($0)) }
+            ?? .brokerHTTP1(counter),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
         logger: logger)
@@ -204,10 +208,13 @@ struct KeyRefresher: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
+        // Cancelled (another service failed, e.g. the port was taken) as
+        // well as shut down: a wait returns at once then, and the loop
+        // would spin.
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let rotated = environment.hub.subscribe([WakeKey.signingKeys])
             await rotated.wait(timeout: .seconds(30))
-            guard !Task.isShuttingDownGracefully else { return }
+            guard !Task.isShuttingDownGracefully, !Task.isCancelled else { return }
             do {
                 let before = environment.keys.currentKeyID
                 try await environment.keys.refresh(from: environment.store, now: environment.now())
@@ -308,7 +315,7 @@ struct GarbageCollector: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
             let now = environment.now()
             do {
                 let removed = try await environment.store.garbageCollect(now: now, eventsEndedBefore: now - retention)

@@ -79,6 +79,26 @@ extension DeviceBroker {
                 """)
         var trustedProxies: [String] = []
 
+        @Option(
+            help: """
+                Open connections at most; past it new ones are answered 503 (default \
+                \(ConnectionLimits.defaultMaximum), lowered to what the open-file limit bears).
+                """)
+        var maxConnections: Int?
+
+        @Option(
+            help: """
+                Open connections one client address (an IPv6 /64) may hold; past it new ones are \
+                answered 429. Trusted proxies are exempt.
+                """)
+        var maxConnectionsPerAddress = ConnectionLimits.defaultPerAddress
+
+        @Option(help: "How long a request may take to arrive, from its first byte or the connection's start.")
+        var requestReadTimeout = DurationArgument(seconds: 10)
+
+        @Option(help: "How long a connection may wait idle for its next request.")
+        var idleTimeout = DurationArgument(seconds: 75)
+
         @OptionGroup(title: "Code delivery") var senders: SenderOptions
 
         func validate() throws {
@@ -95,6 +115,12 @@ extension DeviceBroker {
             }
             guard (tlsCertificate == nil) == (tlsKey == nil) else {
                 throw ValidationError("give --tls-certificate and --tls-key together")
+            }
+            guard (maxConnections ?? 1) >= 1, maxConnectionsPerAddress >= 1 else {
+                throw ValidationError("--max-connections and --max-connections-per-address must be at least 1")
+            }
+            guard requestReadTimeout.seconds >= 1, idleTimeout.seconds >= 1 else {
+                throw ValidationError("--request-read-timeout and --idle-timeout must be at least 1s")
             }
             for proxy in trustedProxies where IPNetwork(proxy) == nil {
                 throw ValidationError("--trusted-proxy \(proxy) is not an address or CIDR range")
@@ -122,8 +148,36 @@ extension DeviceBroker {
             configuration.metrics = BrokerMetrics(registry: registry)
             if let tlsCertificate, let tlsKey { configuration.tls = (tlsCertificate, tlsKey) }
             configuration.trustedProxies = trustedProxies.compactMap(IPNetwork.init)
+            var logger = Logger(label: "device-broker")
+            logger.logLevel = logLevel
+            configuration.connections = connectionLimits(
+                databaseConnections: configuration.databaseURL == nil ? 0 : databaseConnections, logger: logger)
             let app = try await buildApplication(configuration)
-            try await app.runService()
+            try await configuration.run(app, logger: logger)
+        }
+
+        /// The limits asked for, with the maximum lowered to what the
+        /// process's open-file limit (raised to its hard limit) bears.
+        private func connectionLimits(databaseConnections: Int, logger: Logger) -> ConnectionLimits {
+            let asked = ConnectionLimits(
+                maximum: maxConnections ?? ConnectionLimits.defaultMaximum, perAddress: maxConnectionsPerAddress,
+                requestReadTimeout: .milliseconds(Int64(requestReadTimeout.seconds * 1000)),
+                idleTimeout: .milliseconds(Int64(idleTimeout.seconds * 1000)))
+            let openFiles = OpenFileLimit.raise()
+            let limits = asked.fitted(
+                toOpenFiles: openFiles,
+                reserved: ConnectionLimits.reservedDescriptors(databaseConnections: databaseConnections))
+            let summary =
+                "serving at most \(limits.maximum) connections, \(limits.perAddress) per address "
+                + "(open-file limit \(openFiles))"
+            if limits.maximum < asked.maximum, maxConnections != nil {
+                logger.warning(
+                    "\(summary): the limit does not bear --max-connections \(asked.maximum); raise it (LimitNOFILE=, ulimit -n)"
+                )
+            } else {
+                logger.notice("\(summary)")
+            }
+            return limits
         }
     }
 }

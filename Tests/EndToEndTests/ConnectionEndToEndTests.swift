@@ -6,46 +6,6 @@ import Testing
 /// asks to close.
 @Suite("end to end: many requests on one connection")
 struct ConnectionEndToEndTests {
-    /// A blocking loopback TCP connection with a receive timeout.
-    final class RawConnection {
-        let socketFD: Int32
-
-        init(port: Int) throws {
-            socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var timeout = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-            guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        }
-
-        deinit { close(socketFD) }
-
-        func send(_ text: String) {
-            let bytes = Array(text.utf8)
-            _ = bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, 0) }
-        }
-
-        /// Everything until the server closes the connection (or the timeout).
-        func readToEnd() -> String {
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { break }
-                received += buffer[..<count]
-            }
-            return String(decoding: received, as: UTF8.self)
-        }
-    }
-
     /// The status of each response, in order (a body runs straight into
     /// the next status line).
     static func statuses(_ text: String) -> [String] {

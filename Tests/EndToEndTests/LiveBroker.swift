@@ -19,11 +19,15 @@ struct LiveBroker {
     /// A postgres:// URL, or nil for SQLite.
     var database: String? = nil
     var totpKeyFile: String = ""
+    /// The open-file limit the broker runs under (soft and hard), if not the test's.
+    var openFileLimit: Int? = nil
 
     /// Starts a broker with a TOTP key made by `device-broker totp-key
     /// generate`, kept outside the data directory; on PostgreSQL with a
     /// `database` URL.
-    static func start(arguments: [String] = [], database: String? = nil) async throws -> LiveBroker {
+    static func start(arguments: [String] = [], database: String? = nil, openFileLimit: Int? = nil) async throws
+        -> LiveBroker
+    {
         let data = try temporaryDirectory("broker-data")
         let totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
         let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
@@ -32,7 +36,7 @@ struct LiveBroker {
         }
         var broker = LiveBroker(
             process: nil, url: "", dataDirectory: data, apiKeyID: "", apiSecret: "", database: database,
-            totpKeyFile: totpKey)
+            totpKeyFile: totpKey, openFileLimit: openFileLimit)
         broker = try await broker.startInstance(arguments: arguments)
         // Created while the server runs: two processes share the store.
         let create = try RunningProcess(
@@ -72,7 +76,9 @@ struct LiveBroker {
 
     /// `device-broker serve` on this broker's store and TOTP key.
     private func launch(port: Int, arguments: [String] = []) async throws -> RunningProcess {
-        try await Self.serve(port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile] + arguments)
+        try await Self.serve(
+            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile] + arguments,
+            openFileLimit: openFileLimit)
     }
 
     /// A new process in place of this one (which has stopped): same store and port.
@@ -82,9 +88,16 @@ struct LiveBroker {
         return restarted
     }
 
-    private static func serve(port: Int, arguments: [String]) async throws -> RunningProcess {
-        let process = try RunningProcess(
-            "device-broker", ["serve", "--port", String(port), "--log-level", "warning"] + arguments)
+    private static func serve(port: Int, arguments: [String], openFileLimit: Int?) async throws -> RunningProcess {
+        let serve = ["serve", "--port", String(port), "--log-level", "warning"] + arguments
+        // prlimit sets the limit and execs the broker: the same process.
+        let process =
+            try openFileLimit.map {
+                try RunningProcess(
+                    "/usr/bin/prlimit",
+                    ["--nofile=\($0):\($0)", "--", Binaries.directory.appendingPathComponent("device-broker").path]
+                        + serve)
+            } ?? RunningProcess("device-broker", serve)
         try await waitUntilUp("http://127.0.0.1:\(port)", port: port, process: process)
         return process
     }
@@ -109,7 +122,8 @@ struct LiveBroker {
     /// of another test that got the same port answers too, and talking to
     /// it instead fails in confusing ways ("unknown API key id").
     private static func waitUntilUp(_ url: String, port: Int, process: RunningProcess) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Generous: a cold start on a busy machine can take many seconds.
+        let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
             if (try? await BrokerConnection(baseURL: url).health()) == true,
                 listens(pid: process.process.processIdentifier, port: port)
@@ -148,6 +162,20 @@ struct LiveBroker {
     }
 
     func stop() { process.stop() }
+
+    /// Waits until the broker holds `count` long-polls, as its metrics say:
+    /// a test that signals or decides next knows its polls are held, however
+    /// busy the machine.
+    func waitUntilHolding(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        let held = try Regex("countersign_long_polls_held \(count)(\\.0)?\n")
+        while ContinuousClock.now < deadline {
+            let response = try await HTTPClient.shared.get(url: url + "/metrics").get()
+            if String(buffer: response.body ?? ByteBuffer()).contains(held) { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw ProcessFailure("the broker did not hold \(count) long-polls within a minute")
+    }
 
     /// Starts `login --json` on a machine that is not trusted and returns it
     /// with the event id and the number it shows.

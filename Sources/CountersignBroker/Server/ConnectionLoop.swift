@@ -23,16 +23,36 @@ import Synchronization
 /// kept their memory too: behind a proxy, or with a client that reuses its
 /// connections for everything, 10,000 held polls grew from 280 to 368 MB in
 /// a minute. With the writes in tasks of their own they stay at 282 MB.
+///
+/// Each connection is counted when it opens (``ConnectionCounter``): one
+/// past the limits is answered 503 or 429 and closed.
 struct BrokerHTTP1Channel: ServerChildChannel {
-    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
-
-    let http1: HTTP1Channel
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        http1.setup(channel: channel, logger: logger)
+    /// An accepted connection, and whether it is served.
+    struct Value: ServerChildChannelValue {
+        let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+        let admission: ConnectionCounter.Admission
+        var channel: any Channel { asyncChannel.channel }
     }
 
-    func handle(value channel: Value, logger: Logger) async {
+    let http1: HTTP1Channel
+    let counter: ConnectionCounter
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let address = channel.remoteAddress
+        let admission = counter.admit(from: address)
+        channel.closeFuture.whenComplete { [counter] _ in counter.release(admission, from: address) }
+        return http1.setup(channel: channel, logger: logger).map { Value(asyncChannel: $0, admission: admission) }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        switch value.admission {
+        case .admitted: await serve(value.asyncChannel, logger: logger)
+        case .refused(let refusal): await refuse(value.asyncChannel, refusal, logger: logger)
+        case .dropped: try? await value.channel.close()
+        }
+    }
+
+    private func serve(_ channel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, logger: Logger) async {
         do {
             try await withTaskCancellationHandler {
                 try await channel.executeThenClose { inbound, outbound in
@@ -145,13 +165,21 @@ final class RequestParts: @unchecked Sendable {
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 with receive buffers sized by ``ReceiveBufferSizer`` and
-    /// requests let go of once answered (``BrokerHTTP1Channel``).
-    static var brokerHTTP1: HTTPServerBuilder {
-        HTTPServerBuilder { responder in
+    /// HTTP/1.1 with receive buffers sized by ``ReceiveBufferSizer``,
+    /// connections counted and refused past their limits
+    /// (``ConnectionCounter``) and timed while they make the broker wait
+    /// (``ConnectionDeadlines``), and requests let go of once answered
+    /// (``BrokerHTTP1Channel``).
+    static func brokerHTTP1(_ counter: ConnectionCounter) -> HTTPServerBuilder {
+        let limits = counter.limits
+        return HTTPServerBuilder { responder in
             BrokerHTTP1Channel(
                 http1: HTTP1Channel(
-                    responder: responder, configuration: .init(additionalChannelHandlers: [ReceiveBufferSizer()])))
+                    responder: responder,
+                    configuration: .init(additionalChannelHandlers: [
+                        ReceiveBufferSizer(), ConnectionDeadlines(limits: limits),
+                    ])),
+                counter: counter)
         }
     }
 }

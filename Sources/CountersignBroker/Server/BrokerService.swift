@@ -1,0 +1,39 @@
+import Foundation
+public import Hummingbird
+public import Logging
+import NIOCore
+import ServiceLifecycle
+import UnixSignals
+
+extension BrokerConfiguration {
+    /// Runs `app` until SIGTERM or SIGINT, then lets held long-polls answer
+    /// and requests in progress finish (for 30 s at most) before it returns.
+    ///
+    /// An address the broker cannot listen on is a one-line error naming
+    /// it, and the run ends at once: every service stops when cancelled.
+    public func run(_ app: some ApplicationProtocol, logger: Logger) async throws {
+        var configuration = ServiceGroupConfiguration(
+            services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = .seconds(30)
+        do {
+            try await ServiceGroup(configuration: configuration).run()
+        } catch let error as IOError {
+            throw listenFailure(error) ?? error
+        }
+    }
+
+    /// What a failure to listen means, for the errors a person can act on.
+    func listenFailure(_ error: IOError) -> BrokerSetupError? {
+        let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        switch error.errnoCode {
+        case EADDRINUSE:
+            return BrokerSetupError("\(address) is already in use: another process listens there (choose --port)")
+        case EACCES:
+            return BrokerSetupError("not allowed to listen on \(address) (ports below 1024 need privileges)")
+        case EADDRNOTAVAIL:
+            return BrokerSetupError("cannot listen on \(address): \(host) is not an address of this machine")
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import CountersignClient
+import CountersignCore
+import Crypto
+import Foundation
+import Testing
+
+/// What one hostile client can make the broker hold: connections that say
+/// nothing, say it slowly, or stay idle; more connections than the
+/// process has descriptors for. Each attack runs against a real broker
+/// process over real sockets, from addresses of 127.0.0.0/8.
+@Suite("end to end: connection limits", .serialized)
+struct ConnectionLimitsEndToEndTests {
+    static let health = "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+
+    @Test("silent, slow and idle connections are closed in time; a long-poll held past those times is not cut")
+    func timeouts() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--request-read-timeout", "2s", "--idle-timeout", "3s"])
+        defer { broker.stop() }
+
+        // Says nothing: closed, unanswered (a broker without the timeout
+        // leaves it open past the test's minute).
+        let silent = try RawConnection(port: broker.port, receiveTimeout: 60)
+        #expect(silent.readUntilClosed() == .closed(""))
+
+        // Slowloris: a head sent a byte at a time would take 25 s; it is
+        // closed long before its end, and never answered.
+        let slow = try RawConnection(port: broker.port, receiveTimeout: 60)
+        let head = "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Slow: " + String(repeating: "a", count: 60) + "\r\n\r\n"
+        var sent = 0
+        for byte in head {
+            guard slow.send(String(byte)) else { break }
+            sent += 1
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(sent < head.count, "the broker waited for the whole slow head")
+        #expect(slow.readUntilClosed() == .closed(""))
+
+        // Answered, then idle: closed after the idle timeout.
+        let idle = try RawConnection(port: broker.port, receiveTimeout: 60)
+        idle.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        guard case .closed(let answer) = idle.readUntilClosed() else {
+            Issue.record("an idle connection was kept open")
+            return
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200"))
+
+        // A requester's long-poll held 8 s, longer than both: answered with
+        // the event, not cut.
+        let device = DeviceCredential(
+            broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
+            privateKey: P256.Signing.PrivateKey(), name: "laptop")
+        let client = CountersignClient(for: device)
+        _ = try await client.enroll(
+            device, enrollmentToken: try await broker.backend.createEnrollmentToken(user: "alice").token)
+        let ticket = try await client.requestLogin(user: "alice", requesterName: "new-machine")
+        let started = ContinuousClock.now
+        let polled = try await client.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 8)
+        #expect(polled.status == .pending)
+        #expect(ContinuousClock.now - started >= .seconds(7))
+    }
+
+    @Test(
+        "one address past its share gets 429, other addresses are served, and a flood past the open-file limit is refused without killing the broker"
+    )
+    func oneAddress() async throws {
+        raiseOwnOpenFileLimit()
+        let broker = try await LiveBroker.start(
+            arguments: [
+                "--max-connections", "100000", "--max-connections-per-address", "40", "--request-read-timeout", "20s",
+            ], openFileLimit: 256)
+        defer { broker.stop() }
+        #expect(
+            broker.process.text.contains("does not bear --max-connections 100000"),
+            "a maximum the open-file limit cannot bear is lowered, and said: \(broker.process.text)")
+
+        // The attacker's 40 silent connections: its whole share.
+        var attacker = try (0..<40).map { _ in try RawConnection(port: broker.port, from: "127.0.0.2") }
+        let refused = try await answer(Self.health, port: broker.port, from: "127.0.0.2") { $0.contains(" 429 ") }
+        #expect(refused.hasPrefix("HTTP/1.1 429"), "\(refused)")
+        #expect(refused.contains(#""error":"too_many_connections_from_address""#))
+        #expect(refused.contains("Retry-After: 5"))
+        #expect(try await answer(Self.health, port: broker.port, from: "127.0.0.3").hasPrefix("HTTP/1.1 200"))
+
+        // A flood from that address, three times the broker's open-file
+        // limit: refused or dropped, while everyone else is served.
+        for _ in 0..<750 {
+            if let connection = try? RawConnection(port: broker.port, from: "127.0.0.2", receiveTimeout: 5) {
+                attacker.append(connection)
+            }
+        }
+        #expect(try await answer(Self.health, port: broker.port, from: "127.0.0.3").hasPrefix("HTTP/1.1 200"))
+        #expect(broker.process.process.isRunning)
+        #expect(broker.process.text.contains("refusing connections"), "refusals are logged")
+
+        // Once its connections close, the address is served again.
+        attacker.removeAll()
+        let again = try await answer(Self.health, port: broker.port, from: "127.0.0.2") { $0.contains(" 200 ") }
+        #expect(again.hasPrefix("HTTP/1.1 200"), "\(again)")
+    }
+
+    @Test("past the broker's connection limit a new connection gets 503, and is served once others close")
+    func overall() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--max-connections", "30"])
+        defer { broker.stop() }
+        // From many addresses, none past its share.
+        var held = try (0..<30).map { try RawConnection(port: broker.port, from: "127.0.1.\($0 + 1)") }
+        let refused = try await answer(Self.health, port: broker.port, from: "127.0.0.1") { $0.contains(" 503 ") }
+        #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused)")
+        #expect(refused.contains(#""error":"too_many_connections""#))
+        held.removeAll()
+        let served = try await answer(Self.health, port: broker.port, from: "127.0.0.1") { $0.contains(" 200 ") }
+        #expect(served.hasPrefix("HTTP/1.1 200"), "\(served)")
+    }
+
+    @Test("a port already in use: a one-line error naming the address, and a non-zero exit, without spinning")
+    func portInUse() async throws {
+        let taken = try ListeningSocket()
+        let data = try temporaryDirectory("broker-data")
+        let serve = try RunningProcess(
+            "device-broker", ["serve", "--port", String(taken.port), "--data-dir", data.path])
+        let status = try await serve.exitCode(timeout: .seconds(60))
+        #expect(status != 0)
+        #expect(serve.text.contains("127.0.0.1:\(taken.port) is already in use"), "\(serve.text)")
+    }
+
+    @Test("SIGTERM while the broker is still starting (its database does not answer) ends it")
+    func terminatedWhileStarting() async throws {
+        // Accepts connections (into its backlog) and never answers.
+        let silentDatabase = try ListeningSocket()
+        let serve = try RunningProcess(
+            "device-broker",
+            [
+                "serve", "--port", String(try freePort()), "--database",
+                "postgres://countersign@127.0.0.1:\(silentDatabase.port)/countersign?sslmode=disable",
+            ])
+        try await Task.sleep(for: .seconds(1))
+        #expect(serve.process.isRunning, "still waiting for its database")
+        kill(serve.process.processIdentifier, SIGTERM)
+        try await serve.exitCode(timeout: .seconds(60))
+    }
+
+    /// What the broker answers `request` from `source`, retried while the
+    /// answer does not satisfy `accept` (the broker counts a connection
+    /// closed only once it has noticed the close), for up to a minute.
+    private func answer(
+        _ request: String, port: Int, from source: String, until accept: (String) -> Bool = { _ in true }
+    ) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var last = ""
+        while ContinuousClock.now < deadline {
+            if let connection = try? RawConnection(port: port, from: source, receiveTimeout: 30) {
+                connection.send(request)
+                last = connection.readToEnd()
+                if accept(last) { return last }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return last
+    }
+
+    /// The test process holds hundreds of sockets itself.
+    private func raiseOwnOpenFileLimit() {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = max(limit.rlim_cur, min(limit.rlim_max, 4096))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+/// A loopback TCP socket that listens and never accepts.
+final class ListeningSocket {
+    let socketFD: Int32
+    let port: Int
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.socketFD = socketFD
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+            }
+        }
+        guard bound, listen(socketFD, 16) == 0 else {
+            close(socketFD)
+            throw ProcessFailure("cannot listen on a loopback port")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(socketFD) }
+}
+
+extension LiveBroker {
+    /// The port the broker listens on.
+    var port: Int { Int(url.split(separator: ":").last!)! }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// A blocking loopback TCP connection with a receive timeout, from any
+/// loopback address (127.0.0.0/8 are all this machine's): a test plays
+/// several clients by their addresses.
+final class RawConnection {
+    let socketFD: Int32
+
+    init(port: Int, from source: String = "127.0.0.1", receiveTimeout: Int = 10) throws {
+        socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE) }
+        var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
+        setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &local) { local in
+            withUnsafePointer(to: &address) { address in
+                local.withMemoryRebound(to: sockaddr.self, capacity: 1) { local in
+                    address.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                        bind(socketFD, local, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                            && connect(socketFD, address, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                    }
+                }
+            }
+        }
+        guard connected else {
+            close(socketFD)
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED)
+        }
+    }
+
+    deinit { close(socketFD) }
+
+    /// Sends `text`; false once the server has closed the connection.
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            == bytes.count
+    }
+
+    /// Everything until the server closes the connection (or the timeout).
+    func readToEnd() -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received += buffer[..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// How a read ended.
+    enum Ending: Equatable {
+        /// The server closed the connection (an orderly close or a reset),
+        /// after sending these bytes.
+        case closed(String)
+        /// Nothing more came within the receive timeout; the connection is open.
+        case stillOpen(String)
+    }
+
+    /// Reads until the server closes the connection or the receive timeout passes.
+    func readUntilClosed() -> Ending {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += buffer[..<count]
+                continue
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return .stillOpen(text) }
+            return .closed(text)
+        }
+    }
+}
