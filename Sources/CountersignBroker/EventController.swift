@@ -170,6 +170,11 @@ struct EventController {
         // Listening before the first read, so a decision landing after it is not missed.
         let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(id)]) : nil
         let event = try await Self.event(id, readableBy: context.identity, in: environment)
+        if case .backend = context.identity {
+            subscription?.claim(holder: "backend/" + id)
+        } else {
+            subscription?.claim(holder: "requester/" + id)
+        }
         let settled = try await LongPoll(environment: environment).awaitSettled(
             event, wait: wait, subscription: subscription)
         return JSONBody(try await environment.document(for: settled, withToken: true))
@@ -228,6 +233,8 @@ struct LongPoll {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
             let notified = await subscription.wait(timeout: min(hold, state.untilExpiry))
+            // A newer poll of the same caller took this one's place.
+            if subscription.isReplaced { break }
             guard let reread = try await reread(latest) else { break }
             state = reread
             if let notified, state.settled {

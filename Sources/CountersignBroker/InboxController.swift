@@ -32,6 +32,7 @@ struct InboxController {
             ? environment.hub.subscribe([
                 WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
             ]) : nil
+        subscription?.claim(holder: "device/" + context.device.id)
         var pending = try await pendingEvents(context)
         if let subscription, pending.isEmpty {
             pending = try await hold(
@@ -54,6 +55,8 @@ struct InboxController {
             let hold = holdEnds - ContinuousClock.now
             guard hold > .zero else { break }
             await subscription.wait(timeout: hold)
+            // A newer poll of the same device took this one's place.
+            if subscription.isReplaced { break }
             pending = try await pendingEventsOfUnrevoked(context)
         }
         return pending

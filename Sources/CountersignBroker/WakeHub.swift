@@ -13,9 +13,18 @@ import Synchronization
 ///
 /// A held long-poll costs one parked continuation and one timer on an event
 /// loop, and no task of its own: tens of thousands can be held at once.
+///
+/// One caller holds a few polls at most (``pollsPerHolder``): a poll that
+/// claims its holder's place past that ends the holder's oldest one, which
+/// is answered at once. A client whose earlier connection died unnoticed
+/// is thus never refused, and a caller that opens hundreds holds no more.
 public final class WakeHub: Sendable {
     private struct Waiter {
         var keys: [String]
+        /// Who holds the poll, once it claimed its place.
+        var holder: String?
+        /// Ended by a newer poll of the same holder.
+        var replaced = false
         /// Set while the waiter is parked in ``Subscription/wait(timeout:)``.
         var parked: CheckedContinuation<ContinuousClock.Instant?, Never>?
         var timer: Scheduled<Void>?
@@ -28,6 +37,8 @@ public final class WakeHub: Sendable {
         var nextID = 0
         var byKey: [String: Set<Int>] = [:]
         var waiters: [Int: Waiter] = [:]
+        /// Each holder's polls, oldest first.
+        var byHolder: [String: [Int]] = [:]
     }
 
     /// One waiter woken: its continuation, with what to resume it with.
@@ -44,10 +55,18 @@ public final class WakeHub: Sendable {
 
     private let state = Mutex(State())
     private let timers: any EventLoopGroup
+    /// Polls one holder may have held at once.
+    public let pollsPerHolder: Int
+
+    /// The polls each caller may hold by default: one, and room for a
+    /// second tab, a retry whose earlier connection is not yet known dead,
+    /// and a client that polls on two connections.
+    public static let defaultPollsPerHolder = 4
 
     /// Hold timeouts run on the process's shared event loops.
-    public init() {
+    public init(pollsPerHolder: Int = WakeHub.defaultPollsPerHolder) {
         timers = MultiThreadedEventLoopGroup.singleton
+        self.pollsPerHolder = max(1, pollsPerHolder)
     }
 
     /// Starts listening on `keys`; the subscription ends when released.
@@ -83,6 +102,26 @@ public final class WakeHub: Sendable {
     /// How many subscriptions are open (long-polls held).
     public var waiting: Int { state.withLock { $0.waiters.count } }
 
+    /// Counts subscription `id` among `holder`'s polls; past
+    /// ``pollsPerHolder`` the holder's oldest is replaced: its wait returns
+    /// at once, and keeps returning at once.
+    fileprivate func claim(_ id: Int, holder: String) {
+        let wake: Wake? = state.withLock { state in
+            guard state.waiters[id] != nil, state.waiters[id]?.holder == nil else { return nil }
+            state.waiters[id]?.holder = holder
+            state.byHolder[holder, default: []].append(id)
+            guard let held = state.byHolder[holder], held.count > pollsPerHolder else { return nil }
+            let oldest = held[0]
+            state.byHolder[holder]?.removeFirst()
+            state.waiters[oldest]?.holder = nil
+            state.waiters[oldest]?.replaced = true
+            return Self.unpark(oldest, with: nil, in: &state)
+        }
+        wake?.resume()
+    }
+
+    fileprivate func isReplaced(_ id: Int) -> Bool { state.withLock { $0.waiters[id]?.replaced ?? false } }
+
     /// Wakes a parked waiter, or keeps the notification for its next wait.
     private static func signal(_ id: Int, at now: ContinuousClock.Instant, in state: inout State) -> Wake? {
         if let wake = unpark(id, with: now, in: &state) { return wake }
@@ -109,7 +148,7 @@ public final class WakeHub: Sendable {
                 state.waiters[id] = waiter
                 return .some(pending)
             }
-            if waiter.cancelled { return .some(nil) }
+            if waiter.cancelled || waiter.replaced { return .some(nil) }
             waiter.parked = continuation
             state.waiters[id] = waiter
             return .none
@@ -146,6 +185,10 @@ public final class WakeHub: Sendable {
                 state.byKey[key]?.remove(id)
                 if state.byKey[key]?.isEmpty == true { state.byKey[key] = nil }
             }
+            if let holder = waiter.holder, var held = state.byHolder[holder] {
+                held.removeAll { $0 == id }
+                state.byHolder[holder] = held.isEmpty ? nil : held
+            }
         }
     }
 
@@ -161,6 +204,15 @@ public final class WakeHub: Sendable {
         }
 
         deinit { hub.remove(id) }
+
+        /// Counts this poll as one of `holder`'s (a device, an event's
+        /// requester), once the caller is known to be it: a newer poll past
+        /// the holder's limit replaces the oldest.
+        public func claim(holder: String) { hub.claim(id, holder: holder) }
+
+        /// Whether a newer poll of the same holder replaced this one: the
+        /// hold should end and answer with what it has.
+        public var isReplaced: Bool { hub.isReplaced(id) }
 
         /// Returns when notified (with when the notification was sent), or
         /// with nil after `timeout` or when the task is cancelled; returns

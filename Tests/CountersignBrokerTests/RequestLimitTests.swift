@@ -39,7 +39,8 @@ struct RequestLimitTests {
             let ticket = try await broker.requestLogin(client)
             let started = ContinuousClock.now
             #expect(try await broker.poll(client, ticket, wait: 600).status == .pending)
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // Held 1 s, not 600: generous for a busy machine.
+            #expect(ContinuousClock.now - started < .seconds(60))
             try await client.execute(
                 uri: "/api/v1/events/\(ticket.event.ID)?wait=-1", method: .get,
                 headers: [.authorization: "Bearer \(ticket.requesterToken!)"]
@@ -57,7 +58,8 @@ struct RequestLimitTests {
             try await Task.sleep(for: .milliseconds(200))
             let ticket = try await broker.requestLogin(client)
             #expect(try await items.map(\.event.ID) == [ticket.event.ID])
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // Woken, not held to the end of its 20 s.
+            #expect(ContinuousClock.now - started < .seconds(15))
         }
     }
 
@@ -157,6 +159,38 @@ struct RequestLimitTests {
             }
             #expect(try await broker.inbox(client, alice.device).map(\.event.ID) == [ticket.event.ID])
             #expect(try await broker.poll(client, ticket).status == .pending)
+        }
+    }
+
+    @Test(
+        "polls past a caller's limit: a device's and a requester's oldest are answered at once, the newest stay held and wake"
+    )
+    func pollsPerCaller() async throws {
+        let broker = try await TestBroker()
+        let hub = broker.environment.hub
+        let limit = hub.pollsPerHolder
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            // Three times the limit, held 30 s each if nothing ends them.
+            try await withThrowingTaskGroup(of: [InboxItem].self) { group in
+                for _ in 0..<limit * 3 { group.addTask { try await broker.inbox(client, alice.device, wait: 30) } }
+                for _ in 0..<limit * 2 { #expect(try await group.next()?.isEmpty == true) }
+                #expect(hub.waiting == limit, "the newest polls are held")
+                let ticket = try await broker.requestLogin(client)
+                for try await items in group { #expect(items.map(\.event.ID) == [ticket.event.ID]) }
+            }
+            let ticket = try await broker.requestLogin(client)
+            try await withThrowingTaskGroup(of: EventDocument.self) { group in
+                for _ in 0..<limit * 3 { group.addTask { try await broker.poll(client, ticket, wait: 30) } }
+                for _ in 0..<limit * 2 { #expect(try await group.next()?.status == .pending) }
+                #expect(hub.waiting == limit, "the newest polls are held")
+                let item = try #require(
+                    try await broker.inbox(client, alice.device).first { $0.event.ID == ticket.event.ID })
+                let decision = try await alice.device.decision(
+                    on: item, .approve, match: ticket.matchNumber, now: broker.clock.now)
+                #expect(try await broker.submit(client, eventID: item.event.ID, decision: decision).status == .ok)
+                for try await event in group { #expect(event.status == .approved) }
+            }
         }
     }
 }
