@@ -20,15 +20,22 @@ struct PostgresTLSTests {
         return components.string!
     }
 
+    /// How long a connection that should succeed may take: generous, for a
+    /// busy machine. One that should be refused is given ``refusalWait``
+    /// (the pool keeps retrying a refused connection, so a refusal is
+    /// seen only as no answer).
+    static let answerWait: Duration = .seconds(90)
+    static let refusalWait: Duration = .seconds(10)
+
     /// Whether a store on `url` runs a query over TLS; nil when it cannot
-    /// run one within 5 s (the pool keeps retrying a refused connection).
-    func encrypted(_ url: String) async throws -> Bool? {
-        try await signedIn(url).map { $0.encrypted }
+    /// run one within `wait`.
+    func encrypted(_ url: String, within wait: Duration = answerWait) async throws -> Bool? {
+        try await signedIn(url, within: wait).map { $0.encrypted }
     }
 
     /// Whether a store on `url` runs a query over TLS, and as which role;
-    /// nil when it cannot run one within 5 s.
-    func signedIn(_ url: String) async throws -> (encrypted: Bool, role: String)? {
+    /// nil when it cannot run one within `wait`.
+    func signedIn(_ url: String, within wait: Duration = answerWait) async throws -> (encrypted: Bool, role: String)? {
         let store = try PostgresStore(url: url, logger: TestPostgres.logger, maximumConnections: 2)
         let logger = TestPostgres.logger
         let outcome = await withTaskGroup(of: (encrypted: Bool, role: String)?.self) { group in
@@ -41,7 +48,7 @@ struct PostgresTLSTests {
                 }
             }
             group.addTask {
-                try? await Task.sleep(for: .seconds(5))
+                try? await Task.sleep(for: wait)
                 return nil
             }
             let first = await group.next()!
@@ -61,14 +68,16 @@ struct PostgresTLSTests {
     @Test("verify-full refuses another host name; verify-ca, which checks only the chain, accepts it")
     func hostName() async throws {
         let ca = try TestPostgres.certificateAuthority()
-        #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=verify-full&sslrootcert=\(ca)")) == nil)
+        #expect(
+            try await encrypted(
+                url(host: "127.0.0.1", "sslmode=verify-full&sslrootcert=\(ca)"), within: Self.refusalWait) == nil)
         #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=verify-ca&sslrootcert=\(ca)")) == true)
         #expect(try await encrypted(url(host: "127.0.0.1", "sslmode=require&sslrootcert=\(ca)")) == true)
     }
 
     @Test("without sslrootcert, verify-full trusts only the system's CAs, which did not sign the cluster's")
     func systemRoots() async throws {
-        #expect(try await encrypted(url(host: "localhost", "sslmode=verify-full")) == nil)
+        #expect(try await encrypted(url(host: "localhost", "sslmode=verify-full"), within: Self.refusalWait) == nil)
     }
 
     @Test("require and prefer encrypt without checking the certificate; disable does not encrypt")
@@ -89,8 +98,8 @@ struct PostgresTLSTests {
         #expect(signedIn?.encrypted == true && signedIn?.role == "countersign_cert")
         #expect(
             try await encrypted(
-                url(host: "localhost", user: "countersign_cert", "sslmode=verify-full&sslrootcert=\(ca)"))
-                == nil)
+                url(host: "localhost", user: "countersign_cert", "sslmode=verify-full&sslrootcert=\(ca)"),
+                within: Self.refusalWait) == nil)
     }
 
     @Test("sslcert without sslkey, an unreadable one, or one with sslmode=disable is refused before connecting")

@@ -13,7 +13,7 @@ struct HostedPageBrowserTests {
     /// The last code the development sender wrote to the outbox for `identifier`.
     func code(in broker: LiveBroker, for identifier: String) async throws -> String {
         let outbox = broker.dataDirectory.appendingPathComponent("outbox.jsonl")
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let text = try? String(contentsOf: outbox, encoding: .utf8) {
                 let lines = text.split(separator: "\n").compactMap {

@@ -69,7 +69,7 @@ struct MultiInstanceEndToEndTests {
                     eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
                 return (event, ContinuousClock.now)
             }
-            try await Task.sleep(for: .milliseconds(300))  // B holds the poll by now
+            try await b.waitUntilHolding(1)
             let item = try #require(
                 try await throughA.inbox(devices[0], wait: 0).first { $0.event.ID == ticket.event.ID })
             let decided = ContinuousClock.now
@@ -79,16 +79,16 @@ struct MultiInstanceEndToEndTests {
             wakes.append(woken - decided)
         }
         // Not a timing test: anything short of the 25 s hold is a wake-up.
-        #expect(wakes.allSatisfy { $0 < .seconds(5) }, "\(wakes)")
+        #expect(wakes.allSatisfy { $0 < .seconds(20) }, "\(wakes)")
         print("cross-instance wake (decision sent through A → poll on B answered): \(wakes.sorted())")
 
         // A trusted device's inbox long-poll on B wakes on a request created through A.
         let inbox = Task { try await throughB.inbox(devices[1], wait: 25) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await b.waitUntilHolding(1)
         let started = ContinuousClock.now
         _ = try await throughA.requestLogin(user: "alice", requesterName: "another-machine")
         #expect(try await inbox.value.count == 1)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(20))
         try await stop(a, b, database: database)
     }
 
@@ -99,7 +99,7 @@ struct MultiInstanceEndToEndTests {
         #expect(try await rotate.exitCode() == 0, "\(rotate.text)")
         let newKey = try await rotate.waitFor(#"New signing key ([A-Za-z0-9_-]+), published now"#)
         for instance in [a, b] {
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + .seconds(30)
             var kids: [String] = []
             while !kids.contains(newKey), ContinuousClock.now < deadline {
                 let jwks = try await HTTPClient.shared.get(url: instance.url + "/.well-known/jwks.json").get()
@@ -124,7 +124,7 @@ struct MultiInstanceEndToEndTests {
         let held = Task {
             try await throughB.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
         }
-        try await Task.sleep(for: .milliseconds(300))
+        try await b.waitUntilHolding(1)
         // Both instances lose their LISTEN connection; the decision lands while they reconnect.
         let name = String(URLComponents(string: database)!.path.dropFirst())
         try await TestPostgres.execute(
@@ -134,7 +134,7 @@ struct MultiInstanceEndToEndTests {
         _ = try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
         #expect(try await held.value.status == .approved)
         #expect(
-            ContinuousClock.now - decided < .seconds(10), "re-checked after reconnecting, not at the end of the hold")
+            ContinuousClock.now - decided < .seconds(20), "re-checked after reconnecting, not at the end of the hold")
         print("wake after a lost LISTEN connection: \(ContinuousClock.now - decided)")
         try await stop(a, b, database: database)
     }
