@@ -39,6 +39,8 @@ public final class WakeHub: Sendable {
         var waiters: [Int: Waiter] = [:]
         /// Each holder's polls, oldest first.
         var byHolder: [String: [Int]] = [:]
+        /// Polls counted among their holders'.
+        var held = 0
     }
 
     /// One waiter woken: its continuation, with what to resume it with.
@@ -99,8 +101,11 @@ public final class WakeHub: Sendable {
         for wake in wakes { wake.resume() }
     }
 
-    /// How many subscriptions are open (long-polls held).
+    /// How many subscriptions are open (long-polls and the broker's own waits).
     public var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// How many long-polls are held: subscriptions that claimed a holder.
+    public var held: Int { state.withLock { $0.held } }
 
     /// Counts subscription `id` among `holder`'s polls; past
     /// ``pollsPerHolder`` the holder's oldest is replaced: its wait returns
@@ -110,9 +115,11 @@ public final class WakeHub: Sendable {
             guard state.waiters[id] != nil, state.waiters[id]?.holder == nil else { return nil }
             state.waiters[id]?.holder = holder
             state.byHolder[holder, default: []].append(id)
+            state.held += 1
             guard let held = state.byHolder[holder], held.count > pollsPerHolder else { return nil }
             let oldest = held[0]
             state.byHolder[holder]?.removeFirst()
+            state.held -= 1
             state.waiters[oldest]?.holder = nil
             state.waiters[oldest]?.replaced = true
             return Self.unpark(oldest, with: nil, in: &state)
@@ -188,6 +195,7 @@ public final class WakeHub: Sendable {
             if let holder = waiter.holder, var held = state.byHolder[holder] {
                 held.removeAll { $0 == id }
                 state.byHolder[holder] = held.isEmpty ? nil : held
+                state.held -= 1
             }
         }
     }

@@ -67,14 +67,17 @@ struct CountersignBench: AsyncParsableCommand {
         let run = SecretToken.generate(bytes: 6)
 
         let pairs = try await Enroller(backend: backend, approverSide: approverSide, apiKey: apiKey)
-            .enroll(count: levels.max()! + (idleWaiters > 0 ? 1 : 0), prefix: "bench-\(run)")
+            .enroll(count: levels.max()! + idleWaiters, prefix: "bench-\(run)")
+        // Each idle poll is a device of its own: the broker holds a few
+        // polls per device at most.
         let idle = idleHTTP.map {
             IdleWaiters(
-                device: pairs.last!, connection: BrokerConnection(baseURL: brokers.last!, client: $0), apiKey: apiKey)
+                devices: Array(pairs.suffix(idleWaiters)),
+                connection: BrokerConnection(baseURL: brokers.last!, client: $0), apiKey: apiKey)
         }
         if let idle {
             let before = brokerPid.flatMap { Self.rss(pid: $0, field: "VmRSS") }
-            try await idle.start(count: idleWaiters)
+            try await idle.start()
             try await idle.awaitHeld(count: idleWaiters, metricsURL: brokers.last! + "/metrics", http: http)
             var line = "holding \(idleWaiters) idle long-polls"
             if let before, let held = brokerPid.flatMap({ Self.rss(pid: $0, field: "VmRSS") }) {

@@ -36,23 +36,23 @@ struct Enroller {
 
 /// Extra inbox long-polls held open, re-issued as they return.
 final class IdleWaiters: Sendable {
-    let device: DeviceCredential
+    let devices: [DeviceCredential]
     let client: CountersignClient
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    init(device: DeviceCredential, connection: BrokerConnection, apiKey: String) {
-        self.device = device
+    init(devices: [DeviceCredential], connection: BrokerConnection, apiKey: String) {
+        self.devices = devices
         self.client = CountersignClient(connection: connection, apiKeyID: apiKey)
     }
 
-    /// Starts `count` polls, each re-issued as it returns; ``awaitHeld(count:metricsURL:http:)``
-    /// waits for the broker to hold them.
-    func start(count: Int) async throws {
-        let (client, device) = (client, device)
+    /// Starts one poll per device, each re-issued as it returns;
+    /// ``awaitHeld(count:metricsURL:http:)`` waits for the broker to hold them.
+    func start() async throws {
+        let (client, devices) = (client, devices)
         task.withLock {
             $0 = Task {
                 await withTaskGroup(of: Void.self) { group in
-                    for _ in 0..<count {
+                    for device in devices {
                         group.addTask {
                             // Holds of 20 to 30 s, as clients that started at different
                             // times would: the polls do not all return and re-poll at once.

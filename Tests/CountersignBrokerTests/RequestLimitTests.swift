@@ -175,7 +175,7 @@ struct RequestLimitTests {
             try await withThrowingTaskGroup(of: [InboxItem].self) { group in
                 for _ in 0..<limit * 3 { group.addTask { try await broker.inbox(client, alice.device, wait: 30) } }
                 for _ in 0..<limit * 2 { #expect(try await group.next()?.isEmpty == true) }
-                #expect(hub.waiting == limit, "the newest polls are held")
+                #expect(hub.held == limit, "the newest polls are held")
                 let ticket = try await broker.requestLogin(client)
                 for try await items in group { #expect(items.map(\.event.ID) == [ticket.event.ID]) }
             }
@@ -183,7 +183,7 @@ struct RequestLimitTests {
             try await withThrowingTaskGroup(of: EventDocument.self) { group in
                 for _ in 0..<limit * 3 { group.addTask { try await broker.poll(client, ticket, wait: 30) } }
                 for _ in 0..<limit * 2 { #expect(try await group.next()?.status == .pending) }
-                #expect(hub.waiting == limit, "the newest polls are held")
+                #expect(hub.held == limit, "the newest polls are held")
                 let item = try #require(
                     try await broker.inbox(client, alice.device).first { $0.event.ID == ticket.event.ID })
                 let decision = try await alice.device.decision(

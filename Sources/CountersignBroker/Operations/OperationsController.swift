@@ -41,7 +41,7 @@ struct OperationsController {
 
     /// Prometheus text exposition.
     @Sendable func metrics(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        guard let text = environment.metrics.render(longPollsHeld: environment.hub.waiting) else {
+        guard let text = environment.metrics.render(longPollsHeld: environment.hub.held) else {
             throw APIError.notFound("this broker exports no metrics")
         }
         return Response(
