@@ -304,7 +304,9 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let device = authenticated.group(context: DeviceRequestContext.self)
     device.addRoutes(InboxController(environment: environment).endpoints)
     device.addRoutes(codes.deviceEndpoints)
-    router.add(middleware: lifecycle)
+    var unmatched = lifecycle
+    unmatched.routeMethods = RouteMethods(router.routes)
+    router.add(middleware: unmatched)
     return router
 }
 

@@ -36,6 +36,7 @@ struct EnrollmentController {
         TokenResponse
     > {
         let user = try context.parameters.userID()
+        try await request.requireObjectIfBody(context: context)
         let now = environment.now()
         // Prefixed: a token starting with "-" would read as an option on a command line.
         let token = "et_" + SecretToken.generate(bytes: 32)

@@ -45,6 +45,27 @@ extension Request {
         }
     }
 
+    /// Reads an optional JSON body with no fields of its own: none, or any
+    /// object. Anything else (an array, a string, malformed JSON) is a 400,
+    /// as the contract says.
+    func requireObjectIfBody(context: some RequestContext) async throws {
+        let length = headers[.contentLength].flatMap { Int($0) }
+        guard length.map({ $0 > 0 }) ?? (headers[.transferEncoding] != nil) else { return }
+        _ = try await decodeJSON(IgnoredObject.self, context: context)
+    }
+
+    /// Any JSON object, its fields ignored.
+    private struct IgnoredObject: Decodable {
+        struct Key: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws { _ = try decoder.container(keyedBy: Key.self) }
+    }
+
     /// A reading of a decoding error that names the field but not the type internals.
     static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {

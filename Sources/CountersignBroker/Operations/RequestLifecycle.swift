@@ -21,6 +21,9 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
     let metrics: HTTPMetrics
     /// Set on the authenticated API only.
     var authenticator: CallerAuthenticator? = nil
+    /// Set on the router's own instance, which sees only the requests no
+    /// route matched: a path that exists under other methods is a 405.
+    var routeMethods: RouteMethods? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -31,6 +34,9 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
         do {
             if let authenticator {
                 context.identity = try await authenticator.identify(request)
+            }
+            if let allowed = routeMethods?.allowed(on: request.uri.path), !allowed.isEmpty {
+                throw APIError.methodNotAllowed(request.method, allowed: allowed)
             }
             let response = try await next(request, context)
             answered(request, response.status, started: started, context: context)

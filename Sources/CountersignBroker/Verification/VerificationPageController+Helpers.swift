@@ -76,8 +76,11 @@ extension VerificationPageController {
     }
 
     func redirectIsRegistered(_ parameters: HostedPage.Request) async throws -> Bool {
-        RedirectURL.isAllowed(
-            parameters.redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: parameters.apiKey))
+        try await redirectIsRegistered(parameters.redirectURL, apiKeyID: parameters.apiKey)
+    }
+
+    func redirectIsRegistered(_ redirectURL: String, apiKeyID: String) async throws -> Bool {
+        RedirectURL.isAllowed(redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: apiKeyID))
     }
 
     /// The code form again, for the same challenge.
@@ -126,23 +129,5 @@ extension VerificationPageController {
 
     static func minutes(_ seconds: Int) -> String {
         seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
-    }
-}
-
-extension Request {
-    /// Decodes an `application/x-www-form-urlencoded` body.
-    func decodeForm<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
-        guard let type = headers[.contentType].flatMap(MediaType.init(from:)),
-            type.isType(.applicationUrlEncoded)
-        else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the form as x-www-form-urlencoded")
-        }
-        var request = self
-        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        do {
-            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
-        } catch {
-            throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
-        }
     }
 }

@@ -26,26 +26,24 @@ struct VerificationPageController {
     }
 
     @Sendable func start(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let query = request.formQuery
         let parameters = HostedPage.Request(
-            apiKey: request.uri.queryParameters["api_key"].map(String.init) ?? "",
-            redirectURL: request.uri.queryParameters["redirect_url"].map(String.init) ?? "",
-            type: request.uri.queryParameters["type"].map(String.init) ?? "",
-            codeChallenge: request.uri.queryParameters["code_challenge"].map(String.init) ?? "",
-            state: request.uri.queryParameters["state"].map(String.init))
-        let method = request.uri.queryParameters["code_challenge_method"].map(String.init)
+            apiKey: query["api_key"] ?? "", redirectURL: query["redirect_url"] ?? "", type: query["type"] ?? "",
+            codeChallenge: query["code_challenge"] ?? "", state: query["state"])
+        let method = query["code_challenge_method"]
         switch try await validate(parameters, method: method) {
         case .failed(let response): return response
         case .valid(let key, let type):
             return HostedPage.response(
                 HostedPage.identifierForm(
-                    parameters, app: key.name, isEmail: type == .email,
-                    value: request.uri.queryParameters.get("login_hint")))
+                    parameters, app: key.name, isEmail: type == .email, value: query["login_hint"]))
         }
     }
 
     /// The standard OAuth 2.0 entry to the same page (RFC 6749 §4.1.1, RFC 7636).
     @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        func query(_ name: String) -> String? { request.uri.queryParameters.get(name) }
+        let form = request.formQuery
+        func query(_ name: String) -> String? { form[name] }
         let parameters = HostedPage.Request(
             apiKey: query("client_id") ?? "", redirectURL: query("redirect_uri") ?? "",
             type: query("identifier_type") ?? IdentifierType.email.rawValue,
@@ -218,9 +216,21 @@ struct VerificationPageController {
         return page(challenge, notice: "A new code is on its way.")
     }
 
+    /// What the cancel button sends: where to go back to, and the state.
+    struct CancelForm: Decodable {
+        let apiKey: String
+        let redirectURL: String
+        let state: String?
+        enum CodingKeys: String, CodingKey {
+            case state
+            case apiKey = "api_key"
+            case redirectURL = "redirect_url"
+        }
+    }
+
     @Sendable func cancel(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        let form = try await request.decodeForm(HostedPage.Request.self, context: context)
-        guard try await redirectIsRegistered(form) else {
+        let form = try await request.decodeForm(CancelForm.self, context: context)
+        guard try await redirectIsRegistered(form.redirectURL, apiKeyID: form.apiKey) else {
             return HostedPage.response(
                 HostedPage.failure("This app's redirect URL is not registered.", returnURL: nil), status: .badRequest)
         }

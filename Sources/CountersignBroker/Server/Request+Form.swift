@@ -1,0 +1,48 @@
+import Foundation
+import Hummingbird
+
+/// A query string read as HTML forms and OAuth clients write it
+/// (`application/x-www-form-urlencoded`, RFC 6749 appendix B): `+` is a
+/// space. Hummingbird's query parameters keep `+` as it is, so a `state`
+/// of "a b" sent as `a+b` would come back as "a+b".
+struct FormQuery {
+    private let pairs: [(name: String, value: String)]
+
+    init(_ query: String?) {
+        pairs = (query ?? "").split(separator: "&").compactMap { item in
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : "") else {
+                return nil
+            }
+            return (name, value)
+        }
+    }
+
+    /// The first value of `name` (OAuth parameters are sent once).
+    subscript(name: String) -> String? { pairs.first { $0.name == name }?.value }
+
+    private static func decode(_ text: Substring) -> String? {
+        String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}
+
+extension Request {
+    /// The query, read as a form.
+    var formQuery: FormQuery { FormQuery(uri.query) }
+
+    /// Decodes an `application/x-www-form-urlencoded` body.
+    func decodeForm<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
+        guard let type = headers[.contentType].flatMap(MediaType.init(from:)),
+            type.isType(.applicationUrlEncoded)
+        else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the form as x-www-form-urlencoded")
+        }
+        var request = self
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        do {
+            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
+        } catch {
+            throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import HTTPTypes
+import Hummingbird
+
+/// The methods each route answers, to tell a request for a path that
+/// exists under other methods (405, with `Allow`) from one for no path at
+/// all (404).
+struct RouteMethods: Sendable {
+    private let routes: [(path: RouterPath, methods: [HTTPRequest.Method])]
+
+    init(_ descriptions: [Router<BrokerRequestContext>.RouteDescription]) {
+        var routes: [(path: RouterPath, methods: [HTTPRequest.Method])] = []
+        for description in descriptions {
+            if let index = routes.firstIndex(where: { $0.path.description == description.path.description }) {
+                routes[index].methods.append(description.method)
+            } else {
+                routes.append((description.path, [description.method]))
+            }
+        }
+        self.routes = routes
+    }
+
+    /// The methods some route answers on `path`; empty when none does.
+    func allowed(on path: String) -> [HTTPRequest.Method] {
+        let parts = path.split(separator: "/")
+        var methods: [HTTPRequest.Method] = []
+        for route in routes where route.path.count == parts.count {
+            if zip(route.path, parts).allSatisfy({ $0 ~= $1 }) { methods += route.methods }
+        }
+        return methods.sorted { $0.rawValue < $1.rawValue }
+    }
+}
+
+extension APIError {
+    /// A path that exists, asked for with a method it does not answer.
+    static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: [HTTPRequest.Method]) -> Self {
+        let list = allowed.map(\.rawValue).joined(separator: ", ")
+        return Self(
+            .methodNotAllowed, "method_not_allowed", "\(method.rawValue) is not allowed here; use \(list)",
+            headers: [.allow: list])
+    }
+}
