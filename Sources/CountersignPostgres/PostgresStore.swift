@@ -278,8 +278,10 @@ public final class PostgresStore: CountersignStore, WakeFeed {
                 // Listening again calls resync: waiters re-check the store then.
                 logger.warning(
                     "lost the LISTEN connection; waiters re-check the store", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: .milliseconds(200))
             }
+            // Also after a listen that ended without an error (its connection
+            // closed): listening again at once could spin.
+            try? await Task.sleep(for: .milliseconds(200))
         }
     }
 }
