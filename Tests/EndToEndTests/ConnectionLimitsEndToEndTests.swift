@@ -112,6 +112,29 @@ struct ConnectionLimitsEndToEndTests {
         #expect(served.hasPrefix("HTTP/1.1 200"), "\(served)")
     }
 
+    @Test("a request head larger than 32 KB, or with a header line over 8 KB, is a 400 and the connection closes")
+    func largeHeads() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let line = "X-Filler: " + String(repeating: "a", count: 4000) + "\r\n"
+        for head in [
+            String(repeating: line, count: 9), "X-Long: " + String(repeating: "b", count: 9000) + "\r\n",
+        ] {
+            let connection = try RawConnection(port: broker.port, receiveTimeout: 60)
+            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n" + head + "\r\n")
+            guard case .closed(let answer) = connection.readUntilClosed() else {
+                Issue.record("the connection was kept open")
+                continue
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+        }
+        // Just under both limits: served.
+        let connection = try RawConnection(port: broker.port)
+        connection.send(
+            "GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n" + String(repeating: line, count: 7) + "\r\n")
+        #expect(connection.readToEnd().hasPrefix("HTTP/1.1 200"))
+    }
+
     @Test("a port already in use: a one-line error naming the address, and a non-zero exit, without spinning")
     func portInUse() async throws {
         let taken = try ListeningSocket()

@@ -1,4 +1,5 @@
 import Foundation
+import HummingbirdCore
 
 /// How many connections the broker holds, and for how long it waits on
 /// each. Every waiting connection costs a file descriptor and memory, and
@@ -43,6 +44,14 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
     }
+
+    /// How large a request head may be. The broker's requests have heads
+    /// of about 1 KB (a device proof is the largest header); Hummingbird's
+    /// default of 80 KB would let each slowly sent head take 80 KB for the
+    /// read timeout. These are nginx's defaults: 8 KB a line, 32 KB in all.
+    /// A larger head is a 400 and the connection closes.
+    static let requestHead = HTTP1Channel.Configuration.DecoderConfiguration(
+        maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 32 * 1024, maxHeaderFieldCount: 100)
 
     /// Descriptors kept for everything but client connections: the
     /// listening socket, event loops, standard streams, the store's files

@@ -176,9 +176,9 @@ extension HTTPServerBuilder {
             BrokerHTTP1Channel(
                 http1: HTTP1Channel(
                     responder: responder,
-                    configuration: .init(additionalChannelHandlers: [
-                        ReceiveBufferSizer(), ConnectionDeadlines(limits: limits),
-                    ])),
+                    configuration: .init(
+                        additionalChannelHandlers: [ReceiveBufferSizer(), ConnectionDeadlines(limits: limits)],
+                        httpDecoderConfiguration: ConnectionLimits.requestHead)),
                 counter: counter)
         }
     }
