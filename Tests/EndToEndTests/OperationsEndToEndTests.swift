@@ -129,6 +129,36 @@ struct OperationsEndToEndTests {
         }
     }
 
+    @Test("metrics have bounded labels: made-up event names count as other, made-up methods as _OTHER")
+    func boundedLabels() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let device = DeviceCredential(
+            broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
+            privateKey: P256.Signing.PrivateKey(), name: "laptop")
+        _ = try await CountersignClient(for: device).enroll(
+            device, enrollmentToken: try await broker.backend.createEnrollmentToken(user: "alice").token)
+        for name in ["PAY_1", "PAY_2", "LOGIN"] {
+            _ = try await broker.backend.requestApproval(user: "alice", event: name)
+        }
+        // The HTTP parser takes only methods it knows (WebDAV's among them).
+        let methods = [
+            "PROPFIND", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "PURGE", "SEARCH", "REPORT", "MKCALENDAR",
+        ]
+        for method in methods {
+            let connection = try RawConnection(port: broker.port)
+            connection.send("\(method) /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            #expect(connection.readToEnd().hasPrefix("HTTP/1.1 405"), "\(method)")
+        }
+        let metrics = try await HTTPClient.shared.get(url: broker.url + "/metrics").get()
+        let text = String(buffer: metrics.body ?? ByteBuffer())
+        #expect(text.contains(#"countersign_events_created_total{event="other"} 2"#), "\(text)")
+        #expect(text.contains(#"countersign_events_created_total{event="LOGIN"} 1"#))
+        #expect(!text.contains("PAY_"))
+        #expect(text.contains(#"http_request_method="_OTHER",http_response_status_code="405"} 10"#), "\(text)")
+        for method in methods { #expect(!text.contains(#""\#(method)""#)) }
+    }
+
     @Test("HTTPS with the operator's certificate; tokens name the https issuer; plain HTTP on that port gets nothing")
     func https() async throws {
         let directory = try temporaryDirectory("tls")

@@ -14,6 +14,10 @@ public struct BrokerMetrics: Sendable {
     /// The registry `/metrics` shows; nil serves no metrics.
     public let registry: PrometheusCollectorRegistry?
     private let decisions: [String: CoreMetrics.Counter]
+    /// By event name: the well-known names, and `other` for the names apps
+    /// make up (one series per name would let any app grow /metrics
+    /// without bound).
+    private let creations: [String: CoreMetrics.Counter]
     private let wake = CoreMetrics.Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds)
     private let held = CoreMetrics.Gauge(label: "countersign_long_polls_held")
 
@@ -28,6 +32,22 @@ public struct BrokerMetrics: Sendable {
             }
         }
         self.decisions = decisions
+        var creations: [String: CoreMetrics.Counter] = [:]
+        for name in Self.eventLabels {
+            creations[name] = CoreMetrics.Counter(
+                label: "countersign_events_created_total", dimensions: [("event", name)])
+        }
+        self.creations = creations
+    }
+
+    static let eventLabels = [
+        EventName.login, EventName.transaction, EventName.enrollNewTrustedDevice, Self.otherEventLabel,
+    ]
+    static let otherEventLabel = "other"
+
+    /// The `event` label of an event name: itself if well known, else `other`.
+    static func eventLabel(_ name: String) -> String {
+        eventLabels.contains(name) ? name : otherEventLabel
     }
 
     private static func key(_ outcome: EventStatus, _ method: AuthMethod) -> String {
@@ -54,7 +74,7 @@ public struct BrokerMetrics: Sendable {
     }
 
     func created(_ event: ApprovalEvent) {
-        Counter(label: "countersign_events_created_total", dimensions: [("event", event.name)]).increment()
+        creations[Self.eventLabel(event.name)]?.increment()
     }
 
     func decided(_ event: ApprovalEvent) {

@@ -74,7 +74,7 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
 final class HTTPMetrics: Sendable {
     private struct Outcome: Hashable {
         let route: String
-        let method: HTTPRequest.Method
+        let method: String
         let status: HTTPResponse.Status
     }
 
@@ -85,7 +85,20 @@ final class HTTPMetrics: Sendable {
     }
 
     private let recorders = Mutex<[Outcome: Recorders]>([:])
-    private let meters = Mutex<[HTTPRequest.Method: Meter]>([:])
+    private let meters = Mutex<[String: Meter]>([:])
+
+    /// The methods counted by name; any other (a client may send any
+    /// token) is counted as `_OTHER`, as OpenTelemetry's conventions say,
+    /// so that clients cannot grow the series, or this process's memory,
+    /// without bound.
+    private static let knownMethods: Set<String> = [
+        "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT",
+    ]
+
+    /// The `http.request.method` label of `method`.
+    static func methodLabel(_ method: HTTPRequest.Method) -> String {
+        knownMethods.contains(method.rawValue) ? method.rawValue : "_OTHER"
+    }
 
     /// Counts a request as being answered, from now.
     @inline(never)
@@ -96,7 +109,7 @@ final class HTTPMetrics: Sendable {
 
     /// Counts a response and the time it took to make.
     func answered(_ request: Request, _ status: HTTPResponse.Status, route: String, elapsed: Duration) {
-        let recorders = self.recorders(Outcome(route: route, method: request.method, status: status))
+        let recorders = self.recorders(Outcome(route: route, method: Self.methodLabel(request.method), status: status))
         recorders.requests.increment()
         recorders.duration.record(duration: elapsed)
         meter(request.method).decrement()
@@ -104,7 +117,7 @@ final class HTTPMetrics: Sendable {
 
     /// Counts a request that failed with `status`.
     func failed(_ request: Request, _ status: HTTPResponse.Status, route: String) {
-        let recorders = self.recorders(Outcome(route: route, method: request.method, status: status))
+        let recorders = self.recorders(Outcome(route: route, method: Self.methodLabel(request.method), status: status))
         recorders.requests.increment()
         recorders.errors.increment()
         meter(request.method).decrement()
@@ -113,11 +126,11 @@ final class HTTPMetrics: Sendable {
     /// The requests of `method` being answered (kept by value in no frame:
     /// a meter is larger than the lookup).
     private func meter(_ method: HTTPRequest.Method) -> Meter {
-        meters.withLock { meters in
-            if let meter = meters[method] { return meter }
-            let meter = Meter(
-                label: "http.server.active_requests", dimensions: [("http.request.method", method.rawValue)])
-            meters[method] = meter
+        let label = Self.methodLabel(method)
+        return meters.withLock { meters in
+            if let meter = meters[label] { return meter }
+            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", label)])
+            meters[label] = meter
             return meter
         }
     }
@@ -126,7 +139,7 @@ final class HTTPMetrics: Sendable {
         recorders.withLock { recorders in
             if let existing = recorders[outcome] { return existing }
             let route = ("http.route", outcome.route)
-            let method = ("http.request.method", outcome.method.rawValue)
+            let method = ("http.request.method", outcome.method)
             let status = String(outcome.status.code)
             let made = Recorders(
                 requests: CoreMetrics.Counter(
