@@ -23,9 +23,10 @@ scripts/check-format.sh
 # The end-to-end suite verifies event tokens with a Python JOSE library too,
 # and the contract check validates proto/openapi.yaml as OpenAPI 3.1.
 # authlib runs the OAuth flow as a third-party client would, and aiosmtpd is
-# the real mail server the SMTP sender is tested against.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography" 2>/dev/null; then
-    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography
+# the real mail server the SMTP sender is tested against. pyte is the
+# terminal emulator that shows what a person at the approver's terminal reads.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte" 2>/dev/null; then
+    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte
 fi
 python3 scripts/check-openapi.py
 

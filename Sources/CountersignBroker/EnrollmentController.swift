@@ -81,8 +81,8 @@ struct EnrollmentController {
         init(key: APIKey, body: EnrollRequest, headers: HTTPFields, now: Date, ip: String) throws {
             self.key = key
             self.body = body
-            self.name = try DeviceName.validate(body.name)
-            self.type = try DeviceName.validate(body.type ?? "cli", field: "type")
+            self.name = try DisplayText.Field.deviceName.require(body.name)
+            self.type = try DisplayText.Field.deviceType.require(body.type ?? "cli")
             guard let proof = headers[.deviceProof] else {
                 throw APIError.unauthorized("sign a Device-Proof with the new key to show you hold it")
             }
@@ -222,18 +222,6 @@ struct EnrollmentController {
 }
 
 /// Validation of names people give devices.
-enum DeviceName {
-    static func validate(_ text: String, field: String = "name") throws -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !trimmed.isEmpty, trimmed.count <= 128,
-            trimmed.unicodeScalars.allSatisfy({ !CharacterSet.controlCharacters.contains($0) })
-        else {
-            throw APIError.badRequest("\(field) must be 1 to 128 printable characters")
-        }
-        return trimmed
-    }
-}
-
 extension Parameters {
     /// The `:user` path parameter, validated.
     func userID() throws -> String {

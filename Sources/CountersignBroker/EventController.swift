@@ -38,15 +38,16 @@ struct EventController {
     }
 
     @Sendable func create(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventTicket> {
-        let body = try await request.decodeJSON(CreateRequest.self, context: context)
+        var body = try await request.decodeJSON(CreateRequest.self, context: context)
         let name = body.event ?? EventName.login
         guard EventName.isValid(name) else {
             throw APIError.badRequest("event must be 1 to 64 of A-Z, 0-9 and _")
         }
-        if let details = body.details, details.utf8.count > 1024 {
-            throw APIError.badRequest("details may be at most 1024 bytes")
-        }
-        let requesterName = try body.requesterName.map { try DeviceName.validate($0, field: "requester_name") }
+        // What the approver will read: nothing that is not shown as itself.
+        body.details = try body.details.map(DisplayText.Field.details.require)
+        body.location = try body.location.map(DisplayText.Field.location.require)
+        body.ip = try body.ip.map { try DisplayText.requireAddress($0, field: "ip") }
+        let requesterName = try body.requesterName.map(DisplayText.Field.requesterName.require)
         let newDevice = try await checkPairing(name: name, body: body, request: request, caller: context.identity)
         switch context.identity {
         case .device(let caller):
@@ -98,8 +99,8 @@ struct EventController {
         guard body.numberMatching != false else {
             throw APIError.badRequest("a pairing always asks for its pairing code")
         }
-        newDevice.name = try DeviceName.validate(newDevice.name)
-        newDevice.type = try DeviceName.validate(newDevice.type, field: "type")
+        newDevice.name = try DisplayText.Field.deviceName.require(newDevice.name)
+        newDevice.type = try DisplayText.Field.deviceType.require(newDevice.type)
         guard let proof = request.headers[.newDeviceProof] else {
             throw APIError.unauthorized("sign a New-Device-Proof with the new key to show you hold it")
         }

@@ -21,5 +21,8 @@ public struct CountersignError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public var description: String { message }
+    /// The message, with every character that a terminal would not show as
+    /// itself written out (``DisplayText/escaped(_:)``): it comes from the
+    /// broker, and is printed.
+    public var description: String { DisplayText.escaped(message) }
 }

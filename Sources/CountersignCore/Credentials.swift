@@ -60,9 +60,10 @@ public struct BrokerSigningKey: Sendable, Equatable {
 
 /// Validation of the app's user ids.
 public enum ClientUserID {
-    /// 1…256 bytes of printable characters, no slash (it is a path segment).
+    /// 1…256 bytes, no slash (it is a path segment) and no character that
+    /// is not shown as itself (``DisplayText``): approvers read it.
     public static func isValid(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 256 && !id.contains("/")
-            && id.unicodeScalars.allSatisfy { !CharacterSet.controlCharacters.contains($0) }
+            && !id.unicodeScalars.contains(where: DisplayText.isHidden)
     }
 }

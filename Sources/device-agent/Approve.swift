@@ -90,7 +90,7 @@ extension DeviceAgent {
                 } catch let error as CountersignError where error.code == "wrong_match" && !yes {
                     // Asked again while tries remain; the broker counts them and
                     // rejects the request after the last.
-                    print(error.message)
+                    print(shown(error.message))
                     guard let retry = prompt(asked) else { throw ExitCode.failure }
                     number = retry
                 }
@@ -114,15 +114,17 @@ extension DeviceAgent {
             let event = item.event
             let left = max(0, Int(event.expiresAt.timeIntervalSinceNow.rounded(.down)))
             print("")
-            print("\(event.event) request for \(user) at \(item.app)")
-            print("  from:      \(event.requesterName ?? "an unnamed machine") (\(event.ip), \(event.location))")
+            print("\(shown(event.event)) request for \(shown(user)) at \(shown(item.app))")
+            print(
+                "  from:      \(event.requesterName.map(shown) ?? "an unnamed machine") "
+                    + "(\(shown(event.ip)), \(shown(event.location)))")
             print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard)) (\(left) s left)")
-            if let details = event.details { print("  details:   \(details)") }
+            if let details = event.details { print("  details:   \(shown(details))") }
             if let device = item.newDevice {
-                print("  adds device: \(device.name) (\(device.type))")
-                print("  fingerprint: \(device.fingerprint)  <- must match the new machine's screen")
+                print("  adds device: \(shown(device.name)) (\(shown(device.type)))")
+                print("  fingerprint: \(shown(device.fingerprint))  <- must match the new machine's screen")
             }
-            print("  event id:  \(event.ID)")
+            print("  event id:  \(shown(event.ID))")
             fflush(nil)
         }
 

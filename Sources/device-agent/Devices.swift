@@ -29,17 +29,17 @@ extension DeviceAgent {
                     print(String(decoding: try JSONEncoder.pretty.encode(list), as: UTF8.self))
                     return
                 }
-                let shown = list.devices.filter { all || $0.revokedAt == nil }
+                let listed = list.devices.filter { all || $0.revokedAt == nil }
                 print("Devices of \(credential.clientUserID) at \(credential.broker):")
-                for device in shown {
+                for device in listed {
                     let mark = device.id == list.thisDevice ? "*" : " "
                     let seen = device.lastSeenAt.map(Self.format) ?? "never"
                     let state = device.revokedAt.map { "  removed \(Self.format($0))" } ?? ""
-                    print("\(mark) \(device.name)")
-                    print("    id \(device.id)  fingerprint \(device.fingerprint)")
+                    print("\(mark) \(shown(device.name))")
+                    print("    id \(shown(device.id))  fingerprint \(shown(device.fingerprint))")
                     print("    added \(Self.format(device.createdAt)), last seen \(seen)\(state)")
                 }
-                if shown.isEmpty { print("  (none)") }
+                if listed.isEmpty { print("  (none)") }
             }
 
             static func format(_ date: Date) -> String { date.formatted(date: .abbreviated, time: .shortened) }
@@ -63,7 +63,7 @@ extension DeviceAgent {
                 let credential = try account.enrolledCredential()
                 let client = CountersignClient(for: credential)
                 let removed = try await client.removeDevice(id, credential: credential)
-                print("Removed \(removed.name) (\(removed.id)).")
+                print("Removed \(shown(removed.name)) (\(shown(removed.id))).")
                 if removed.id == credential.deviceID {
                     try account.credentials.remove(credential)
                     print("That was this machine: its key is deleted.")
@@ -90,12 +90,12 @@ extension DeviceAgent {
             let client = CountersignClient(for: credential)
             do {
                 let device = try await client.whoAmI(credential)
-                print("This machine is a trusted device of \(device.clientUserID) at \(credential.broker).")
-                print("  name \(device.name), id \(device.id)")
-                print("  fingerprint \(device.fingerprint)")
+                print("This machine is a trusted device of \(shown(device.clientUserID)) at \(credential.broker).")
+                print("  name \(shown(device.name)), id \(shown(device.id))")
+                print("  fingerprint \(shown(device.fingerprint))")
             } catch let error as CountersignError where error.status == 401 || error.status == 403 {
                 FileHandle.standardError.write(
-                    Data("This machine is no longer trusted: \(error.message)\n".utf8))
+                    Data("This machine is no longer trusted: \(shown(error.message))\n".utf8))
                 throw ExitCode(6)
             }
         }

@@ -153,9 +153,9 @@ struct Enrollment {
             try? store.remove(credential)
             throw error
         }
-        print("Enrolled \(device.name) as a trusted device of \(device.clientUserID).")
-        print("Device id:   \(device.id)")
-        print("Fingerprint: \(device.fingerprint)")
+        print("Enrolled \(shown(device.name)) as a trusted device of \(shown(device.clientUserID)).")
+        print("Device id:   \(shown(device.id))")
+        print("Fingerprint: \(shown(device.fingerprint))")
         await TOTPSetup(store: store).run(credential)
     }
 

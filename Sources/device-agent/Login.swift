@@ -68,17 +68,17 @@ extension DeviceAgent {
                 do {
                     outcome = try await client.submitCode(code, for: ticket)
                 } catch let error as CountersignError where error.status == 422 || error.status == 429 {
-                    console.say("The code was refused: \(error.message).")
+                    console.say("The code was refused: \(shown(error.message)).")
                     throw ExitCode(5)
                 }
-                console.say("Approved with a TOTP code of device \(outcome.decidedBy ?? "?").")
+                console.say("Approved with a TOTP code of device \(shown(outcome.decidedBy ?? "?")).")
             } else {
                 let ticket = try await client.requestLogin(
                     user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
-                console.say("Login request \(ticket.event.ID) sent to \(user)'s trusted devices.")
+                console.say("Login request \(shown(ticket.event.ID)) sent to \(user)'s trusted devices.")
                 if let number = ticket.matchNumber {
-                    console.say("Match number: \(number)")
-                    console.say("Approve on a trusted device (device-agent approve) and type \(number) there.")
+                    console.say("Match number: \(shown(number))")
+                    console.say("Approve on a trusted device (device-agent approve) and type \(shown(number)) there.")
                 }
                 outcome = try await Countdown(until: ticket.event.expiresAt, console: console).run {
                     try await client.awaitOutcome(of: ticket)
@@ -95,7 +95,7 @@ extension DeviceAgent {
             switch outcome.status {
             case .approved:
                 if code == nil, !json || trusted == nil {
-                    console.say("Approved\(outcome.decidedBy.map { " by device \($0)" } ?? "").")
+                    console.say("Approved\(outcome.decidedBy.map { " by device \(shown($0))" } ?? "").")
                 }
             case .rejected:
                 console.say("Rejected on a trusted device.")

@@ -1,5 +1,12 @@
 import CountersignClient
+import CountersignCore
 import Foundation
+
+/// Text from the broker (or anyone behind it), made safe for a terminal:
+/// every character that would not be shown as itself (an escape sequence,
+/// a line break, a right-to-left override) is written out as `\u{…}`.
+/// Whatever a broker sends, the agent never lets it drive the terminal.
+func shown(_ text: String) -> String { DisplayText.escaped(text) }
 
 /// Questions to the person at the keyboard. Prompts go to standard error;
 /// answers come from standard input, a terminal or a pipe.

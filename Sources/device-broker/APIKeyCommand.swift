@@ -34,9 +34,11 @@ extension DeviceBroker.APIKeyCommand {
         func validate() throws { try RedirectURLArguments.validate(redirectURLs) }
 
         func run() async throws {
-            let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard !trimmed.isEmpty, trimmed.count <= 128 else {
-                throw ValidationError("--name must be 1 to 128 characters")
+            // Approvers read it as the app's name.
+            let trimmed: String
+            switch DisplayText.check(name, as: .appName) {
+            case .success(let stored): trimmed = stored
+            case .failure(let refusal): throw ValidationError(refusal.message(field: "--name"))
             }
             let secret = "cs_" + SecretToken.generate(bytes: 32)
             let key = APIKey(

@@ -1,0 +1,127 @@
+import Foundation
+
+/// Text that someone other than the approver chose (an app backend, a
+/// requester, a new machine) and that the approver will read before
+/// deciding: an event's details, location and requesting machine, device
+/// and app names, the user's id.
+///
+/// Such text may hold no character that changes how the rest is shown
+/// rather than showing itself: control characters (an escape sequence can
+/// rewrite a terminal, a line break can forge a line), format characters
+/// (a right-to-left override can turn "EUR 1.00" around, a zero-width
+/// space can hide between letters), line and paragraph separators, and
+/// private-use or unassigned code points (which any font may draw as it
+/// likes). The broker refuses such text; the agent escapes it, whatever a
+/// broker sends.
+public enum DisplayText {
+    /// Why text was refused.
+    public enum Refusal: Error, Equatable, Sendable {
+        case empty
+        /// Longer than `maximum` characters (Unicode code points).
+        case tooLong(maximum: Int)
+        /// Holds a character that is not shown as itself, at this offset
+        /// (in Unicode scalars).
+        case hiddenCharacter(Unicode.Scalar, offset: Int)
+        /// Not an IPv4 or IPv6 address.
+        case notAnAddress
+    }
+
+    /// What a field takes.
+    public struct Field: Sendable {
+        /// Its name in the API.
+        public let name: String
+        /// At most this many characters, counted as JSON Schema's
+        /// `maxLength` counts them: Unicode code points.
+        public let maximumLength: Int
+
+        public init(name: String, maximumLength: Int) {
+            self.name = name
+            self.maximumLength = maximumLength
+        }
+
+        /// What a transaction is about.
+        public static let details = Field(name: "details", maximumLength: 1024)
+        /// Where the requester is, as the app backend tells it.
+        public static let location = Field(name: "location", maximumLength: 128)
+        /// The requesting machine's own name for itself.
+        public static let requesterName = Field(name: "requester_name", maximumLength: 128)
+        /// A device's name, and its type.
+        public static let deviceName = Field(name: "name", maximumLength: 128)
+        public static let deviceType = Field(name: "type", maximumLength: 64)
+        /// An app's (an API key's) name.
+        public static let appName = Field(name: "name", maximumLength: 128)
+    }
+
+    /// The text as stored (without leading and trailing white space), or
+    /// why it is refused.
+    public static func check(_ text: String, as field: Field) -> Result<String, Refusal> {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { return .failure(.empty) }
+        guard trimmed.unicodeScalars.count <= field.maximumLength else {
+            return .failure(.tooLong(maximum: field.maximumLength))
+        }
+        if let (offset, scalar) = trimmed.unicodeScalars.enumerated().first(where: { isHidden($0.element) }) {
+            return .failure(.hiddenCharacter(scalar, offset: offset))
+        }
+        return .success(trimmed)
+    }
+
+    /// The client address an app backend names: an IPv4 or IPv6 address,
+    /// written as it parses (`::ffff:1.2.3.4` and friends are taken as
+    /// given, not rewritten).
+    public static func checkAddress(_ text: String) -> Result<String, Refusal> {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        guard text.utf8.count <= 45, inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1 else {
+            return .failure(.notAnAddress)
+        }
+        return .success(text)
+    }
+
+    /// Whether `scalar` is not shown as itself: control (Cc), format (Cf),
+    /// line or paragraph separator, private use, surrogate or unassigned.
+    /// The zero-width joiner and non-joiner are format characters that
+    /// Persian and Indic writing and emoji sequences need, and hide nothing.
+    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == "\u{200C}" || scalar == "\u{200D}" { return false }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// `text` with every hidden character written out as `\u{…}` (and a
+    /// backslash as `\\`), so that a terminal shows exactly what was sent
+    /// and obeys none of it.
+    public static func escaped(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            if scalar == "\\" {
+                result += "\\\\"
+            } else if isHidden(scalar) {
+                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}
+
+extension DisplayText.Refusal {
+    /// A sentence naming the field and what is wrong with it.
+    public func message(field: String) -> String {
+        switch self {
+        case .empty: "\(field) must not be empty"
+        case .tooLong(let maximum): "\(field) may be at most \(maximum) characters"
+        case .hiddenCharacter(let scalar, let offset):
+            "\(field) holds a character that would not be shown as itself "
+                + "(U+\(String(scalar.value, radix: 16, uppercase: true)) at \(offset)): "
+                + "control, format and invisible characters are refused"
+        case .notAnAddress: "\(field) must be an IPv4 or IPv6 address"
+        }
+    }
+}
