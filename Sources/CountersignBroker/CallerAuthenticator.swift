@@ -131,6 +131,16 @@ struct ProofCheck {
         try await spend(claims, of: key, now: now)
     }
 
+    /// A new key's proof of possession (enrollment, pairing), checked
+    /// without a write: a stranger's refused request must cost the store
+    /// nothing. The caller spends it (``spend(_:of:now:)``) once the write
+    /// it allows has been made.
+    func possession(_ proof: String, key: DevicePublicKey, request: Request, now: Date) async throws
+        -> DeviceProofClaims
+    {
+        try await verifiedClaims(of: Self.parsed(proof), key: key, request: request, now: now)
+    }
+
     /// The proof's claims, once its signature and its binding to this
     /// request (method, path, origin, age) check out.
     @inline(never)
@@ -159,7 +169,7 @@ struct ProofCheck {
 
     /// Records the proof's `jti` as used; a second use is a replay.
     @inline(never)
-    private func spend(_ claims: DeviceProofClaims, of key: DevicePublicKey, now: Date) async throws {
+    func spend(_ claims: DeviceProofClaims, of key: DevicePublicKey, now: Date) async throws {
         do {
             // Kept past the leeway on both sides, after which iat alone refuses it.
             try await environment.store.consumeProofID(

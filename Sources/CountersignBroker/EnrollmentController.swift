@@ -109,11 +109,18 @@ struct EnrollmentController {
     /// In steps, each with a small async frame: a connection keeps the
     /// deepest frames it went through for as long as it lives, and a device
     /// may go on to long-poll on the connection it enrolled on.
+    ///
+    /// A refused enrollment writes nothing: the proof is checked first,
+    /// then the credential is spent in the write that enrolls the key, and
+    /// only then the proof's id (a replay of it finds the key enrolled).
     @Sendable func enroll(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<DeviceDocument> {
         let enrollment = try await read(request, context: context)
-        try await ProofCheck(environment: environment).verify(
+        let check = ProofCheck(environment: environment)
+        let claims = try await check.possession(
             enrollment.proof, key: enrollment.body.publicKey, request: request, now: enrollment.now)
-        return JSONBody(DeviceDocument(try await register(enrollment)), status: .created)
+        let device = try await register(enrollment)
+        try await check.spend(claims, of: enrollment.body.publicKey, now: enrollment.now)
+        return JSONBody(DeviceDocument(device), status: .created)
     }
 
     @inline(never)

@@ -48,7 +48,7 @@ struct EventController {
         body.location = try body.location.map(DisplayText.Field.location.require)
         body.ip = try body.ip.map { try DisplayText.requireAddress($0, field: "ip") }
         let requesterName = try body.requesterName.map(DisplayText.Field.requesterName.require)
-        let newDevice = try await checkPairing(name: name, body: body, request: request, caller: context.identity)
+        let pairing = try await checkPairing(name: name, body: body, request: request, caller: context.identity)
         switch context.identity {
         case .device(let caller):
             let device = caller.device
@@ -59,7 +59,7 @@ struct EventController {
         case .backend(let key):
             return try await createPending(
                 issuer: key, name: name, body: body, requesterName: requesterName, ip: body.ip ?? context.clientAddress,
-                newDevice: newDevice, context: context)
+                pairing: pairing, context: context)
         case .app(let key):
             guard name == EventName.login || name == EventName.enrollNewTrustedDevice else {
                 throw APIError.forbidden(
@@ -71,16 +71,24 @@ struct EventController {
             }
             return try await createPending(
                 issuer: key, name: name, body: body, requesterName: requesterName, ip: context.clientAddress,
-                newDevice: newDevice, context: context)
+                pairing: pairing, context: context)
         case .requester, nil:
             throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
         }
     }
 
+    /// A pairing's new device, and its proof of possession, spent once the
+    /// pending event is stored.
+    struct Pairing {
+        let device: NewDevice
+        let proof: DeviceProofClaims
+    }
+
     /// For `ENROLL_NEW_TRUSTED_DEVICE`: the device to add, whose key must
     /// have signed the `New-Device-Proof` and must not be enrolled yet.
+    /// Checked without a write.
     private func checkPairing(name: String, body: CreateRequest, request: Request, caller: CallerIdentity?)
-        async throws -> NewDevice?
+        async throws -> Pairing?
     {
         guard name == EventName.enrollNewTrustedDevice else {
             guard body.newDevice == nil else {
@@ -104,12 +112,12 @@ struct EventController {
         guard let proof = request.headers[.newDeviceProof] else {
             throw APIError.unauthorized("sign a New-Device-Proof with the new key to show you hold it")
         }
-        try await ProofCheck(environment: environment).verify(
+        let claims = try await ProofCheck(environment: environment).possession(
             proof, key: newDevice.publicKey, request: request, now: environment.now())
         guard try await environment.store.device(id: newDevice.publicKey.thumbprint) == nil else {
             throw APIError.conflict("device_exists", "this key is enrolled already")
         }
-        return newDevice
+        return Pairing(device: newDevice, proof: claims)
     }
 
     /// Seed case 1: the request comes from a trusted device itself.
@@ -133,7 +141,7 @@ struct EventController {
     /// Seed case 2: a machine that is not trusted asks; a trusted device decides.
     private func createPending(
         issuer key: APIKey, name: String, body: CreateRequest, requesterName: String?, ip: String,
-        newDevice: NewDevice?, context: BrokerRequestContext
+        pairing: Pairing?, context: BrokerRequestContext
     ) async throws -> JSONBody<EventTicket> {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
@@ -149,13 +157,16 @@ struct EventController {
             ip: ip, location: body.location ?? "Unknown", method: .trustedDevice, storedStatus: .pending,
             expiresAt: now + environment.policy.window, details: body.details, requesterName: requesterName,
             nonce: SecretToken.generate(bytes: 16),
-            matchNumber: newDevice != nil
+            matchNumber: pairing != nil
                 ? ApprovalEvent.newPairingCode()
                 : body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(),
             wrongMatches: 0, requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil,
-            decision: nil, newDevice: newDevice)
+            decision: nil, newDevice: pairing?.device)
         try await environment.store.insertPendingEvent(
             event, maxPending: environment.policy.maxPendingPerUser, now: now)
+        if let pairing {
+            try await ProofCheck(environment: environment).spend(pairing.proof, of: pairing.device.publicKey, now: now)
+        }
         environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))
         environment.metrics.created(event)
         let document = try await environment.document(for: event, withToken: false)
