@@ -58,8 +58,8 @@ struct EventController {
             return try await approveOwnRequest(by: device, name: name, body: body, context: context)
         case .backend(let key):
             return try await createPending(
-                issuer: key, name: name, body: body, requesterName: requesterName, ip: body.ip ?? context.clientAddress,
-                pairing: pairing, context: context)
+                issuer: key, by: .backend, name: name, body: body, requesterName: requesterName,
+                ip: body.ip ?? context.clientAddress, pairing: pairing, context: context)
         case .app(let key):
             guard name == EventName.login || name == EventName.enrollNewTrustedDevice else {
                 throw APIError.forbidden(
@@ -70,8 +70,8 @@ struct EventController {
                     "secret_required", "details, ip, location and number_matching need the secret key")
             }
             return try await createPending(
-                issuer: key, name: name, body: body, requesterName: requesterName, ip: context.clientAddress,
-                pairing: pairing, context: context)
+                issuer: key, by: .requester(address: context.clientAddress), name: name, body: body,
+                requesterName: requesterName, ip: context.clientAddress, pairing: pairing, context: context)
         case .requester, nil:
             throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
         }
@@ -139,15 +139,21 @@ struct EventController {
     }
 
     /// Seed case 2: a machine that is not trusted asks; a trusted device decides.
+    ///
+    /// A requester (the API key id alone) asking for a user with no trusted
+    /// device gets the same answer as for one with devices, and then never
+    /// hears back: the event is stored, nobody is asked, and it expires. The
+    /// key id ships inside apps, so a 409 would tell anyone which user ids
+    /// have devices. The backend, with its secret, is told (409).
     private func createPending(
-        issuer key: APIKey, name: String, body: CreateRequest, requesterName: String?, ip: String,
-        pairing: Pairing?, context: BrokerRequestContext
+        issuer key: APIKey, by requester: PendingRequester, name: String, body: CreateRequest,
+        requesterName: String?, ip: String, pairing: Pairing?, context: BrokerRequestContext
     ) async throws -> JSONBody<EventTicket> {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
         }
         let devices = try await environment.store.devices(issuer: key.id, clientUserID: user)
-        guard devices.contains(where: { $0.revokedAt == nil }) else {
+        guard requester != .backend || devices.contains(where: { $0.revokedAt == nil }) else {
             throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
         }
         let now = environment.now()
@@ -163,7 +169,7 @@ struct EventController {
             wrongMatches: 0, requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil,
             decision: nil, newDevice: pairing?.device)
         try await environment.store.insertPendingEvent(
-            event, maxPending: environment.policy.maxPendingPerUser, now: now)
+            event, by: requester, limits: environment.policy.pendingLimits, now: now)
         if let pairing {
             try await ProofCheck(environment: environment).spend(pairing.proof, of: pairing.device.publicKey, now: now)
         }

@@ -4,8 +4,14 @@ public import Foundation
 public struct ApprovalPolicy: Sendable {
     /// How long a pending event waits for a decision.
     public var window: TimeInterval
-    /// Pending events one user may have at once (prompt-bombing guard).
+    /// Pending events one user may have at once (prompt-bombing guard):
+    /// of the backend's own, and of requesters' from one address.
     public var maxPendingPerUser: Int
+    /// Requesters' pending events one user may have at once, from all
+    /// addresses.
+    public var maxRequesterPendingPerUser = 10
+    /// Requesters' pending events from one address, for all users.
+    public var maxPendingPerAddress = 10
     /// Wrong match numbers after which the event is rejected.
     public var maxWrongMatches: Int
     /// How far a proof's or decision's `iat` may be from the broker's clock.
@@ -28,5 +34,12 @@ public struct ApprovalPolicy: Sendable {
         self.enrollmentTokenLifetime = enrollmentTokenLifetime
         self.eventTokenLifetime = eventTokenLifetime
         self.maxWait = maxWait
+    }
+
+    /// The limits on pending events, as ``PendingCap`` applies them.
+    public var pendingLimits: PendingLimits {
+        PendingLimits(
+            perUser: maxPendingPerUser, perUserFromRequesters: maxRequesterPendingPerUser,
+            perAddress: maxPendingPerAddress)
     }
 }

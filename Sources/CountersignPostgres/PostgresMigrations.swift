@@ -110,7 +110,22 @@ enum PostgresMigrations {
                 """,
                 "CREATE INDEX recovery_codes_by_user ON recovery_codes (issuer, client_user_id)",
             ]
-        )
+        ),
+        // Who asked for an event: its app's backend, or a requester from the
+        // address in ip. Earlier events count as the backend's.
+        (
+            "v8-pending-by-requester",
+            [
+                """
+                ALTER TABLE events ADD COLUMN requested_by text NOT NULL DEFAULT 'backend'
+                    CHECK (requested_by IN ('backend', 'requester'))
+                """,
+                """
+                CREATE INDEX events_pending_by_address ON events (ip, expires_at)
+                    WHERE status = 'pending' AND requested_by = 'requester'
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -4,27 +4,70 @@ public import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
+    public func insertPendingEvent(
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, now: Date
+    ) async throws {
         let logger = logger
         // READ COMMITTED under a lock per user instead of SERIALIZABLE: the
         // count and the insert stay together for this user, and events of
         // other users, whose index entries share pages, no longer fail each
-        // other. The statement after the lock sees every insert committed
-        // before it was granted.
+        // other. A requester's event also takes its address's lock, always
+        // after the user's, so that two never wait for each other. The
+        // statements after the locks see every insert committed before.
         try await readCommittedWrite(locking: event.issuer + "\n" + event.clientUserID) { db in
-            let open = try await Self.insert(event, into: db, capped: (maxPending, now), logger: logger)
-            guard open.count < maxPending else {
-                let retryAfter = max(1, Int((open[open.count - maxPending] - now.seconds).rounded(.up)))
-                throw StoreError(.limitReached(retryAfter: retryAfter), "too many pending events for this user")
+            if case .requester(let address) = requester {
+                try await db.run(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
             }
+            let open = try await Self.openPending(like: event, by: requester, now: now, in: db, logger: logger)
+            if case .refuse(let limit, let retryAfter) = PendingCap.decide(
+                open, for: requester, limits: limits, now: now)
+            {
+                throw StoreError(.limitReached(retryAfter: retryAfter), limit.message)
+            }
+            try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
         }
+    }
+
+    /// The open pending events ``PendingCap`` counts a new one with, in one
+    /// round trip.
+    private static func openPending(
+        like event: ApprovalEvent, by requester: PendingRequester, now: Date, in db: PostgresConnection,
+        logger: Logger
+    ) async throws -> PendingCap.Open {
+        let address: String? =
+            if case .requester(let address) = requester { address } else { nil }
+        let kind = address == nil ? "backend" : "requester"
+        let row = try await db.row(
+            """
+            WITH open AS (
+                SELECT expires_at, client_user_id, issuer, ip FROM events
+                WHERE status = 'pending' AND expires_at > \(now.seconds) AND requested_by = \(kind)
+                  AND ((issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)) OR ip = \(address))
+            )
+            SELECT
+                array(SELECT expires_at FROM open WHERE issuer = \(event.issuer)
+                    AND client_user_id = \(event.clientUserID) AND (\(address)::text IS NULL OR ip = \(address)))
+                    AS same_requester,
+                array(SELECT expires_at FROM open WHERE \(address)::text IS NOT NULL AND issuer = \(event.issuer)
+                    AND client_user_id = \(event.clientUserID)) AS user_from_requesters,
+                array(SELECT expires_at FROM open WHERE ip = \(address)) AS from_address
+            """, logger: logger)
+        func dates(_ column: String) throws -> [Date] {
+            try (row?.value(column, as: [Double].self) ?? []).map(Date.init(timeIntervalSince1970:))
+        }
+        return PendingCap.Open(
+            sameRequester: try dates("same_requester"), userFromRequesters: try dates("user_from_requesters"),
+            fromAddress: try dates("from_address"))
     }
 
     public func insertEvent(_ event: ApprovalEvent) async throws {
         let logger = logger
         do {
             // One statement: atomic by itself, one round trip.
-            _ = try await withConnection { db in try await Self.insert(event, into: db, capped: nil, logger: logger) }
+            try await withConnection { db in
+                try await Self.insert(event, into: db, requestedBy: .backend, logger: logger)
+            }
         } catch {
             throw mapped(error)
         }
@@ -165,41 +208,31 @@ extension PostgresStore {
         throw StoreError(.conflict, "event \(id) is no longer pending")
     }
 
-    /// Inserts `event` in one statement. With `capped`, only if its user has
-    /// fewer than `max` pending events unexpired at `now`, and then wakes
-    /// the user's inbox at commit. Returns the expiry times of the user's
-    /// pending events before the insert (with `capped`), oldest first: as
-    /// many as `max` or more when nothing was inserted.
+    /// Inserts `event` in one statement; a pending one wakes its user's
+    /// inboxes on every instance at commit.
     static func insert(
-        _ event: ApprovalEvent, into db: PostgresConnection, capped: (max: Int, now: Date)?, logger: Logger
-    ) async throws -> [Double] {
+        _ event: ApprovalEvent, into db: PostgresConnection, requestedBy: PendingRequester, logger: Logger
+    ) async throws {
         let newDevice = try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
-        let isCapped = capped != nil
-        let row = try await db.row(
+        let requestedBy = requestedBy == .backend ? "backend" : "requester"
+        let isPending = event.storedStatus == .pending
+        try await db.run(
             """
-            WITH open AS (
-                SELECT expires_at FROM events
-                WHERE \(isCapped) AND issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)
-                  AND status = 'pending' AND expires_at > \(capped?.now.seconds ?? 0)
-            ), inserted AS (
+            WITH inserted AS (
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
-                    requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts)
-                SELECT \(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
+                    requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts, requested_by)
+                VALUES (\(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
                     \(event.clientUserID), \(event.name), \(event.ip), \(event.location), \(event.method.rawValue),
                     \(event.storedStatus.rawValue), \(event.expiresAt.seconds), \(event.details), \(event.requesterName),
                     \(event.nonce), \(event.matchNumber), \(event.wrongMatches), \(event.requesterTokenDigest),
-                    \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts)
-                WHERE NOT \(isCapped) OR (SELECT count(*) FROM open) < \(capped?.max ?? 0)
+                    \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts),
+                    \(requestedBy))
                 RETURNING 1
-            ), woken AS (
-                SELECT pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
-                FROM inserted WHERE \(isCapped)
             )
-            SELECT array(SELECT expires_at FROM open ORDER BY expires_at) AS open,
-                (SELECT count(*) FROM woken) AS woken
+            SELECT pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
+            FROM inserted WHERE \(isPending)
             """, logger: logger)
-        return try row?.value("open", as: [Double].self) ?? []
     }
 
     static func event(row: PostgresRandomAccessRow) throws -> ApprovalEvent {

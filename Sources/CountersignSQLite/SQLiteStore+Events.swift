@@ -4,26 +4,47 @@ public import Foundation
 import GRDB
 
 extension SQLiteStore {
-    public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
+    public func insertPendingEvent(
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, now: Date
+    ) async throws {
         try await write { db in
-            let open = try Double.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT expires_at FROM events
-                        WHERE issuer = ? AND client_user_id = ? AND status = 'pending' AND expires_at > ?
-                        ORDER BY expires_at
-                        """),
-                arguments: [event.issuer, event.clientUserID, now.timeIntervalSince1970])
-            if open.count >= maxPending {
-                let retryAfter = max(1, Int((open[open.count - maxPending] - now.timeIntervalSince1970).rounded(.up)))
-                throw StoreError(.limitReached(retryAfter: retryAfter), "too many pending events for this user")
+            let open = try Self.openPending(like: event, by: requester, now: now, in: db)
+            if case .refuse(let limit, let retryAfter) = PendingCap.decide(
+                open, for: requester, limits: limits, now: now)
+            {
+                throw StoreError(.limitReached(retryAfter: retryAfter), limit.message)
             }
-            try Self.insert(event, into: db)
+            try Self.insert(event, into: db, requestedBy: requester)
+        }
+    }
+
+    /// The open pending events ``PendingCap`` counts a new one with.
+    private static func openPending(
+        like event: ApprovalEvent, by requester: PendingRequester, now: Date, in db: Database
+    ) throws -> PendingCap.Open {
+        func expiries(_ sql: String, _ arguments: StatementArguments) throws -> [Date] {
+            try Double.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT expires_at FROM events WHERE status = 'pending' AND expires_at > ? AND " + sql),
+                arguments: [now.timeIntervalSince1970] + arguments
+            ).map(Date.init(timeIntervalSince1970:))
+        }
+        let user = "issuer = ? AND client_user_id = ? AND requested_by = ?"
+        switch requester {
+        case .backend:
+            return PendingCap.Open(
+                sameRequester: try expiries(user, [event.issuer, event.clientUserID, "backend"]))
+        case .requester(let address):
+            return PendingCap.Open(
+                sameRequester: try expiries(
+                    user + " AND ip = ?", [event.issuer, event.clientUserID, "requester", address]),
+                userFromRequesters: try expiries(user, [event.issuer, event.clientUserID, "requester"]),
+                fromAddress: try expiries("requested_by = 'requester' AND ip = ?", [address]))
         }
     }
 
     public func insertEvent(_ event: ApprovalEvent) async throws {
-        try await write { db in try Self.insert(event, into: db) }
+        try await write { db in try Self.insert(event, into: db, requestedBy: .backend) }
     }
 
     public func event(id: String) async throws -> ApprovalEvent? {
@@ -138,13 +159,13 @@ extension SQLiteStore {
         return try event(row: row)
     }
 
-    private static func insert(_ event: ApprovalEvent, into db: Database) throws {
+    private static func insert(_ event: ApprovalEvent, into db: Database, requestedBy: PendingRequester) throws {
         try db.cachedStatement(
             sql: """
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
-                    requester_token_digest, decided_by, decided_at, decision, new_device)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    requester_token_digest, decided_by, decided_at, decision, new_device, requested_by)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
@@ -154,6 +175,7 @@ extension SQLiteStore {
                 event.requesterName, event.nonce, event.matchNumber, event.wrongMatches, event.requesterTokenDigest,
                 event.decidedBy, event.decidedAt?.timeIntervalSince1970, event.decision,
                 try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) },
+                requestedBy == .backend ? "backend" : "requester",
             ])
     }
 

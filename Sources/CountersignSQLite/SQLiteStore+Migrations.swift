@@ -180,6 +180,17 @@ extension SQLiteStore {
                     CREATE INDEX recovery_codes_by_user ON recovery_codes(issuer, client_user_id);
                     """)
         }
+        migrator.registerMigration("v8-pending-by-requester") { db in
+            // Who asked for an event: its app's backend, or a requester from
+            // the address in ip. Earlier events count as the backend's.
+            try db.execute(
+                sql: """
+                    ALTER TABLE events ADD COLUMN requested_by TEXT NOT NULL DEFAULT 'backend'
+                        CHECK (requested_by IN ('backend', 'requester'));
+                    CREATE INDEX events_pending_by_address ON events(ip, expires_at)
+                        WHERE status = 'pending' AND requested_by = 'requester';
+                    """)
+        }
         return migrator
     }
 }

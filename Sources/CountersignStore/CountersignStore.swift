@@ -123,10 +123,14 @@ public protocol CountersignStore: Sendable {
 
     // MARK: Events
 
-    /// Inserts a pending event unless its user already has `maxPending`
-    /// pending events unexpired at `now`; then throws
-    /// `limitReached(retryAfter:)` with the seconds until the oldest ends.
-    func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws
+    /// Inserts a pending event asked for by `requester`, unless the pending
+    /// events unexpired at `now` that ``PendingCap`` counts it with are at a
+    /// limit; then throws `limitReached(retryAfter:)` with the seconds until
+    /// there is room. Instances sharing the store share the limits: the
+    /// count and the insert are one step for the user and the address.
+    /// A requester's event is counted by its `ip`, which is the address.
+    func insertPendingEvent(_ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, now: Date)
+        async throws
     /// Inserts an event as it is (one that is settled at creation).
     func insertEvent(_ event: ApprovalEvent) async throws
     /// The event with this id, or nil.
@@ -326,6 +330,12 @@ public enum RefreshRotation: Sendable {
 }
 
 extension CountersignStore {
+    /// A pending event the app backend asked for, at most `maxPending` of
+    /// them per user.
+    public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
+        try await insertPendingEvent(event, by: .backend, limits: PendingLimits(perUser: maxPending), now: now)
+    }
+
     /// Ends a rotation after its transaction: the new token, or, for a
     /// reused one, its family revoked in a transaction of its own (the
     /// verdict must outlive the refusal) and then `conflict`.

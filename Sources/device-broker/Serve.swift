@@ -29,8 +29,18 @@ extension DeviceBroker {
         @Option(help: "How long a pending request waits for a decision, e.g. 60s, 2m.")
         var approvalWindow: DurationArgument = DurationArgument(seconds: 60)
 
-        @Option(help: "Pending requests one user may have at once.")
+        @Option(
+            help: """
+                Pending requests one user may have at once: of the app backend's own, and of requesters' \
+                (the API key id alone) from one address.
+                """)
         var maxPending = 3
+
+        @Option(help: "Requesters' pending requests one user may have at once, from all addresses together.")
+        var maxRequesterPending = 10
+
+        @Option(help: "Requesters' pending requests from one client address, for all users.")
+        var maxPendingPerAddress = 10
 
         @Option(help: "full: fsync every commit (survives power loss); relaxed: survives a broker crash only.")
         var durability: SQLiteStore.Durability = .full
@@ -103,7 +113,10 @@ extension DeviceBroker {
 
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
-            guard maxPending >= 1 else { throw ValidationError("--max-pending must be at least 1") }
+            guard maxPending >= 1, maxRequesterPending >= 1, maxPendingPerAddress >= 1 else {
+                throw ValidationError(
+                    "--max-pending, --max-requester-pending and --max-pending-per-address must be at least 1")
+            }
             guard (2...1000).contains(databaseConnections) else {
                 throw ValidationError("--database-connections must be 2…1000")
             }
@@ -137,6 +150,8 @@ extension DeviceBroker {
             var policy = ApprovalPolicy()
             policy.window = approvalWindow.seconds
             policy.maxPendingPerUser = maxPending
+            policy.maxRequesterPendingPerUser = maxRequesterPending
+            policy.maxPendingPerAddress = maxPendingPerAddress
             var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)

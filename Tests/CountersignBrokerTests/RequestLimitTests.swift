@@ -82,14 +82,30 @@ struct RequestLimitTests {
         }
     }
 
-    @Test("without a secret only LOGIN can be asked; a user without devices gets a clear conflict")
+    @Test(
+        "without a secret only LOGIN can be asked; a user without devices looks like any other to a requester, and is a clear conflict to the backend"
+    )
     func requesterLimits() async throws {
         let broker = try await TestBroker()
         try await broker.test { client in
-            try await client.execute(
-                uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
-                body: json(["client_user_id": "alice"])
-            ) { #expect($0.status == .conflict && errorCode($0) == "no_trusted_device") }
+            /// The answer's status, and the shape of its JSON (keys, nested keys), for a request by `headers`.
+            func ask(_ user: String, _ headers: HTTPFields) async throws -> (HTTPResponse.Status, [String], String?) {
+                try await client.execute(
+                    uri: "/api/v1/events", method: .post, headers: headers, body: json(["client_user_id": user])
+                ) { response in
+                    let object =
+                        try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                    let event = object?["event"] as? [String: Any] ?? [:]
+                    let shape = (object ?? [:]).keys.sorted() + event.keys.sorted().map { "event." + $0 }
+                    return (response.status, shape, errorCode(response))
+                }
+            }
+            _ = try await broker.enroll(client, user: "bob")
+            let unenrolled = try await ask("alice", broker.appHeaders)
+            let enrolled = try await ask("bob", broker.appHeaders)
+            #expect(unenrolled.0 == .created && unenrolled.0 == enrolled.0)
+            #expect(unenrolled.1 == enrolled.1, "the same answer, field for field")
+            #expect(try await ask("alice", broker.backendHeaders).2 == "no_trusted_device")
             _ = try await broker.enroll(client)
             try await client.execute(
                 uri: "/api/v1/events", method: .post, headers: broker.appHeaders,

@@ -1,0 +1,91 @@
+public import Foundation
+
+/// Who asks for a pending event.
+public enum PendingRequester: Sendable, Equatable {
+    /// The app backend, with its secret key.
+    case backend
+    /// A requester: anyone with the API key id (which ships inside apps),
+    /// from this client address.
+    case requester(address: String)
+}
+
+/// How many pending events may be open at once, so that prompts cannot be
+/// made without bound and nobody can use up another's share.
+public struct PendingLimits: Sendable, Equatable {
+    /// The backend's own pending events per user; and a requester's per
+    /// user from one address. Requesters' events never count against the
+    /// backend's, nor one address's against another's.
+    public var perUser: Int
+    /// Requesters' pending events per user, from all addresses together.
+    public var perUserFromRequesters: Int
+    /// Requesters' pending events from one address, for all users of all apps.
+    public var perAddress: Int
+
+    public init(perUser: Int = 3, perUserFromRequesters: Int = 10, perAddress: Int = 10) {
+        self.perUser = perUser
+        self.perUserFromRequesters = perUserFromRequesters
+        self.perAddress = perAddress
+    }
+}
+
+/// The rule on opening one more pending event: the stores read the open
+/// ones it is counted with (each list the expiry times of still-pending
+/// events) and ask.
+public enum PendingCap {
+    /// The open pending events a new one is counted with.
+    public struct Open: Sendable {
+        /// The user's, from the same kind of requester (for a requester, from
+        /// the same address).
+        public var sameRequester: [Date]
+        /// The user's, from any requester (empty for the backend).
+        public var userFromRequesters: [Date]
+        /// From the same address, any user (empty for the backend).
+        public var fromAddress: [Date]
+
+        public init(sameRequester: [Date], userFromRequesters: [Date] = [], fromAddress: [Date] = []) {
+            self.sameRequester = sameRequester
+            self.userFromRequesters = userFromRequesters
+            self.fromAddress = fromAddress
+        }
+    }
+
+    /// Which limit a new event would pass.
+    public enum Limit: Sendable, Equatable {
+        case perUser, perUserFromRequesters, perAddress
+
+        /// What the refusal says.
+        public var message: String {
+            switch self {
+            case .perUser: "too many pending events for this user"
+            case .perUserFromRequesters: "too many pending events for this user from requesters"
+            case .perAddress: "too many pending events from this address"
+            }
+        }
+    }
+
+    public enum Verdict: Sendable, Equatable {
+        case admit
+        /// Refused; room opens in `retryAfter` seconds, when enough of the
+        /// open ones have expired.
+        case refuse(Limit, retryAfter: Int)
+    }
+
+    public static func decide(_ open: Open, for requester: PendingRequester, limits: PendingLimits, now: Date)
+        -> Verdict
+    {
+        var checks: [(Limit, [Date], Int)] = [(.perUser, open.sameRequester, limits.perUser)]
+        if case .requester = requester {
+            checks += [
+                (.perUserFromRequesters, open.userFromRequesters, limits.perUserFromRequesters),
+                (.perAddress, open.fromAddress, limits.perAddress),
+            ]
+        }
+        for (limit, expiries, maximum) in checks where expiries.count >= maximum {
+            let sorted = expiries.sorted()
+            // Room for one more once all but maximum - 1 of them have expired.
+            let freed = sorted[sorted.count - maximum]
+            return .refuse(limit, retryAfter: max(1, Int(freed.timeIntervalSince(now).rounded(.up))))
+        }
+        return .admit
+    }
+}
