@@ -102,6 +102,10 @@ extension DeviceAgent {
                 throw ExitCode(3)
             case .expired:
                 console.say("Expired: no trusted device answered within the window.")
+                // The broker does not tell a requester whether the user has
+                // devices at all (that would tell anyone which users exist).
+                console.say(
+                    "If \(user) has no trusted device yet, enroll this machine as the first one: device-agent enroll.")
                 throw ExitCode(4)
             case .pending:
                 throw AgentFailure("the broker still reports the request as pending")
