@@ -300,6 +300,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let backend = authenticated.group(context: BackendRequestContext.self)
     backend.addRoutes(EnrollmentController(environment: environment).backendEndpoints)
     backend.addRoutes(BackendController(environment: environment).endpoints)
+    backend.addRoutes(APIKeyController(environment: environment).endpoints)
     backend.addRoutes(codes.backendEndpoints)
     let device = authenticated.group(context: DeviceRequestContext.self)
     device.addRoutes(InboxController(environment: environment).endpoints)

@@ -42,7 +42,8 @@ struct CallerAuthenticator: Sendable {
             throw APIError.unauthorized("unknown API key id")
         }
         guard let secret = credentials.secret else { return .app(key) }
-        guard SecretToken.constantTimeEquals(SecretToken.digest(secret), key.secretDigest) else {
+        // The current secret, or one a rotation replaced, during its overlap.
+        guard key.secret(SecretToken.digest(secret), at: environment.now()) != .refused else {
             throw APIError.unauthorized("wrong API secret key")
         }
         return .backend(key)

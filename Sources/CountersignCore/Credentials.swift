@@ -9,16 +9,72 @@ public struct APIKey: Sendable, Equatable {
     /// SHA-256 of the secret key.
     public var secretDigest: Data
     public var createdAt: Date
+    /// The secret a rotation replaced, still taken until
+    /// ``previousSecretExpiresAt`` so that backends can roll over.
+    public var previousSecretDigest: Data?
+    public var previousSecretExpiresAt: Date?
+    /// Revoked keys take nothing, from that moment on.
+    public var revokedAt: Date?
 
-    public init(id: String, name: String, secretDigest: Data, createdAt: Date) {
+    public init(
+        id: String, name: String, secretDigest: Data, createdAt: Date, previousSecretDigest: Data? = nil,
+        previousSecretExpiresAt: Date? = nil, revokedAt: Date? = nil
+    ) {
         self.id = id
         self.name = name
         self.secretDigest = secretDigest
         self.createdAt = createdAt
+        self.previousSecretDigest = previousSecretDigest
+        self.previousSecretExpiresAt = previousSecretExpiresAt
+        self.revokedAt = revokedAt
+    }
+
+    /// Which of the key's secrets `digest` is, at `now`.
+    public func secret(_ digest: Data, at now: Date) -> SecretMatch {
+        guard revokedAt == nil else { return .refused }
+        if SecretToken.constantTimeEquals(digest, secretDigest) { return .current }
+        if let previousSecretDigest, let until = previousSecretExpiresAt, now < until,
+            SecretToken.constantTimeEquals(digest, previousSecretDigest)
+        {
+            return .previous(until: until)
+        }
+        return .refused
+    }
+
+    /// What a presented secret is to its key.
+    public enum SecretMatch: Equatable, Sendable {
+        case current
+        /// The secret a rotation replaced, taken until `until`.
+        case previous(until: Date)
+        /// Wrong, past its overlap, or the key is revoked.
+        case refused
     }
 
     /// A new random API key id.
     public static func newID() -> String { "ck_" + SecretToken.generate(bytes: 12) }
+}
+
+/// A change to an API key, kept for audit and never garbage-collected.
+public struct APIKeyChange: Sendable, Equatable {
+    public enum Action: String, Sendable {
+        case created, rotated, revoked
+    }
+
+    public var apiKeyID: String
+    public var action: Action
+    /// How: `cli` (device-broker apikey) or `rest` (the backend, with its secret).
+    public var via: String
+    /// For `rest`, the client address.
+    public var ip: String?
+    public var at: Date
+
+    public init(apiKeyID: String, action: Action, via: String, ip: String? = nil, at: Date) {
+        self.apiKeyID = apiKeyID
+        self.action = action
+        self.via = via
+        self.ip = ip
+        self.at = at
+    }
 }
 
 /// A one-time token that lets a user's first device enroll.

@@ -126,6 +126,21 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            "v9-api-key-rotation",
+            [
+                "ALTER TABLE api_keys ADD COLUMN previous_secret_digest bytea",
+                "ALTER TABLE api_keys ADD COLUMN previous_secret_expires_at double precision",
+                "ALTER TABLE api_keys ADD COLUMN revoked_at double precision",
+                """
+                CREATE TABLE api_key_changes (
+                    id bigserial PRIMARY KEY, api_key_id text NOT NULL,
+                    action text NOT NULL CHECK (action IN ('created', 'rotated', 'revoked')),
+                    via text NOT NULL, ip text, at double precision NOT NULL)
+                """,
+                "CREATE INDEX api_key_changes_by_key ON api_key_changes (api_key_id, id)",
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

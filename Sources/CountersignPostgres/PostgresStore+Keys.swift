@@ -18,7 +18,64 @@ extension PostgresStore {
     public func apiKey(id: String) async throws -> APIKey? {
         let logger = logger
         return try await read { db in
-            try await db.row("SELECT * FROM api_keys WHERE id = \(id)", logger: logger).map(Self.apiKey(row:))
+            try await db.row("SELECT * FROM api_keys WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
+                .map(Self.apiKey(row:))
+        }
+    }
+
+    public func rotateAPIKeySecret(id: String, to digest: Data, previousUntil: Date, change: APIKeyChange)
+        async throws -> APIKey
+    {
+        try await changeAPIKey(
+            """
+            UPDATE api_keys SET previous_secret_digest = secret_digest,
+                previous_secret_expires_at = \(previousUntil.seconds), secret_digest = \(digest)
+            WHERE id = \(id) AND revoked_at IS NULL RETURNING *
+            """, change)
+    }
+
+    public func revokeAPIKey(id: String, change: APIKeyChange) async throws -> APIKey {
+        try await changeAPIKey(
+            "UPDATE api_keys SET revoked_at = \(change.at.seconds) WHERE id = \(id) AND revoked_at IS NULL RETURNING *",
+            change)
+    }
+
+    /// Runs `update` (returning the key) and records `change` in one
+    /// transaction; `notFound` when it found no unrevoked key.
+    private func changeAPIKey(_ update: PostgresQuery, _ change: APIKeyChange) async throws -> APIKey {
+        let logger = logger
+        return try await write { db in
+            guard let row = try await db.row(update, logger: logger) else {
+                throw StoreError(.notFound, "no unrevoked API key \(change.apiKeyID)")
+            }
+            try await Self.record(change, db, logger: logger)
+            return try Self.apiKey(row: row)
+        }
+    }
+
+    public func recordAPIKeyChange(_ change: APIKeyChange) async throws {
+        let logger = logger
+        try await write { db in try await Self.record(change, db, logger: logger) }
+    }
+
+    private static func record(_ change: APIKeyChange, _ db: PostgresConnection, logger: Logger) async throws {
+        try await db.run(
+            """
+            INSERT INTO api_key_changes (api_key_id, action, via, ip, at)
+            VALUES (\(change.apiKeyID), \(change.action.rawValue), \(change.via), \(change.ip), \(change.at.seconds))
+            """, logger: logger)
+    }
+
+    public func apiKeyChanges(id: String) async throws -> [APIKeyChange] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows("SELECT * FROM api_key_changes WHERE api_key_id = \(id) ORDER BY id", logger: logger)
+                .map { row in
+                    APIKeyChange(
+                        apiKeyID: try row.value("api_key_id"),
+                        action: APIKeyChange.Action(rawValue: try row.value("action")) ?? .created,
+                        via: try row.value("via"), ip: try row.value("ip"), at: try row.date("at"))
+                }
         }
     }
 
@@ -32,7 +89,9 @@ extension PostgresStore {
     static func apiKey(row: PostgresRandomAccessRow) throws -> APIKey {
         APIKey(
             id: try row.value("id"), name: try row.value("name"), secretDigest: try row.value("secret_digest"),
-            createdAt: try row.date("created_at"))
+            createdAt: try row.date("created_at"), previousSecretDigest: try row.value("previous_secret_digest"),
+            previousSecretExpiresAt: try row.optionalDate("previous_secret_expires_at"),
+            revokedAt: try row.optionalDate("revoked_at"))
     }
 
     public func setRedirectURLs(_ urls: [String], apiKeyID: String) async throws {

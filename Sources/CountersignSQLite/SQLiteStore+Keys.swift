@@ -14,8 +14,66 @@ extension SQLiteStore {
 
     public func apiKey(id: String) async throws -> APIKey? {
         try read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM api_keys WHERE id = ?"), arguments: [id])
-                .map(APIKey.init(row:))
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL"), arguments: [id]
+            ).map(APIKey.init(row:))
+        }
+    }
+
+    public func rotateAPIKeySecret(id: String, to digest: Data, previousUntil: Date, change: APIKeyChange)
+        async throws -> APIKey
+    {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE api_keys SET previous_secret_digest = secret_digest, previous_secret_expires_at = ?,
+                        secret_digest = ?
+                    WHERE id = ? AND revoked_at IS NULL
+                    """, arguments: [previousUntil.timeIntervalSince1970, digest, id])
+            return try Self.changed(id, change, db)
+        }
+    }
+
+    public func revokeAPIKey(id: String, change: APIKeyChange) async throws -> APIKey {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                arguments: [change.at.timeIntervalSince1970, id])
+            return try Self.changed(id, change, db)
+        }
+    }
+
+    /// After an update of key `id`: the key, with `change` recorded; or
+    /// `notFound` when the update found no unrevoked key.
+    private static func changed(_ id: String, _ change: APIKeyChange, _ db: Database) throws -> APIKey {
+        guard db.changesCount == 1,
+            let key = try Row.fetchOne(db, sql: "SELECT * FROM api_keys WHERE id = ?", arguments: [id])
+        else { throw StoreError(.notFound, "no unrevoked API key \(id)") }
+        try record(change, db)
+        return APIKey(row: key)
+    }
+
+    public func recordAPIKeyChange(_ change: APIKeyChange) async throws {
+        try await write { db in try Self.record(change, db) }
+    }
+
+    private static func record(_ change: APIKeyChange, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO api_key_changes (api_key_id, action, via, ip, at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [
+                change.apiKeyID, change.action.rawValue, change.via, change.ip, change.at.timeIntervalSince1970,
+            ])
+    }
+
+    public func apiKeyChanges(id: String) async throws -> [APIKeyChange] {
+        try read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM api_key_changes WHERE api_key_id = ? ORDER BY id", arguments: [id]
+            ).map { row in
+                APIKeyChange(
+                    apiKeyID: row["api_key_id"], action: APIKeyChange.Action(rawValue: row["action"]) ?? .created,
+                    via: row["via"], ip: row["ip"], at: Date(timeIntervalSince1970: row["at"]))
+            }
         }
     }
 
@@ -105,6 +163,10 @@ extension APIKey {
     init(row: Row) {
         self.init(
             id: row["id"], name: row["name"], secretDigest: row["secret_digest"],
-            createdAt: Date(timeIntervalSince1970: row["created_at"]))
+            createdAt: Date(timeIntervalSince1970: row["created_at"]),
+            previousSecretDigest: row["previous_secret_digest"],
+            previousSecretExpiresAt: (row["previous_secret_expires_at"] as Double?).map(
+                Date.init(timeIntervalSince1970:)),
+            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
     }
 }

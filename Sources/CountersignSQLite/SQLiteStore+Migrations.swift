@@ -191,6 +191,23 @@ extension SQLiteStore {
                         WHERE status = 'pending' AND requested_by = 'requester';
                     """)
         }
+        migrator.registerMigration("v9-api-key-rotation") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE api_keys ADD COLUMN previous_secret_digest BLOB;
+                    ALTER TABLE api_keys ADD COLUMN previous_secret_expires_at REAL;
+                    ALTER TABLE api_keys ADD COLUMN revoked_at REAL;
+                    CREATE TABLE api_key_changes (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        api_key_id TEXT NOT NULL,
+                        action TEXT NOT NULL CHECK (action IN ('created', 'rotated', 'revoked')),
+                        via TEXT NOT NULL,
+                        ip TEXT,
+                        at REAL NOT NULL
+                    );
+                    CREATE INDEX api_key_changes_by_key ON api_key_changes(api_key_id, id);
+                    """)
+        }
         return migrator
     }
 }

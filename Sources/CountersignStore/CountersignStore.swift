@@ -17,10 +17,24 @@ public protocol CountersignStore: Sendable {
 
     /// Inserts a new API key; `alreadyExists` if the id is taken.
     func insertAPIKey(_ key: APIKey) async throws
-    /// The API key with this id, or nil.
+    /// The API key with this id, or nil; nil too once it is revoked, so
+    /// that a revoked key is refused everywhere, by every instance, at once.
     func apiKey(id: String) async throws -> APIKey?
-    /// All API keys, oldest first.
+    /// All API keys, oldest first, revoked ones too.
     func apiKeys() async throws -> [APIKey]
+    /// Gives an unrevoked key a new secret; the one it replaces is still
+    /// taken until `previousUntil` (a previous one from an earlier rotation
+    /// ends at once). Records `change` in the same transaction. `notFound`
+    /// for an unknown or revoked key.
+    func rotateAPIKeySecret(id: String, to digest: Data, previousUntil: Date, change: APIKeyChange) async throws
+        -> APIKey
+    /// Revokes a key at `change.at`, recording `change` in the same
+    /// transaction; `notFound` for an unknown or revoked key.
+    func revokeAPIKey(id: String, change: APIKeyChange) async throws -> APIKey
+    /// Records a change made otherwise (a key's creation).
+    func recordAPIKeyChange(_ change: APIKeyChange) async throws
+    /// A key's changes, oldest first; never garbage-collected.
+    func apiKeyChanges(id: String) async throws -> [APIKeyChange]
 
     /// Replaces the redirect URLs registered for an API key, keeping their
     /// order; `notFound` for an unknown key, `alreadyExists` for a URL given

@@ -12,6 +12,61 @@ extension StoreConformance {
             try await checkThrows(.alreadyExists, "duplicate API key") { try await store.insertAPIKey(key) }
             try check(try await store.apiKeys() == [key], "one key listed")
         },
+        Case(name: "API keys: a rotation keeps the replaced secret until its overlap ends; a second ends it at once") {
+            store in
+            let key = APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s1"), createdAt: Fixture.t0)
+            try await store.insertAPIKey(key)
+            try await store.insertAPIKey(
+                APIKey(id: "ck_two", name: "other", secretDigest: SecretToken.digest("t"), createdAt: Fixture.t0))
+            func change(_ action: APIKeyChange.Action, at: Date) -> APIKeyChange {
+                APIKeyChange(apiKeyID: "ck_one", action: action, via: "rest", ip: "192.0.2.1", at: at)
+            }
+            let rotated = try await store.rotateAPIKeySecret(
+                id: "ck_one", to: SecretToken.digest("s2"), previousUntil: Fixture.t0 + 100,
+                change: change(.rotated, at: Fixture.t0))
+            try check(try await store.apiKey(id: "ck_one") == rotated, "the rotated key reads back")
+            try check(rotated.secret(SecretToken.digest("s2"), at: Fixture.t0) == .current, "the new secret")
+            try check(
+                rotated.secret(SecretToken.digest("s1"), at: Fixture.t0 + 99) == .previous(until: Fixture.t0 + 100),
+                "the old secret during the overlap")
+            try check(rotated.secret(SecretToken.digest("s1"), at: Fixture.t0 + 100) == .refused, "and not after")
+            let again = try await store.rotateAPIKeySecret(
+                id: "ck_one", to: SecretToken.digest("s3"), previousUntil: Fixture.t0 + 200,
+                change: change(.rotated, at: Fixture.t0 + 10))
+            try check(
+                again.secret(SecretToken.digest("s1"), at: Fixture.t0 + 11) == .refused, "the oldest ends at once")
+            try check(again.secret(SecretToken.digest("s2"), at: Fixture.t0 + 11) != .refused, "the last one overlaps")
+            let other = try await store.apiKey(id: "ck_two")
+            try check(other?.secretDigest == SecretToken.digest("t"), "another key is untouched")
+            try await checkThrows(.notFound, "an unknown key") {
+                _ = try await store.rotateAPIKeySecret(
+                    id: "ck_none", to: SecretToken.digest("x"), previousUntil: Fixture.t0,
+                    change: change(.rotated, at: Fixture.t0))
+            }
+        },
+        Case(
+            name:
+                "API keys: a revoked key is read as none, listed as revoked, and cannot be rotated; its changes are kept"
+        ) { store in
+            try await store.insertAPIKey(
+                APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s1"), createdAt: Fixture.t0))
+            let created = APIKeyChange(apiKeyID: "ck_one", action: .created, via: "cli", at: Fixture.t0)
+            try await store.recordAPIKeyChange(created)
+            let revocation = APIKeyChange(
+                apiKeyID: "ck_one", action: .revoked, via: "rest", ip: "192.0.2.1", at: Fixture.t0 + 5)
+            let revoked = try await store.revokeAPIKey(id: "ck_one", change: revocation)
+            try check(revoked.revokedAt == Fixture.t0 + 5, "revoked when the change says")
+            try check(try await store.apiKey(id: "ck_one") == nil, "read as none: refused everywhere")
+            try check(try await store.apiKeys().map(\.revokedAt) == [Fixture.t0 + 5], "listed, as revoked")
+            try await checkThrows(.notFound, "revoked twice") {
+                _ = try await store.revokeAPIKey(id: "ck_one", change: revocation)
+            }
+            try await checkThrows(.notFound, "a revoked key rotated") {
+                _ = try await store.rotateAPIKeySecret(
+                    id: "ck_one", to: SecretToken.digest("s2"), previousUntil: Fixture.t0 + 9, change: revocation)
+            }
+            try check(try await store.apiKeyChanges(id: "ck_one") == [created, revocation], "both changes, in order")
+        },
         Case(name: "redirect URLs: replaced as a whole, in order, per API key") { store in
             let key = APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0)
             try await store.insertAPIKey(key)

@@ -9,7 +9,7 @@ extension DeviceBroker {
         static let configuration = CommandConfiguration(
             commandName: "apikey",
             abstract: "Manage the API keys apps use.",
-            subcommands: [Create.self, List.self, SetRedirectURLs.self])
+            subcommands: [Create.self, List.self, SetRedirectURLs.self, Rotate.self, Revoke.self, Audit.self])
     }
 }
 
@@ -45,6 +45,8 @@ extension DeviceBroker.APIKeyCommand {
                 id: APIKey.newID(), name: trimmed, secretDigest: SecretToken.digest(secret), createdAt: Date())
             try await store.withStore { [redirectURLs] store in
                 try await store.insertAPIKey(key)
+                try await store.recordAPIKeyChange(
+                    APIKeyChange(apiKeyID: key.id, action: .created, via: "cli", at: key.createdAt))
                 try await store.setRedirectURLs(redirectURLs, apiKeyID: key.id)
             }
             if json {
@@ -63,17 +65,30 @@ extension DeviceBroker.APIKeyCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List API keys (ids and names, never secrets).")
+        static let configuration = CommandConfiguration(
+            abstract: "List API keys (ids, names, state; never secrets).",
+            discussion: "Columns: id, name, created, state (active, rotating until …, revoked …), redirect URLs.")
 
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
             try await store.withStore { store in
+                let now = Date()
                 for key in try await store.apiKeys() {
                     let urls = try await store.redirectURLs(apiKeyID: key.id).joined(separator: " ")
-                    print("\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(urls)")
+                    print(
+                        "\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(Self.state(of: key, at: now))\t\(urls)"
+                    )
                 }
             }
+        }
+
+        static func state(of key: APIKey, at now: Date) -> String {
+            if let revoked = key.revokedAt { return "revoked \(revoked.formatted(.iso8601))" }
+            if let until = key.previousSecretExpiresAt, until > now {
+                return "active, previous secret taken until \(until.formatted(.iso8601))"
+            }
+            return "active"
         }
     }
 

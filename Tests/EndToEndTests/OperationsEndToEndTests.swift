@@ -159,6 +159,40 @@ struct OperationsEndToEndTests {
         for method in methods { #expect(!text.contains(#""\#(method)""#)) }
     }
 
+    @Test("apikey rotate and revoke from the command line reach the running broker at once, and are audited")
+    func apiKeyCommands() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let rotate = try RunningProcess(
+            "device-broker", ["apikey", "rotate", broker.apiKeyID, "--overlap", "0s", "--json"] + broker.storeArguments)
+        #expect(try await rotate.exitCode(timeout: .seconds(60)) == 0, "\(rotate.text)")
+        let secret = try #require(
+            try JSONDecoder().decode([String: String].self, from: Data(rotate.text.utf8))["api_secret_key"])
+        func devices(_ secret: String) async throws -> Int {
+            do {
+                _ = try await CountersignBackend(broker: broker.url, apiKeyID: broker.apiKeyID, apiSecretKey: secret)
+                    .devices(user: "alice")
+                return 200
+            } catch let error as CountersignError {
+                return error.status
+            }
+        }
+        #expect(try await devices(broker.apiSecret) == 401, "the old secret, with no overlap")
+        #expect(try await devices(secret) == 200)
+
+        let revoke = try RunningProcess(
+            "device-broker", ["apikey", "revoke", broker.apiKeyID, "--yes"] + broker.storeArguments)
+        #expect(try await revoke.exitCode(timeout: .seconds(60)) == 0, "\(revoke.text)")
+        #expect(try await devices(secret) == 401, "refused by the running broker at once")
+        let list = try RunningProcess("device-broker", ["apikey", "list"] + broker.storeArguments)
+        #expect(try await list.exitCode(timeout: .seconds(60)) == 0)
+        #expect(list.text.contains("\trevoked "), "\(list.text)")
+        let audit = try RunningProcess("device-broker", ["apikey", "audit", broker.apiKeyID] + broker.storeArguments)
+        #expect(try await audit.exitCode(timeout: .seconds(60)) == 0)
+        let actions = audit.text.split(separator: "\n").map { $0.split(separator: "\t")[1] }
+        #expect(actions == ["created", "rotated", "revoked"], "\(audit.text)")
+    }
+
     @Test("HTTPS with the operator's certificate; tokens name the https issuer; plain HTTP on that port gets nothing")
     func https() async throws {
         let directory = try temporaryDirectory("tls")
