@@ -47,10 +47,22 @@ extension DeviceAgent {
             let client = CountersignClient(for: credential)
             var seen = Set<String>()
             let deadline = Date() + TimeInterval(timeout)
+            var idle = 0
             repeat {
                 let wait = watch ? 25 : max(0, min(25, Int(deadline.timeIntervalSinceNow.rounded(.up))))
+                let asked = Date()
                 let items = try await client.inbox(credential, wait: wait).filter { !seen.contains($0.event.ID) }
                 let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
+                // The inbox answers at once while the user has pending
+                // requests, even ones this run does not show (already seen,
+                // or not the --event asked for): wait a little before asking
+                // again instead of asking as fast as the broker answers.
+                if chosen.isEmpty, Date().timeIntervalSince(asked) < 1, Date() < deadline || watch {
+                    idle += 1
+                    try await Task.sleep(for: .milliseconds(min(5000, 500 * idle)))
+                } else {
+                    idle = 0
+                }
                 for item in chosen {
                     seen.insert(item.event.ID)
                     try await answer(item, client: client, credential: credential)

@@ -1,6 +1,8 @@
+import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
 import Foundation
+import NIOCore
 import Testing
 
 /// The real `device-broker` and two real `device-agent` machines (separate
@@ -155,4 +157,25 @@ struct ApprovalEndToEndTests {
         #expect((directory[.posixPermissions] as? Int) == 0o700)
     }
 
+    @Test(
+        "approve --event for a request that is not there, while another is pending, asks the inbox a few times, not as fast as it answers"
+    )
+    func noSpinOnOtherPendingRequests() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machine = try await broker.enrollMachine(name: "laptop-A")
+        _ = try await broker.backend.requestApproval(user: "alice", details: "another request")
+        let approve = try broker.agent(
+            ["approve", "--event", "ev_not_pending", "--timeout", "4"], configDirectory: machine)
+        #expect(try await approve.exitCode(timeout: .seconds(120)) == 5, "\(approve.text)")
+        let metrics = try await HTTPClient.shared.get(url: broker.url + "/metrics").get()
+        let text = String(buffer: metrics.body ?? ByteBuffer())
+        let polls = try #require(
+            text.firstMatch(
+                of:
+                    /hb_requests\{http_route="\/api\/v1\/inbox",http_request_method="GET",http_response_status_code="200"\} ([0-9]+)/
+            )
+        ).output.1
+        #expect(Int(polls)! <= 20, "\(polls) inbox requests in 4 s")
+    }
 }
