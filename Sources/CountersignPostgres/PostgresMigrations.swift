@@ -141,6 +141,9 @@ enum PostgresMigrations {
                 "CREATE INDEX api_key_changes_by_key ON api_key_changes (api_key_id, id)",
             ]
         ),
+        // When a user last tried a code: a count untouched for a day is
+        // collected. Earlier rows have none, and go at the next collection.
+        ("v10-code-failures-kept", ["ALTER TABLE code_failures ADD COLUMN last_attempt_at double precision"]),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -48,10 +48,11 @@ extension PostgresStore {
             let lockedUntil = limits.lockout(afterFailures: counted).map { t + $0 }
             try await db.run(
                 """
-                INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until)
-                VALUES (\(issuer), \(clientUserID), \(counted), \(lockedUntil))
+                INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until, last_attempt_at)
+                VALUES (\(issuer), \(clientUserID), \(counted), \(lockedUntil), \(t))
                 ON CONFLICT (issuer, client_user_id)
-                DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until
+                DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
+                    last_attempt_at = excluded.last_attempt_at
                 """, logger: logger)
             return CodeAttempt(eventAttemptsLeft: eventLeft, consecutiveFailures: counted)
         }

@@ -179,6 +179,12 @@ extension PostgresStore {
                 // Kept a day: longer than any code, authorization code or send-limit window.
                 "DELETE FROM verification_challenges WHERE created_at < \(cutoff - 86400) RETURNING 1",
                 "DELETE FROM refresh_tokens WHERE expires_at < \(cutoff) RETURNING 1",
+                """
+                DELETE FROM code_failures
+                WHERE (locked_until IS NULL OR locked_until <= \(cutoff))
+                  AND coalesce(last_attempt_at, 0) < \(cutoff - CodeLimits.failuresKept)
+                RETURNING 1
+                """,
             ] {
                 removed += try await db.run(query, logger: logger)
             }

@@ -39,11 +39,13 @@ extension SQLiteStore {
             let counted = (failures?["consecutive"] as Int? ?? 0) + 1
             try db.execute(
                 sql: """
-                    INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until) VALUES (?, ?, ?, ?)
+                    INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until, last_attempt_at)
+                    VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (issuer, client_user_id)
-                    DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until
+                    DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
+                        last_attempt_at = excluded.last_attempt_at
                     """,
-                arguments: [issuer, clientUserID, counted, limits.lockout(afterFailures: counted).map { t + $0 }])
+                arguments: [issuer, clientUserID, counted, limits.lockout(afterFailures: counted).map { t + $0 }, t])
             return CodeAttempt(eventAttemptsLeft: eventLeft, consecutiveFailures: counted)
         }
     }

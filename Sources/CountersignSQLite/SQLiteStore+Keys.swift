@@ -154,6 +154,12 @@ extension SQLiteStore {
             removed += db.changesCount
             try db.execute(sql: "DELETE FROM refresh_tokens WHERE expires_at < ?", arguments: [cutoff])
             removed += db.changesCount
+            try db.execute(
+                sql: """
+                    DELETE FROM code_failures
+                    WHERE (locked_until IS NULL OR locked_until <= ?) AND coalesce(last_attempt_at, 0) < ?
+                    """, arguments: [cutoff, cutoff - CodeLimits.failuresKept])
+            removed += db.changesCount
             return removed
         }
     }

@@ -208,6 +208,11 @@ extension SQLiteStore {
                     CREATE INDEX api_key_changes_by_key ON api_key_changes(api_key_id, id);
                     """)
         }
+        migrator.registerMigration("v10-code-failures-kept") { db in
+            // When a user last tried a code: a count untouched for a day is
+            // collected. Earlier rows have none, and go at the next collection.
+            try db.execute(sql: "ALTER TABLE code_failures ADD COLUMN last_attempt_at REAL")
+        }
         return migrator
     }
 }

@@ -271,6 +271,13 @@ public struct CodeLimits: Sendable {
         self.maxLockout = maxLockout
     }
 
+    /// How long a user's count of failed codes is kept after their last
+    /// attempt, once no lock-out runs: ``CountersignStore/garbageCollect(now:eventsEndedBefore:)``
+    /// forgets it then, so the count cannot grow, nor its rows pile up, for
+    /// ever. Waiting a day between tries gains an attacker nothing against
+    /// a million codes.
+    public static let failuresKept: TimeInterval = 86400
+
     /// Throws `limitReached` while a lock-out (`lockedUntil`, as stored) runs.
     public func refuseWhileLocked(until lockedUntil: Date?, now: Date) throws {
         if let lockedUntil, lockedUntil > now {

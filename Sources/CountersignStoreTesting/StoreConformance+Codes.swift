@@ -4,6 +4,29 @@ import Foundation
 
 extension StoreConformance {
     static let codeCases: [Case] = [
+        Case(
+            name: "codes: a user's count of failures is collected a day after the last attempt, never during a lock-out"
+        ) {
+            store in
+            let locking = CodeLimits(lockoutAfter: 2, firstLockout: 3 * 86400, maxLockout: 3 * 86400)
+            let attempt: @Sendable (String, Date, CodeLimits) async throws -> Int = { user, at, limits in
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: user, eventID: nil, limits: limits, now: at
+                ).consecutiveFailures
+            }
+            try check(try await attempt("hana", Fixture.t0, CodeLimits()) == 1, "a first failure")
+            _ = try await store.garbageCollect(now: Fixture.t0 + 86000, eventsEndedBefore: Fixture.t0)
+            try check(try await attempt("hana", Fixture.t0 + 86000, CodeLimits()) == 2, "kept within the day")
+            _ = try await store.garbageCollect(now: Fixture.t0 + 86000 + 86401, eventsEndedBefore: Fixture.t0)
+            try check(try await attempt("hana", Fixture.t0 + 86000 + 86401, CodeLimits()) == 1, "forgotten after it")
+            // Locked out for 3 days: kept while the lock-out runs, even past a day.
+            _ = try await attempt("ivan", Fixture.t0, locking)
+            _ = try await attempt("ivan", Fixture.t0, locking)
+            _ = try await store.garbageCollect(now: Fixture.t0 + 2 * 86400, eventsEndedBefore: Fixture.t0)
+            try await checkThrows(.limitReached(retryAfter: 86400), "still locked") {
+                _ = try await attempt("ivan", Fixture.t0 + 2 * 86400, locking)
+            }
+        },
         Case(name: "TOTP: a secret is stored once, and never for a revoked device") { store in
             let device = try await Fixture.enrolled(in: store, user: "gina")
             try await store.setTOTPSecret(Data([1, 2, 3]), deviceID: device.id)
