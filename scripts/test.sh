@@ -80,4 +80,13 @@ export COUNTERSIGN_COMPOSE_WHEEL
 
 swift build --build-tests
 python3 scripts/check-deploy.py
+
+# The contract, from the other side: schemathesis (an independent OpenAPI
+# implementation) against a real broker, in its examples, coverage and
+# fuzzing phases, with a fixed seed and a time budget.
+if ! python3 -c "import schemathesis" 2>/dev/null; then
+    python3 -m pip install --quiet schemathesis
+fi
+python3 scripts/check-contract.py --bin .build/debug --seconds 90
+
 swift test

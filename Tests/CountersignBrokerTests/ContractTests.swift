@@ -20,6 +20,7 @@ struct ContractTests {
                 (HTTPRequest.Method("TRACE")!, "/healthz", "GET"), (.post, "/readyz", "GET"),
                 (.delete, "/api/v1/inbox", "GET"), (.put, "/api/v1/events/ev_x", "GET"),
                 (.get, "/api/v1/events/ev_x/decision", "POST"), (.patch, "/api/v1/devices/dv_1", "DELETE"),
+                (.options, "/api/v1/devices/self", "GET"),
             ] {
                 try await client.execute(uri: uri, method: method) { response in
                     #expect(response.status == .methodNotAllowed, "\(method) \(uri)")

@@ -19,14 +19,22 @@ struct RouteMethods: Sendable {
         self.routes = routes
     }
 
-    /// The methods some route answers on `path`; empty when none does.
+    /// The methods the route for `path` answers; empty when none matches.
+    /// As in the router, a literal component wins over a capture:
+    /// `devices/self` is its own route, not `devices/:device`.
     func allowed(on path: String) -> [HTTPRequest.Method] {
         let parts = path.split(separator: "/")
-        var methods: [HTTPRequest.Method] = []
+        var best: (captures: Int, methods: [HTTPRequest.Method])?
         for route in routes where route.path.count == parts.count {
-            if zip(route.path, parts).allSatisfy({ $0 ~= $1 }) { methods += route.methods }
+            guard zip(route.path, parts).allSatisfy({ $0 ~= $1 }) else { continue }
+            let captures = zip(route.path, parts).filter { !($0.0 == $0.1) }.count
+            if best == nil || captures < best!.captures {
+                best = (captures, route.methods)
+            } else if captures == best!.captures {
+                best!.methods += route.methods
+            }
         }
-        return methods.sorted { $0.rawValue < $1.rawValue }
+        return (best?.methods ?? []).sorted { $0.rawValue < $1.rawValue }
     }
 }
 
