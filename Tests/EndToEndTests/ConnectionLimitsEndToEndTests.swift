@@ -46,12 +46,7 @@ struct ConnectionLimitsEndToEndTests {
 
         // A requester's long-poll held 8 s, longer than both: answered with
         // the event, not cut.
-        let device = DeviceCredential(
-            broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
-            privateKey: P256.Signing.PrivateKey(), name: "laptop")
-        let client = CountersignClient(for: device)
-        _ = try await client.enroll(
-            device, enrollmentToken: try await broker.backend.createEnrollmentToken(user: "alice").token)
+        let client = CountersignClient(for: try await broker.enrollDevice())
         let ticket = try await client.requestLogin(user: "alice", requesterName: "new-machine")
         let started = ContinuousClock.now
         let polled = try await client.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 8)

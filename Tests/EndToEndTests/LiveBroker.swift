@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
+import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -147,6 +148,16 @@ struct LiveBroker {
             arguments + ["--broker", url, "--api-key", apiKeyID, "--config-dir", configDirectory.path]
                 + (user.map { ["--user", $0] } ?? []),
             stdin: stdin)
+    }
+
+    /// A device key of `user`, enrolled through the SDK with a token the
+    /// backend asked for.
+    func enrollDevice(user: String = "alice", name: String = "laptop") async throws -> DeviceCredential {
+        let device = DeviceCredential(
+            broker: url, apiKeyID: apiKeyID, clientUserID: user, privateKey: P256.Signing.PrivateKey(), name: name)
+        _ = try await CountersignClient(for: device).enroll(
+            device, enrollmentToken: try await backend.createEnrollmentToken(user: user).token)
+        return device
     }
 
     /// Enrolls a machine (a config directory) as a trusted device of `user`.

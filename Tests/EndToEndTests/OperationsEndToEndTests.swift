@@ -133,11 +133,7 @@ struct OperationsEndToEndTests {
     func boundedLabels() async throws {
         let broker = try await LiveBroker.start()
         defer { broker.stop() }
-        let device = DeviceCredential(
-            broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
-            privateKey: P256.Signing.PrivateKey(), name: "laptop")
-        _ = try await CountersignClient(for: device).enroll(
-            device, enrollmentToken: try await broker.backend.createEnrollmentToken(user: "alice").token)
+        _ = try await broker.enrollDevice()
         for name in ["PAY_1", "PAY_2", "LOGIN"] {
             _ = try await broker.backend.requestApproval(user: "alice", event: name)
         }

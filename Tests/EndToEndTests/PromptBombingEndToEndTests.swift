@@ -32,11 +32,7 @@ struct PromptBombingEndToEndTests {
     func bombing() async throws {
         let broker = try await LiveBroker.start(arguments: ["--trusted-proxy", "127.0.0.1"])
         defer { broker.stop() }
-        let device = DeviceCredential(
-            broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
-            privateKey: P256.Signing.PrivateKey(), name: "laptop")
-        _ = try await CountersignClient(for: device).enroll(
-            device, enrollmentToken: try await broker.backend.createEnrollmentToken(user: "alice").token)
+        _ = try await broker.enrollDevice()
 
         let attacker = "203.0.113.9"
         for _ in 0..<3 { #expect(try await requestLogin(broker, user: "alice", from: attacker).0 == 201) }
