@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Checks a real broker against proto/openapi.yaml with schemathesis, an
 independent implementation of OpenAPI on the other side: its examples,
-coverage and fuzzing phases, with every check it has but one (below), and
-fails on any server error or contract failure.
+coverage, fuzzing and stateful phases (the last one following the spec's
+links), with every check it has but one (below), and fails on any server
+error or contract failure.
 
     check-contract.py [--bin DIR] [--seconds N] [--seed N]
 
@@ -73,7 +74,7 @@ def main():
             command = [
                 sys.executable, "-m", "schemathesis.cli", "run", str(root / "proto" / "openapi.yaml"), "--url", url,
                 "--auth", f"{key['api_key_id']}:{key['api_secret_key']}",
-                "--phases", "examples,coverage,fuzzing", "--max-time", str(options.seconds),
+                "--phases", "examples,coverage,fuzzing,stateful", "--max-time", str(options.seconds),
                 "--seed", str(options.seed), "--workers", "2", "--checks", "all",
                 # Schema-valid requests of this API mostly carry made-up keys,
                 # codes, tokens and ids, which the broker must refuse: a
