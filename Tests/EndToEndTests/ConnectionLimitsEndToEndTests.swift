@@ -14,7 +14,7 @@ struct ConnectionLimitsEndToEndTests {
 
     @Test("silent, slow and idle connections are closed in time; a long-poll held past those times is not cut")
     func timeouts() async throws {
-        let broker = try await LiveBroker.start(arguments: ["--request-read-timeout", "2s", "--idle-timeout", "3s"])
+        let broker = try await LiveBroker.start(arguments: ["--request-read-timeout", "2s", "--idle-timeout", "6s"])
         defer { broker.stop() }
 
         // Says nothing: closed, unanswered (a broker without the timeout
@@ -35,14 +35,17 @@ struct ConnectionLimitsEndToEndTests {
         #expect(sent < head.count, "the broker waited for the whole slow head")
         #expect(slow.readUntilClosed() == .closed(""))
 
-        // Answered, then idle: closed after the idle timeout.
-        let idle = try RawConnection(port: broker.port, receiveTimeout: 60)
+        // Answered, then idle: still open past the read timeout (a timer
+        // never fires early), closed after the idle timeout.
+        let idle = try RawConnection(port: broker.port, receiveTimeout: 4)
         idle.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
-        guard case .closed(let answer) = idle.readUntilClosed() else {
-            Issue.record("an idle connection was kept open")
+        guard case .stillOpen(let answer) = idle.readUntilClosed() else {
+            Issue.record("an idle connection was closed before its idle timeout")
             return
         }
         #expect(answer.hasPrefix("HTTP/1.1 200"))
+        idle.setReceiveTimeout(60)
+        #expect(idle.readUntilClosed() == .closed(""), "closed after the idle timeout")
 
         // A requester's long-poll held 8 s, longer than both: answered with
         // the event, not cut.

@@ -36,6 +36,12 @@ final class RawConnection {
 
     deinit { close(socketFD) }
 
+    /// How long a read waits for more.
+    func setReceiveTimeout(_ seconds: Int) {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Sends `text`; false once the server has closed the connection.
     @discardableResult
     func send(_ text: String) -> Bool {

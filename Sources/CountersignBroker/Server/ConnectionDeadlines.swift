@@ -24,8 +24,6 @@ final class ConnectionDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     private var started = 0
     private var read = 0
     private var answered = 0
-    /// Bytes of a next request arrived while the last was answered.
-    private var nextRequestBegun = false
     private var deadline: NIODeadline?
     private var timer: Scheduled<Void>?
     /// When ``timer`` fires.
@@ -64,34 +62,42 @@ final class ConnectionDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
         set(context.eventLoop.now + TimeAmount(limits.requestReadTimeout), context)
     }
 
+    /// Waiting for a request: every request read is answered.
+    private var isIdle: Bool { started == read && read == answered }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
+            // A request that begins while idle has the read timeout to arrive.
+            if isIdle { beginRequest(context) }
             started += 1
-            nextRequestBegun = false
         case .body: break
         case .end:
             read += 1
-            // Answering: untimed until the response ends.
-            if started == read { deadline = nil }
+            if started == read {
+                // Answering, untimed; or answered already (a refusal written
+                // before the body was read): idle from now.
+                if read == answered {
+                    set(context.eventLoop.now + TimeAmount(limits.idleTimeout), context)
+                } else {
+                    deadline = nil
+                }
+            }
         }
         context.fireChannelRead(data)
     }
 
-    /// Bytes arrived, whether or not they completed a part: the first ones
-    /// of a request start its clock.
+    /// Bytes arrived, whether or not they completed a part: while idle,
+    /// the first ones of a request (a head sent slowly) start its clock.
     func channelReadComplete(context: ChannelHandlerContext) {
-        if started == read {
-            if read == answered {
-                if deadline.map({ $0 > context.eventLoop.now + TimeAmount(limits.requestReadTimeout) }) ?? true {
-                    // Idle until now: a request begins.
-                    set(context.eventLoop.now + TimeAmount(limits.requestReadTimeout), context)
-                }
-            } else {
-                nextRequestBegun = true
-            }
-        }
+        if isIdle { beginRequest(context) }
         context.fireChannelReadComplete()
+    }
+
+    /// The request read timeout from now, unless an earlier deadline runs.
+    private func beginRequest(_ context: ChannelHandlerContext) {
+        let due = context.eventLoop.now + TimeAmount(limits.requestReadTimeout)
+        if deadline.map({ $0 > due }) ?? true { set(due, context) }
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -99,11 +105,9 @@ final class ConnectionDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
             answered += 1
             if answered == read {
                 let now = context.eventLoop.now
-                if started > read || nextRequestBegun {
-                    set(now + TimeAmount(limits.requestReadTimeout), context)
-                } else {
-                    set(now + TimeAmount(limits.idleTimeout), context)
-                }
+                // A pipelined request whose head came is being read: its
+                // timeout; otherwise idle until the next one.
+                set(now + TimeAmount(started > read ? limits.requestReadTimeout : limits.idleTimeout), context)
             }
         }
         context.write(data, promise: promise)
