@@ -142,15 +142,23 @@ struct Enrollment {
     }
 
     /// Saves the key first (an enrolled key must never be lost to a
-    /// failed write), enrolls, and removes the key if enrolling failed.
+    /// failed write), enrolls, and removes the key if enrolling failed,
+    /// with the config directory if this attempt made it: a refused
+    /// enrollment leaves nothing behind.
     func register(_ credential: DeviceCredential, _ register: () async throws -> DeviceDocument) async throws {
         let store = account.credentials
+        let directoryExisted = FileManager.default.fileExists(atPath: store.directory.path)
         try store.save(credential)
         let device: DeviceDocument
         do {
             device = try await register()
         } catch {
             try? store.remove(credential)
+            if !directoryExisted,
+                (try? FileManager.default.contentsOfDirectory(atPath: store.directory.path))?.isEmpty == true
+            {
+                try? FileManager.default.removeItem(at: store.directory)
+            }
             throw error
         }
         print("Enrolled \(shown(device.name)) as a trusted device of \(shown(device.clientUserID)).")

@@ -178,4 +178,21 @@ struct ApprovalEndToEndTests {
         ).output.1
         #expect(Int(polls)! <= 20, "\(polls) inbox requests in 4 s")
     }
+
+    @Test("enroll with a token the broker refuses leaves no config directory behind, and keeps one that was there")
+    func refusedEnrollmentLeavesNothing() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let fresh = try temporaryDirectory("machine-fresh").appendingPathComponent("countersign")
+        let refused = try broker.agent(["enroll", "--token", "et_not_a_token", "--name", "pc"], configDirectory: fresh)
+        #expect(try await refused.exitCode(timeout: .seconds(60)) != 0, "\(refused.text)")
+        #expect(!FileManager.default.fileExists(atPath: fresh.path), "the directory it made is gone")
+
+        let enrolled = try await broker.enrollMachine(name: "laptop-A")
+        let again = try broker.agent(
+            ["enroll", "--token", "et_not_a_token", "--name", "pc"], configDirectory: enrolled, user: "bob")
+        #expect(try await again.exitCode(timeout: .seconds(60)) != 0)
+        let files = try FileManager.default.contentsOfDirectory(atPath: enrolled.path)
+        #expect(files.count == 1, "alice's key is kept: \(files)")
+    }
 }
