@@ -111,6 +111,7 @@ struct DecisionController {
     /// The error for a decision that lost a race: why the event is closed.
     private func conflict(eventID: String, now: Date) async throws -> APIError {
         let current = try await environment.store.event(id: eventID)
+        if current?.withdrawnAt != nil { return Self.error(for: .withdrawn) }
         switch current?.status(at: now) {
         case .expired: return Self.error(for: .expired)
         case .pending: return Self.error(for: .revokedDevice)
@@ -124,6 +125,7 @@ struct DecisionController {
         case .otherUser: .forbidden(refusal.rawValue, "this device does not belong to the event's user")
         case .alreadyDecided: .conflict(refusal.rawValue, "the event was already decided; the first decision stands")
         case .expired: APIError(.gone, refusal.rawValue, "the approval window has closed")
+        case .withdrawn: APIError(.gone, refusal.rawValue, "the requesting machine withdrew the request")
         case .matchRequired:
             .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
         }

@@ -2,6 +2,7 @@ import CountersignCore
 import CountersignStore
 import Foundation
 import Hummingbird
+import Logging
 import ServiceLifecycle
 
 /// Creating events and collecting their outcome.
@@ -16,6 +17,7 @@ struct EventController {
         RouteCollection(context: BrokerRequestContext.self)
             .post("events", use: create)
             .get("events/:id", use: show)
+            .delete("events/:id", use: withdraw)
     }
 
     struct CreateRequest: Decodable {
@@ -200,6 +202,41 @@ struct EventController {
 }
 
 extension EventController {
+    /// Withdraws a pending event, for its requester (by the requester
+    /// token) or its app's backend: the person gave up, or the code they
+    /// typed was refused. Its trusted devices no longer see it, a decision
+    /// on it is refused, and it no longer counts against the pending
+    /// limits. Withdrawing again answers the same; a decided or expired
+    /// event is left as it is.
+    @Sendable func withdraw(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+        let id = try context.parameters.require("id")
+        let event = try await Self.event(id, readableBy: context.identity, in: environment)
+        let now = environment.now()
+        switch Withdrawal.evaluate(event, now: now) {
+        case .alreadyWithdrawn:
+            return JSONBody(try await environment.document(for: event, withToken: true))
+        case .refused(let refusal):
+            throw DecisionController.error(for: refusal)
+        case .withdraw:
+            break
+        }
+        let withdrawn: ApprovalEvent
+        do {
+            withdrawn = try await environment.store.withdrawEvent(id: id, now: now)
+        } catch let error as StoreError where error.code == .conflict {
+            // Decided (or expired) between the read and the write.
+            let current = try await environment.store.event(id: id)
+            switch current.map({ Withdrawal.evaluate($0, now: now) }) {
+            case .refused(let refusal): throw DecisionController.error(for: refusal)
+            default: throw DecisionController.error(for: .alreadyDecided)
+            }
+        }
+        environment.hub.notify(WakeHub.eventKey(id))
+        environment.metrics.withdrew(withdrawn)
+        context.logger.info("event withdrawn", metadata: ["event": "\(id)"])
+        return JSONBody(try await environment.document(for: withdrawn, withToken: true))
+    }
+
     /// The event, if `caller` is its requester (by the requester token) or
     /// its app's backend; for anyone else, the same 404 as for an unknown
     /// id, so a guessed id tells nothing.

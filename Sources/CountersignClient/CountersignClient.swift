@@ -78,6 +78,17 @@ public struct CountersignClient: Sendable {
             timeout: TimeInterval(wait + 15), as: EventDocument.self)
     }
 
+    /// Withdraws this requester's pending event: its trusted devices no
+    /// longer see it and it can no longer be approved. Returns the event
+    /// as it is then; a decision that landed first stands (`already_decided`).
+    @discardableResult
+    public func withdraw(_ ticket: EventTicket) async throws -> EventDocument {
+        guard let token = ticket.requesterToken else { return ticket.event }
+        return try await connection.send(
+            .DELETE, "/api/v1/events/\(ticket.event.ID)", headers: [("Authorization", "Bearer \(token)")],
+            timeout: 5, as: EventDocument.self)
+    }
+
     /// Waits until the event is settled or its window closes, polling in
     /// slices of at most 25 s (under common proxies' 60 s timeout). A
     /// broker restarting or an instance going away costs a retry, not the

@@ -9,6 +9,16 @@ public enum EventStatus: String, Codable, Sendable, CaseIterable {
     case expired
 }
 
+/// Why an event is closed, when no device decided it and its window did
+/// not simply run out.
+public enum StatusReason: String, Codable, Sendable {
+    /// Its requester withdrew it (status `expired`): the person gave up, or
+    /// typed a refused code.
+    case withdrawn
+    /// The approver typed the wrong number too often (status `rejected`).
+    case tooManyWrongMatches = "too_many_wrong_matches"
+}
+
 /// How an event was (or is to be) authenticated.
 public enum AuthMethod: String, Codable, Sendable {
     case trustedDevice = "TRUSTED_DEVICE"
@@ -74,13 +84,15 @@ public struct ApprovalEvent: Sendable, Equatable {
     public var newDevice: NewDevice?
     /// TOTP codes tried on this event so far.
     public var codeAttempts: Int
+    /// When its requester withdrew it; its window closed then.
+    public var withdrawnAt: Date?
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
         location: String, method: AuthMethod, storedStatus: EventStatus, expiresAt: Date, details: String?,
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
         decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil,
-        codeAttempts: Int = 0
+        codeAttempts: Int = 0, withdrawnAt: Date? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -104,6 +116,7 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.decision = decision
         self.newDevice = newDevice
         self.codeAttempts = codeAttempts
+        self.withdrawnAt = withdrawnAt
     }
 
     /// The status at `now`: a pending event past its window is expired.
@@ -113,6 +126,14 @@ public struct ApprovalEvent: Sendable, Equatable {
 
     /// Whether the outcome is final at `now`.
     public func isSettled(at now: Date) -> Bool { status(at: now) != .pending }
+
+    /// Why the event ended as it did, when that was neither a device's
+    /// decision nor its window running out.
+    public var statusReason: StatusReason? {
+        if withdrawnAt != nil { return .withdrawn }
+        if storedStatus == .rejected, decidedBy == nil, wrongMatches > 0 { return .tooManyWrongMatches }
+        return nil
+    }
 }
 
 extension ApprovalEvent {

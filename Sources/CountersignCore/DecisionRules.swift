@@ -17,6 +17,7 @@ public enum DecisionOutcome: Sendable, Equatable {
         case alreadyDecided = "already_decided"
         case expired = "expired"
         case matchRequired = "match_required"
+        case withdrawn = "withdrawn"
     }
 }
 
@@ -29,6 +30,7 @@ public enum DecisionRules {
     ) -> DecisionOutcome {
         guard device.revokedAt == nil else { return .refused(.revokedDevice) }
         guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
+        guard event.withdrawnAt == nil else { return .refused(.withdrawn) }
         switch event.status(at: now) {
         case .pending: break
         case .expired: return .refused(.expired)
@@ -41,6 +43,26 @@ public enum DecisionRules {
             guard let expected = event.matchNumber else { return .settle(.approved) }
             guard let given = claims.match else { return .refused(.matchRequired) }
             return given == expected ? .settle(.approved) : .wrongMatch
+        }
+    }
+}
+
+/// What a requester's withdrawal of its own event does.
+public enum Withdrawal: Sendable, Equatable {
+    /// Close the pending event now.
+    case withdraw
+    /// Withdrawn before: nothing changes, and the answer is the same.
+    case alreadyWithdrawn
+    /// Nothing changes: the event was decided, or its window closed.
+    case refused(DecisionOutcome.Refusal)
+
+    /// Whether the event can be withdrawn at `now`.
+    public static func evaluate(_ event: ApprovalEvent, now: Date) -> Withdrawal {
+        if event.withdrawnAt != nil { return .alreadyWithdrawn }
+        switch event.status(at: now) {
+        case .pending: return .withdraw
+        case .expired: return .refused(.expired)
+        case .approved, .rejected: return .refused(.alreadyDecided)
         }
     }
 }

@@ -28,10 +28,14 @@ public struct EventDocument: Codable, Sendable, Equatable {
     public var decidedAt: Date?
     /// The deciding device's signed decision, verbatim.
     public var decision: String?
+    /// Why it is closed, when no device decided and the window did not
+    /// simply run out: withdrawn by its requester, or too many wrong numbers.
+    public var statusReason: StatusReason?
 
     enum CodingKeys: String, CodingKey {
         case ID, CreatedAt, UpdatedAt, DeletedAt, issuer, event, ip, location, timestamp, method, new, approved
         case signature, status, details, decision
+        case statusReason = "status_reason"
         case clientUserID = "client_user_id"
         case expiresAt = "expires_at"
         case requesterName = "requester_name"
@@ -63,6 +67,7 @@ public struct EventDocument: Codable, Sendable, Equatable {
         self.decidedBy = event.decidedBy
         self.decidedAt = event.decidedAt
         self.decision = event.decision
+        self.statusReason = event.statusReason
     }
 }
 
@@ -251,6 +256,7 @@ extension EventDocument: WireJSONWritable {
         object.field("requester_name", requesterName)
         object.field("signature", signature)
         object.field("status", status.rawValue)
+        object.field("status_reason", statusReason?.rawValue)
         object.field("timestamp", timestamp)
     }
 }

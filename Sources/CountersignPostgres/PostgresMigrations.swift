@@ -144,6 +144,7 @@ enum PostgresMigrations {
         // When a user last tried a code: a count untouched for a day is
         // collected. Earlier rows have none, and go at the next collection.
         ("v10-code-failures-kept", ["ALTER TABLE code_failures ADD COLUMN last_attempt_at double precision"]),
+        ("v11-event-withdrawal", ["ALTER TABLE events ADD COLUMN withdrawn_at double precision"]),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -189,6 +189,22 @@ extension PostgresStore {
         }
     }
 
+    public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
+        let logger = logger
+        let t = now.seconds
+        return try await write { db in
+            let changed = try await db.run(
+                """
+                UPDATE events SET expires_at = \(t), withdrawn_at = \(t), updated_at = \(t)
+                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
+                RETURNING 1
+                """, logger: logger)
+            let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            try await db.notify(WakeKey.event(id), logger: logger)
+            return after
+        }
+    }
+
     /// The row after a conditional UPDATE: it if the write happened, else
     /// `notFound` or `conflict`.
     static func afterConditionalWrite(id: String, changed: Int, in db: PostgresConnection, logger: Logger)
@@ -252,6 +268,6 @@ extension PostgresStore {
             newDevice: try row.value("new_device", as: String?.self).map {
                 try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8))
             },
-            codeAttempts: try row.value("code_attempts"))
+            codeAttempts: try row.value("code_attempts"), withdrawnAt: try row.optionalDate("withdrawn_at"))
     }
 }

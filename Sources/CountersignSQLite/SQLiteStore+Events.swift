@@ -148,6 +148,21 @@ extension SQLiteStore {
         }
     }
 
+    public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE events SET expires_at = ?, withdrawn_at = ?, updated_at = ?
+                    WHERE id = ? AND status = 'pending' AND expires_at > ?
+                    """,
+                arguments: [
+                    now.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970, id,
+                    now.timeIntervalSince1970,
+                ])
+            return try Self.afterConditionalWrite(id: id, in: db)
+        }
+    }
+
     /// The row after a conditional UPDATE: it if the write happened, else
     /// `notFound` or `conflict`.
     static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
@@ -180,12 +195,12 @@ extension SQLiteStore {
     }
 
     /// The columns ``event(row:)`` reads, in its order. Read by position:
-    /// looking 22 columns up by name, case-insensitively, took about 3 % of
+    /// looking 23 columns up by name, case-insensitively, took about 3 % of
     /// the broker's samples under load.
     static let eventColumns = """
         id, created_at, updated_at, issuer, client_user_id, name, ip, location, method, status, expires_at, \
         details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
-        decided_at, decision, new_device, code_attempts
+        decided_at, decision, new_device, code_attempts, withdrawn_at
         """
 
     static let eventByID = "SELECT \(eventColumns) FROM events WHERE id = ?"
@@ -203,6 +218,6 @@ extension SQLiteStore {
             requesterTokenDigest: row[16], decidedBy: row[17],
             decidedAt: (row[18] as Double?).map(Date.init(timeIntervalSince1970:)), decision: row[19],
             newDevice: try (row[20] as String?).map { try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8)) },
-            codeAttempts: row[21])
+            codeAttempts: row[21], withdrawnAt: (row[22] as Double?).map(Date.init(timeIntervalSince1970:)))
     }
 }

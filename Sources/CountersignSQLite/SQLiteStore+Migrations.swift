@@ -213,6 +213,9 @@ extension SQLiteStore {
             // collected. Earlier rows have none, and go at the next collection.
             try db.execute(sql: "ALTER TABLE code_failures ADD COLUMN last_attempt_at REAL")
         }
+        migrator.registerMigration("v11-event-withdrawal") { db in
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN withdrawn_at REAL")
+        }
         return migrator
     }
 }

@@ -177,6 +177,13 @@ public protocol CountersignStore: Sendable {
     func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
         -> ApprovalEvent
 
+    /// Withdraws a pending event unexpired at `now`, with one conditional
+    /// write: its window closes at `now` (from then on it reads as expired)
+    /// and `withdrawnAt` is set. `conflict` if it is no longer pending,
+    /// `notFound` for an unknown id. Wakes the event's waiters, as a
+    /// decision does. Returns the event after the write.
+    func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent
+
     // MARK: Email and phone verification
 
     /// Inserts a challenge unless, since `now - limits.window`, its

@@ -63,6 +63,46 @@ extension StoreConformance {
                 try await store.recordWrongMatch(id: "ev_unknown", maxWrong: 3, spending: nil, now: Fixture.t0)
             }
         },
+        Case(name: "decisions: a withdrawn event is closed at once, frees its place and cannot be decided") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 1, now: Fixture.t0)
+            let withdrawn = try await store.withdrawEvent(id: event.id, now: Fixture.t0 + 5)
+            try check(withdrawn.withdrawnAt == Fixture.t0 + 5 && withdrawn.expiresAt == Fixture.t0 + 5, "closed then")
+            try check(withdrawn.status(at: Fixture.t0 + 5) == .expired, "it reads as expired")
+            try check(withdrawn.statusReason == .withdrawn, "and says why")
+            try check(try await store.event(id: event.id) == withdrawn, "as stored")
+            let pending = try await store.events(
+                issuer: event.issuer, clientUserID: event.clientUserID, status: .pending, now: Fixture.t0 + 5, limit: 10
+            )
+            try check(pending.isEmpty, "no longer pending")
+            try await checkThrows(.conflict, "a decision after it") {
+                try await store.settleEvent(
+                    id: event.id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "j"),
+                    now: Fixture.t0 + 6)
+            }
+            try await checkThrows(.conflict, "a wrong number after it") {
+                try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 6)
+            }
+            try await checkThrows(.conflict, "withdrawing twice") {
+                try await store.withdrawEvent(id: event.id, now: Fixture.t0 + 6)
+            }
+            try check(try await store.event(id: event.id) == withdrawn, "none of them changed it")
+            var next = Fixture.event()
+            next.id = "ev_next"
+            try await store.insertPendingEvent(next, maxPending: 1, now: Fixture.t0 + 6)
+
+            let decided = try await store.settleEvent(
+                id: next.id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "j"),
+                now: Fixture.t0 + 7)
+            try await checkThrows(.conflict, "withdrawing a decided event") {
+                try await store.withdrawEvent(id: next.id, now: Fixture.t0 + 8)
+            }
+            try check(try await store.event(id: next.id) == decided, "leaves the decision")
+            try await checkThrows(.notFound, "an unknown event") {
+                try await store.withdrawEvent(id: "ev_unknown", now: Fixture.t0)
+            }
+        },
         Case(name: "decisions: a decision's id is spent with its write, and a replayed id changes nothing") { store in
             let device = try await Fixture.enrolled(in: store)
             let event = Fixture.event()

@@ -55,8 +55,9 @@ struct WireJSONTests {
             clientUserID: string(&rng), name: string(&rng), ip: string(&rng), location: string(&rng),
             method: Bool.random(using: &rng) ? .trustedDevice : .totp, storedStatus: status, expiresAt: date(&rng),
             details: optional(&rng, string), requesterName: optional(&rng, string), nonce: string(&rng),
-            matchNumber: nil, wrongMatches: 0, requesterTokenDigest: nil, decidedBy: optional(&rng, string),
-            decidedAt: optional(&rng, date), decision: optional(&rng, string))
+            matchNumber: nil, wrongMatches: Int.random(in: 0...1, using: &rng), requesterTokenDigest: nil,
+            decidedBy: optional(&rng, string), decidedAt: optional(&rng, date), decision: optional(&rng, string),
+            withdrawnAt: optional(&rng, date))
         return EventDocument(event, now: date(&rng), signature: optional(&rng, string))
     }
 

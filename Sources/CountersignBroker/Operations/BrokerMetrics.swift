@@ -20,6 +20,7 @@ public struct BrokerMetrics: Sendable {
     private let creations: [String: CoreMetrics.Counter]
     private let wake = CoreMetrics.Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds)
     private let held = CoreMetrics.Gauge(label: "countersign_long_polls_held")
+    private let withdrawals = CoreMetrics.Counter(label: "countersign_events_withdrawn_total")
 
     public init(registry: PrometheusCollectorRegistry? = nil) {
         self.registry = registry
@@ -79,6 +80,10 @@ public struct BrokerMetrics: Sendable {
 
     func decided(_ event: ApprovalEvent) {
         decisions[Self.key(event.storedStatus, event.method)]?.increment()
+    }
+
+    func withdrew(_: ApprovalEvent) {
+        withdrawals.increment()
     }
 
     /// From the decision's commit to a held long-poll waking on it.
