@@ -8,6 +8,16 @@ function pointer (the symbols ending in "Tu").
 
 usage: scripts/async-frame-sizes.py .build/release/device-broker [REGEX]
 """
+import sys
+
+# Asked for help (or given too few arguments), say how to run it, before
+# importing what only the test script installs.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
+if len(sys.argv) < 2:
+    print(__doc__.strip(), file=sys.stderr)
+    sys.exit(2)
 import re
 import signal
 import subprocess

@@ -4,6 +4,13 @@ Compose specification's JSON schema (read from docker-compose's Python
 package, named by COUNTERSIGN_COMPOSE_WHEEL), the properties the topology
 depends on, the Dockerfile's shape, and the systemd unit through
 `systemd-analyze verify` against the built broker."""
+import sys
+
+# Asked for help (or given too few arguments), say how to run it, before
+# importing what only the test script installs.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
 import json
 import os
 import pathlib

@@ -7,6 +7,16 @@ claims as JSON; exits non-zero on any failure.
 
     oauth-client-check.py BROKER_URL CLIENT_ID REDIRECT_URI OUTBOX EMAIL
 """
+import sys
+
+# Asked for help (or given too few arguments), say how to run it, before
+# importing what only the test script installs.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
+if len(sys.argv) < 6:
+    print(__doc__.strip(), file=sys.stderr)
+    sys.exit(2)
 import json
 import re
 import sys

@@ -13,6 +13,13 @@ Modes:
   inject       answers STARTTLS with "220" plus an injected reply in the
                same packet, then stops (a client must refuse to go on)
 """
+import sys
+
+# Asked for help (or given too few arguments), say how to run it, before
+# importing what only the test script installs.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
 
 import argparse
 import asyncio

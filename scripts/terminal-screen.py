@@ -7,17 +7,22 @@ terminal emulator: escape sequences move the cursor, erase lines, change
 the title, exactly as they would on a real terminal. So the printed screen
 is what the person reads, not the bytes that were sent.
 
-    terminal-screen.py [--sql DATABASE STATEMENT]... [--answer PROMPT REPLY]... -- PROGRAM ARGS...
+    terminal-screen.py [--sql DATABASE STATEMENT]... [--answer PROMPT REPLY]...
+                       [--watch REGEX] -- PROGRAM ARGS...
 
 --sql runs a statement on an SQLite database first (to plant what a
 hostile or older broker would send). --answer types REPLY and Enter once
-PROMPT has appeared on the screen, each once, in order. The screen is
-printed between lines "--- screen ---" and "--- end ---", trailing blanks
-removed; the exit status is the program's.
+PROMPT has been written since the previous answer, each once, in order; a
+REPLY of ^C types Ctrl-C instead, which the terminal turns into SIGINT.
+--watch prints, as "--- seen: TEXT" when it appears, each different match
+of REGEX on the screen over time (e.g. a countdown). The screen is printed between lines
+"--- screen ---" and "--- end ---", trailing blanks removed; the exit
+status is the program's, or 128 + the signal that ended it.
 """
 import argparse
 import os
 import pty
+import re
 import select
 import sqlite3
 import sys
@@ -32,6 +37,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sql", nargs=2, action="append", default=[], metavar=("DATABASE", "STATEMENT"))
     parser.add_argument("--answer", nargs=2, action="append", default=[], metavar=("PROMPT", "REPLY"))
+    parser.add_argument("--watch", action="append", default=[], metavar="REGEX")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     options = parser.parse_args()
@@ -44,6 +50,11 @@ def main():
     screen = pyte.Screen(COLUMNS, LINES)
     stream = pyte.ByteStream(screen)
     answers = list(options.answer)
+    watches = [re.compile(pattern) for pattern in options.watch]
+    seen = []
+    # Prompts are looked for in what was written since the last answer, so
+    # a question asked again is answered again.
+    written = ""
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "xterm"
@@ -62,8 +73,17 @@ def main():
             if not data:
                 break
             stream.feed(data)
-        if answers and answers[0][0] in "\n".join(screen.display):
-            os.write(fd, (answers.pop(0)[1] + "\r").encode())
+            written += data.decode("utf-8", "replace")
+        shown = "\n".join(screen.display)
+        for watch in watches:
+            for match in watch.finditer(shown):
+                if match.group(0) not in seen:
+                    seen.append(match.group(0))
+                    print(f"--- seen: {match.group(0)}", flush=True)
+        if answers and answers[0][0] in written:
+            reply = answers.pop(0)[1]
+            os.write(fd, b"\x03" if reply == "^C" else (reply + "\r").encode())
+            written = ""
     else:
         os.kill(pid, 9)
         print(f"error: {command[0]} did not finish within {options.timeout} s", file=sys.stderr)

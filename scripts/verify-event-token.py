@@ -5,6 +5,16 @@ Countersign code. Prints the claims as JSON; exits 1 if the token is bad.
 
     verify-event-token.py BROKER_URL API_KEY_ID TOKEN
 """
+import sys
+
+# Asked for help (or given too few arguments), say how to run it, before
+# importing what only the test script installs.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
+if len(sys.argv) < 4:
+    print(__doc__.strip(), file=sys.stderr)
+    sys.exit(2)
 import json
 import sys
 import urllib.request

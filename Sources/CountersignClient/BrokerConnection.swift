@@ -3,33 +3,47 @@ import CountersignCore
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 /// HTTP to one broker: JSON in, JSON out, broker errors as ``CountersignError``.
 public struct BrokerConnection: Sendable {
     /// The broker's base URL, e.g. `http://127.0.0.1:8080`.
     public let baseURL: String
+    /// Sent as `User-Agent`: the program and its release.
+    public let userAgent: String
     private let client: HTTPClient
 
     /// A connection over the process-wide HTTP client of this SDK, which
     /// keeps up to 512 connections per broker, so that many long-polls can
     /// be held at once.
-    public init(baseURL: String) {
-        self.init(baseURL: baseURL, client: Self.sharedClient)
+    public init(baseURL: String, userAgent: String = BrokerConnection.defaultUserAgent) {
+        self.init(baseURL: baseURL, client: Self.sharedClient, userAgent: userAgent)
     }
 
     /// A connection over your own HTTP client.
-    public init(baseURL: String, client: HTTPClient) {
+    public init(baseURL: String, client: HTTPClient, userAgent: String = BrokerConnection.defaultUserAgent) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         self.baseURL = base
         self.client = client
+        self.userAgent = userAgent
     }
+
+    /// `countersign-client/<release>`.
+    public static let defaultUserAgent = "countersign-client/\(CountersignVersion.current)"
 
     /// Long-polls hold a connection each: the process-wide client of
     /// AsyncHTTPClient keeps only 8 per host.
+    ///
+    /// A broker that cannot be reached is reported at once: AsyncHTTPClient
+    /// would otherwise retry the connection, silently, until the request's
+    /// timeout (30 s). The calls that must ride out a restart retry
+    /// themselves, saying so (``CountersignClient/awaitOutcome(of:)``).
     static let sharedClient: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 512
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(5)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
 
@@ -45,6 +59,7 @@ public struct BrokerConnection: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "User-Agent", value: userAgent)
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: try WireCoding.encoder().encode(body)))
@@ -56,7 +71,8 @@ public struct BrokerConnection: Sendable {
             payload = try await response.body.collect(upTo: 4 * 1024 * 1024)
         } catch {
             throw CountersignError(
-                status: 0, code: "unreachable", message: "cannot reach the broker at \(baseURL): \(error)")
+                status: 0, code: "unreachable",
+                message: "cannot reach the broker at \(baseURL): \(Self.explain(error, timeout: timeout))")
         }
         let data = Data(payload.readableBytesView)
         guard (200..<300).contains(response.status.code) else {
@@ -71,8 +87,50 @@ public struct BrokerConnection: Sendable {
         } catch {
             throw CountersignError(
                 status: Int(response.status.code), code: "bad_response",
-                message: "the broker's answer could not be read: \(error)")
+                message: "the answer from \(baseURL) is not a Countersign broker's (is the URL right?)")
         }
+    }
+
+    /// Why a request got no answer, in words a person can act on: no
+    /// library type names, no errno dumps.
+    static func explain(_ error: any Error, timeout: TimeInterval) -> String {
+        let plainHTTP = "the broker does not speak TLS there; if it serves plain HTTP, use http://"
+        if let failure = error as? NIOConnectionError {
+            if failure.dnsAError != nil || failure.dnsAAAAError != nil, failure.connectionErrors.isEmpty {
+                return "the host name \(failure.host) cannot be resolved"
+            }
+            if let first = failure.connectionErrors.first { return explain(first.error, timeout: timeout) }
+        }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED: return "connection refused (is it running?)"
+            case EHOSTUNREACH, ENETUNREACH: return "no route to that host (is the address right?)"
+            case ETIMEDOUT: return "the connection timed out"
+            case ECONNRESET: return "the connection was reset"
+            default: return String(cString: strerror(error.errnoCode)).lowercased()
+            }
+        }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout: return "no connection within 5 s (is the host up, and the port open?)"
+            case .deadlineExceeded, .readTimeout: return "no answer within \(Int(timeout)) s"
+            case .remoteConnectionClosed:
+                return "the connection was closed without an answer; if the broker serves https, use https://"
+            case .invalidURL, .emptyHost, .emptyScheme:
+                return "that is not a URL like http://127.0.0.1:8080"
+            case .tlsHandshakeTimeout: return plainHTTP
+            default: break
+            }
+        }
+        if error is ChannelError { return "the connection failed" }
+        let text = String(describing: error)
+        if text.contains("WRONG_VERSION_NUMBER") || text.contains("handshake") || text.contains("SSL") {
+            return plainHTTP
+        }
+        if text.contains("HTTPParserError") || text.contains("invalid") {
+            return "the answer is not HTTP; if the broker serves https, use https://"
+        }
+        return "the connection failed"
     }
 
     /// Whether the broker answers its health check.

@@ -13,8 +13,8 @@ public struct CountersignClient: Sendable {
     /// The app's API key id.
     public let apiKeyID: String
 
-    public init(broker: String, apiKeyID: String) {
-        self.init(connection: BrokerConnection(baseURL: broker), apiKeyID: apiKeyID)
+    public init(broker: String, apiKeyID: String, userAgent: String = BrokerConnection.defaultUserAgent) {
+        self.init(connection: BrokerConnection(baseURL: broker, userAgent: userAgent), apiKeyID: apiKeyID)
     }
 
     /// A client over a connection you configured.
@@ -24,8 +24,8 @@ public struct CountersignClient: Sendable {
     }
 
     /// The client for the account a device credential belongs to.
-    public init(for credential: DeviceCredential) {
-        self.init(broker: credential.broker, apiKeyID: credential.apiKeyID)
+    public init(for credential: DeviceCredential, userAgent: String = BrokerConnection.defaultUserAgent) {
+        self.init(broker: credential.broker, apiKeyID: credential.apiKeyID, userAgent: userAgent)
     }
 
     // MARK: Requester

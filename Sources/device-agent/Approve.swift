@@ -2,15 +2,19 @@ import ArgumentParser
 import CountersignClient
 import CountersignCore
 import Foundation
+import Synchronization
 
 extension DeviceAgent {
     struct Approve: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Approve or reject requests waiting for this trusted device.",
             discussion: """
-                Waits for a pending request of the user, shows it, asks whether to approve, and \
-                for the number the requesting machine shows. `--watch` keeps waiting for more. \
-                `--event ID --yes --match N` (or `--reject`) answers without asking.
+                Waits for a pending request of the user, shows it with the time left, asks whether \
+                to approve, and for the number the requesting machine shows. Several waiting \
+                requests are listed to choose from, newest last. A request that is withdrawn or \
+                expires while you are asked is dropped, and said so. `--watch` keeps waiting for \
+                more, and rides out a broker restart or a dropped connection. `--event ID --yes \
+                --match N` (or `--reject`) answers without asking.
 
                 Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
                 5 no pending request arrived in time; 64 bad command line.
@@ -44,14 +48,31 @@ extension DeviceAgent {
 
         func run() async throws {
             let credential = try account.enrolledCredential()
-            let client = CountersignClient(for: credential)
+            let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
+            let wanted = event.map { "request \(shown($0))" } ?? "requests"
+            print(
+                "Waiting for \(wanted) for \(shown(credential.clientUserID)) on \(shown(credential.broker))"
+                    + "\(watch ? "" : ", up to \(timeout) s") (Ctrl-C to stop)…")
+            flushOutput()
             var seen = Set<String>()
             let deadline = Date() + TimeInterval(timeout)
             var idle = 0
+            var lost = 0
             repeat {
                 let wait = watch ? 25 : max(0, min(25, Int(deadline.timeIntervalSinceNow.rounded(.up))))
                 let asked = Date()
-                let items = try await client.inbox(credential, wait: wait).filter { !seen.contains($0.event.ID) }
+                let items: [InboxItem]
+                do {
+                    items = try await client.inbox(credential, wait: wait).filter { !seen.contains($0.event.ID) }
+                    if lost > 0 { print("Reconnected to the broker.") }
+                    lost = 0
+                } catch let error as CountersignError where watch && error.isTransient {
+                    // A restart or a dropped connection costs a wait, never the watch.
+                    if lost == 0 { print("Lost the broker: \(error); reconnecting…") }
+                    lost += 1
+                    try await Task.sleep(for: Self.backoff(after: lost))
+                    continue
+                }
                 let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
                 // The inbox answers at once while the user has pending
                 // requests, even ones this run does not show (already seen,
@@ -63,14 +84,25 @@ extension DeviceAgent {
                 } else {
                     idle = 0
                 }
-                for item in chosen {
+                var queue = chosen.sorted { $0.event.CreatedAt < $1.event.CreatedAt }
+                while !queue.isEmpty {
+                    let item = try await pick(from: queue)
+                    queue.removeAll { $0.event.ID == item.event.ID }
                     seen.insert(item.event.ID)
-                    try await answer(item, client: client, credential: credential)
-                    if !watch { return }
+                    let answered = try await Answering(
+                        item: item, client: client, credential: credential,
+                        verdict: yes ? .approve : reject ? .reject : nil,
+                        match: match
+                    ).run()
+                    if answered, !watch { return }
+                    // Asked again only where the person chooses: the rest
+                    // come back, with their times left, on the next round.
+                    if Console.isInteractive { break }
                 }
                 if !watch, Date() >= deadline {
                     if let event {
-                        FileHandle.standardError.write(Data("No pending request \(event) for this device.\n".utf8))
+                        FileHandle.standardError.write(
+                            Data("No pending request \(shown(event)) for this device.\n".utf8))
                     } else {
                         FileHandle.standardError.write(Data("No request arrived within \(timeout) s.\n".utf8))
                     }
@@ -79,71 +111,259 @@ extension DeviceAgent {
             } while true
         }
 
-        private func answer(_ item: InboxItem, client: CountersignClient, credential: DeviceCredential) async throws {
-            show(item, user: credential.clientUserID)
-            let verdict: Verdict
-            if yes {
-                verdict = .approve
-            } else if reject {
-                verdict = .reject
-            } else {
-                verdict = try askVerdict()
-            }
-            var number = match
-            let asked = item.newDevice == nil ? "Number shown on the requesting machine: " : "Pairing code: "
-            if verdict == .approve, item.matchRequired, number == nil {
-                number = prompt(asked)
-            }
-            while true {
-                do {
-                    let decided = try await client.decide(item, verdict: verdict, match: number, credential: credential)
-                    print(decided.status == .approved ? "Approved." : "Rejected.")
-                    return
-                } catch let error as CountersignError where error.code == "wrong_match" && !yes {
-                    // Asked again while tries remain; the broker counts them and
-                    // rejects the request after the last.
-                    print(shown(error.message))
-                    guard let retry = prompt(asked) else { throw ExitCode.failure }
-                    number = retry
-                }
-            }
+        /// 1, 2, 4, 8, 16, then every 30 s, each up to a quarter shorter so
+        /// that approvers cut off together do not come back together.
+        static func backoff(after failures: Int) -> Duration {
+            let seconds = min(30.0, pow(2.0, Double(min(failures, 6) - 1)))
+            return .milliseconds(Int64(seconds * 1000 * Double.random(in: 0.75...1)))
         }
 
-        /// Asks until the answer is yes or no: anything else is asked again,
-        /// never taken as either.
-        private func askVerdict() throws -> Verdict {
+        /// The one request to show: the only one, or, on a terminal, the one
+        /// the person picks from the list; from a pipe, the oldest.
+        private func pick(from items: [InboxItem]) async throws -> InboxItem {
+            guard items.count > 1, Console.isInteractive, event == nil else { return items[0] }
+            print("")
+            print("\(items.count) requests are waiting:")
+            for (index, item) in items.enumerated() {
+                print("  \(index + 1)) \(RequestText.summary(of: item))")
+            }
             while true {
-                guard let reply = prompt("Approve this request? [y/n] ")?.lowercased() else {
+                let since = ContinuousClock.now
+                print("Which one? [1-\(items.count), Enter for the newest] ", terminator: "")
+                flushOutput()
+                guard let reply = try await LineReader.standardInput.next(typedAfter: since) else {
                     throw AgentFailure("no answer on standard input; use --event ID --yes|--reject")
                 }
-                if ["y", "yes"].contains(reply) { return .approve }
-                if ["n", "no"].contains(reply) { return .reject }
-                print("Please answer y or n.")
+                if reply.isEmpty { return items[items.count - 1] }
+                if let number = Int(reply), items.indices.contains(number - 1) { return items[number - 1] }
+                print("Type a number from 1 to \(items.count).")
             }
         }
+    }
+}
 
-        private func show(_ item: InboxItem, user: String) {
-            let event = item.event
-            let left = max(0, Int(event.expiresAt.timeIntervalSinceNow.rounded(.down)))
+extension CountersignError {
+    /// A failure that a later try may not have: no answer at all, or a
+    /// proxy's 502/503/504 while the broker restarts.
+    var isTransient: Bool { [0, 502, 503, 504].contains(status) }
+}
+
+/// How requests are named to the person approving them.
+enum RequestText {
+    /// "Log in", "Add a new device", …, rather than the event constant.
+    static func title(of item: InboxItem) -> String {
+        switch item.event.event {
+        case EventName.login: "Log-in request"
+        case EventName.transaction: "Transaction to confirm"
+        case EventName.enrollNewTrustedDevice: "Add a new device"
+        default: "\(shown(item.event.event)) request"
+        }
+    }
+
+    static func from(_ event: EventDocument) -> String {
+        "\(event.requesterName.map(shown) ?? "an unnamed machine") (\(shown(event.ip)), \(shown(event.location)))"
+    }
+
+    /// One line for a list of waiting requests.
+    static func summary(of item: InboxItem) -> String {
+        let left = max(0, Int(item.event.expiresAt.timeIntervalSinceNow.rounded(.down)))
+        let device = item.newDevice.map { " \(shown($0.name))" } ?? ""
+        return "\(title(of: item))\(device) from \(from(item.event)) at \(shown(item.app)), \(left) s left"
+    }
+}
+
+/// Showing one request and answering it: the questions race the request's
+/// end (it expires, is withdrawn, or another device answers it), and the
+/// time left counts down on a terminal.
+struct Answering {
+    let item: InboxItem
+    let client: CountersignClient
+    let credential: DeviceCredential
+    /// Given on the command line: not asked.
+    let verdict: Verdict?
+    let match: String?
+
+    /// Whether the request was answered here (false: it ended first).
+    func run() async throws -> Bool {
+        let live = LiveLine(interactive: Console.isInteractive)
+        show(live)
+        live.start(until: item.event.expiresAt)
+        defer { live.stop() }
+        do {
+            return try await answer(live: live)
+        } catch is RequestEnded {
+            live.stop()
+            let expired = Date() >= item.event.expiresAt
             print("")
-            print("\(shown(event.event)) request for \(shown(user)) at \(shown(item.app))")
             print(
-                "  from:      \(event.requesterName.map(shown) ?? "an unnamed machine") "
-                    + "(\(shown(event.ip)), \(shown(event.location)))")
-            print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard)) (\(left) s left)")
-            if let details = event.details { print("  details:   \(shown(details))") }
-            if let device = item.newDevice {
-                print("  adds device: \(shown(device.name)) (\(shown(device.type)))")
-                print("  fingerprint: \(shown(device.fingerprint))  <- must match the new machine's screen")
-            }
-            print("  event id:  \(shown(event.ID))")
-            fflush(nil)
+                expired
+                    ? "This request expired before it was answered."
+                    : "This request is gone: the requesting machine withdrew it, or another device answered it.")
+            return false
         }
+    }
 
-        private func prompt(_ text: String) -> String? {
-            print(text, terminator: "")
-            fflush(nil)
-            return readLine()?.trimmingCharacters(in: .whitespaces)
+    private func show(_ live: LiveLine) {
+        let event = item.event
+        print("")
+        print("\(RequestText.title(of: item)) for \(shown(credential.clientUserID)) at \(shown(item.app))")
+        print("  from:      \(RequestText.from(event))")
+        print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard))")
+        if let details = event.details { print("  details:   \(shown(details))") }
+        if let device = item.newDevice {
+            print("  device:    \(shown(device.name)) (\(shown(device.type)))")
+            print("  fingerprint: \(shown(device.fingerprint))  <- must match the new machine's screen")
         }
+        print("  event id:  \(shown(event.ID))")
+        live.printTimeLeft(until: event.expiresAt)
+    }
+
+    private struct RequestEnded: Error {}
+
+    /// Returns once the request is no longer waiting for this device (its
+    /// window closed, or it left the inbox); checks every 3 s.
+    private func untilGone() async throws {
+        while true {
+            let left = item.event.expiresAt.timeIntervalSinceNow
+            if left <= 0 { return }
+            try await Task.sleep(for: .milliseconds(Int64(min(3, left) * 1000)))
+            if Date() >= item.event.expiresAt { return }
+            if let items = try? await client.inbox(credential, wait: 0),
+                !items.contains(where: { $0.event.ID == item.event.ID })
+            {
+                return
+            }
+        }
+    }
+
+    /// A line typed, or `RequestEnded` if the request ends first.
+    private func ask(_ prompt: String, live: LiveLine) async throws -> String? {
+        // Lines typed before the question was asked are dropped; one typed
+        // as it appears is not.
+        let since = ContinuousClock.now
+        print(prompt, terminator: "")
+        flushOutput()
+        let reply = try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask { try await LineReader.standardInput.next(typedAfter: since) }
+            group.addTask {
+                try await untilGone()
+                throw RequestEnded()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+        live.advance()
+        return reply
+    }
+
+    private func answer(live: LiveLine) async throws -> Bool {
+        var verdict = self.verdict
+        while verdict == nil {
+            guard let reply = try await ask("Approve this request? [y/n] ", live: live)?.lowercased()
+            else { throw AgentFailure("no answer on standard input; use --event ID --yes|--reject") }
+            if ["y", "yes"].contains(reply) { verdict = .approve }
+            if ["n", "no"].contains(reply) { verdict = .reject }
+            if verdict == nil { live.say("Please answer y or n.") }
+        }
+        let pairing = item.newDevice != nil
+        let prompt = pairing ? "Pairing code shown on the new machine: " : "Number shown on the requesting machine: "
+        let digits = pairing ? 6 : 2
+        var number = match
+        /// Asks until the reply is a number of the right length: anything
+        /// else is asked again, without spending one of the broker's tries.
+        func askNumber() async throws -> String {
+            while true {
+                guard let reply = try await ask(prompt, live: live) else {
+                    throw AgentFailure("no number on standard input; use --match N")
+                }
+                let typed = reply.filter { $0 != " " }
+                if typed.count == digits, typed.allSatisfy({ $0.isASCII && $0.isNumber }) { return typed }
+                live.say("Type the \(digits) digits shown on the \(pairing ? "new" : "requesting") machine.")
+            }
+        }
+        if verdict == .approve, item.matchRequired, number == nil { number = try await askNumber() }
+        while true {
+            do {
+                let decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
+                live.stop()
+                print(decided.status == .approved ? "Approved." : "Rejected.")
+                return true
+            } catch let error as CountersignError where error.code == "wrong_match" && self.verdict == nil {
+                // Asked again while tries remain; the broker counts them and
+                // rejects the request after the last.
+                live.say(shown(error.message))
+                number = try await askNumber()
+            } catch let error as CountersignError where error.code == "too_many_wrong_matches" {
+                live.stop()
+                print("Rejected: that was the third wrong number. The requesting machine is told so.")
+                return true
+            } catch let error as CountersignError
+                where ["expired", "withdrawn", "already_decided"].contains(error.code)
+            {
+                live.stop()
+                print("Not answered: \(shown(error.message)).")
+                return false
+            }
+        }
+    }
+}
+
+/// The "time left" line of the request on screen, rewritten in place every
+/// second on a terminal while the person is asked (the cursor is saved,
+/// moved up to it, and put back, so typing is not disturbed). Elsewhere the
+/// time left is printed once.
+final class LiveLine: Sendable {
+    private struct State {
+        /// Lines printed since the time-left line.
+        var below = 0
+        var ticker: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+    private let interactive: Bool
+
+    init(interactive: Bool) { self.interactive = interactive }
+
+    func printTimeLeft(until end: Date) {
+        print(Self.text(until: end))
+        flushOutput()
+    }
+
+    /// A line printed below the time-left line.
+    func say(_ line: String) {
+        print(line)
+        flushOutput()
+        advance()
+    }
+
+    /// One more line below (an answered prompt).
+    func advance() { state.withLock { $0.below += 1 } }
+
+    func start(until end: Date) {
+        guard interactive else { return }
+        let ticker = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard !Task.isCancelled else { return }
+                state.withLock { state in
+                    // Save the cursor, go up to the line, rewrite it, come back.
+                    print(
+                        "\u{1B}7\u{1B}[\(state.below + 1)A\r\u{1B}[K\(Self.text(until: end))\u{1B}8", terminator: "")
+                    flushOutput()
+                }
+            }
+        }
+        state.withLock { $0.ticker = ticker }
+    }
+
+    func stop() {
+        state.withLock { state in
+            state.ticker?.cancel()
+            state.ticker = nil
+        }
+    }
+
+    private static func text(until end: Date) -> String {
+        let left = max(0, Int(end.timeIntervalSinceNow.rounded(.down)))
+        return "  time left: \(left) s"
     }
 }

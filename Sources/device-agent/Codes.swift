@@ -13,7 +13,8 @@ struct TOTPSetup {
     func run(_ credential: DeviceCredential) async -> DeviceCredential? {
         var credential = credential
         do {
-            credential.totpSecret = try await CountersignClient(for: credential).createTOTPSecret(credential).secret
+            credential.totpSecret = try await CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
+                .createTOTPSecret(credential).secret
             try store.save(credential)
             print("TOTP codes are ready: `device-agent code` shows one when no trusted device can answer.")
             return credential
@@ -79,7 +80,8 @@ extension DeviceAgent {
             discussion: """
                 A recovery code enrolls a new device (`device-agent enroll --recovery`) when every \
                 trusted device is lost. Each works once. They are shown only now: keep them somewhere \
-                safe, away from this machine. `--status` shows how many are left.
+                safe, away from this machine. `--status` shows how many are left. Replacing a set that \
+                still has unused codes asks first on a terminal; elsewhere give --yes.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -87,12 +89,29 @@ extension DeviceAgent {
         @Flag(help: "Only say how many unused codes are left.")
         var status = false
 
+        @Flag(help: "Replace an earlier set without asking.")
+        var yes = false
+
         func run() async throws {
             let credential = try account.enrolledCredential()
-            let client = CountersignClient(for: credential)
+            let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
             if status {
                 print("\(try await client.recoveryCodesLeft(credential)) unused recovery codes.")
                 return
+            }
+            if !yes {
+                let left = try await client.recoveryCodesLeft(credential)
+                if left > 0 {
+                    guard Console.isInteractive else {
+                        throw usageFailure(
+                            "\(left) recovery codes are still unused; give --yes to replace them with a new set")
+                    }
+                    guard Prompt.confirm("\(left) recovery codes are still unused. Replace them with a new set?")
+                    else {
+                        print("The recovery codes are unchanged.")
+                        return
+                    }
+                }
             }
             let codes = try await client.createRecoveryCodes(credential)
             print("Recovery codes for \(credential.clientUserID); each works once, and earlier ones no longer do:")

@@ -23,7 +23,7 @@ extension DeviceAgent {
 
             func run() async throws {
                 let credential = try account.enrolledCredential()
-                let client = CountersignClient(for: credential)
+                let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
                 let list = try await client.devices(credential)
                 if json {
                     print(String(decoding: try JSONEncoder.pretty.encode(list), as: UTF8.self))
@@ -49,24 +49,65 @@ extension DeviceAgent {
             static let configuration = CommandConfiguration(
                 abstract: "Remove a trusted device of the user at once (this one too, if you name it).",
                 discussion: """
-                    The request is signed by this machine's key, which must be a trusted device of the \
-                    same user. The removed device can no longer approve anything, including requests \
-                    already waiting. Device ids may start with '-': write `devices remove -- ID`.
+                    Name the device by its name, when no other device of the user has it, or by its id \
+                    (both as `device-agent devices` lists them). On a terminal you are asked to confirm; \
+                    elsewhere give --yes. The request is signed by this machine's key, which must be a \
+                    trusted device of the same user. The removed device can no longer approve anything, \
+                    including requests already waiting. Names or ids that start with '-' go after \
+                    `--`: `devices remove -- ID`.
                     """)
 
             @OptionGroup var account: AccountOptions
 
-            @Argument(help: "The id of the device to remove (see `device-agent devices`).")
-            var id: String
+            @Argument(help: "The name or id of the device to remove (see `device-agent devices`).")
+            var device: String
+
+            @Flag(help: "Remove without asking.")
+            var yes = false
 
             func run() async throws {
                 let credential = try account.enrolledCredential()
-                let client = CountersignClient(for: credential)
-                let removed = try await client.removeDevice(id, credential: credential)
-                print("Removed \(shown(removed.name)) (\(shown(removed.id))).")
-                if removed.id == credential.deviceID {
+                let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
+                let list = try await client.devices(credential)
+                let target = try Self.find(device, in: list.devices.filter { $0.revokedAt == nil })
+                let isThisMachine = target.id == credential.deviceID
+                if !yes {
+                    guard Console.isInteractive else {
+                        throw usageFailure("removing a device asks for confirmation on a terminal; give --yes")
+                    }
+                    print("\(shown(target.name)), fingerprint \(shown(target.fingerprint))")
+                    if isThisMachine {
+                        print("That is this machine: it will no longer be a trusted device, and its key is deleted.")
+                    }
+                    guard
+                        Prompt.confirm(
+                            "Remove \(shown(target.name)) from \(shown(credential.clientUserID))'s trusted devices?")
+                    else {
+                        print("Nothing was removed.")
+                        return
+                    }
+                }
+                let removed = try await client.removeDevice(target.id, credential: credential)
+                print("Removed \(shown(removed.name)): it can no longer approve anything.")
+                if isThisMachine {
                     try account.credentials.remove(credential)
-                    print("That was this machine: its key is deleted.")
+                    print("That was this machine: it is no longer a trusted device, and its key is deleted.")
+                }
+            }
+
+            /// The device a person means: its id, else the one device with
+            /// that name.
+            static func find(_ given: String, in devices: [DeviceDocument]) throws -> DeviceDocument {
+                if let byID = devices.first(where: { $0.id == given }) { return byID }
+                let named = devices.filter { $0.name == given }
+                switch named.count {
+                case 1: return named[0]
+                case 0:
+                    throw AgentFailure(
+                        "no trusted device is named or has the id \(shown(given)); `device-agent devices` lists them")
+                default:
+                    let ids = named.map { shown($0.id) }.joined(separator: ", ")
+                    throw AgentFailure("\(named.count) devices are named \(shown(given)); give the id of one: \(ids)")
                 }
             }
         }
@@ -87,7 +128,7 @@ extension DeviceAgent {
                 FileHandle.standardError.write(Data("\(failure.description)\n".utf8))
                 throw ExitCode(6)
             }
-            let client = CountersignClient(for: credential)
+            let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
             do {
                 let device = try await client.whoAmI(credential)
                 print("This machine is a trusted device of \(shown(device.clientUserID)) at \(credential.broker).")

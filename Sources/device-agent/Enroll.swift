@@ -69,12 +69,12 @@ extension DeviceAgent {
 
         func run() async throws {
             guard let broker = account.resolvedBroker, let apiKey = account.resolvedAPIKey else {
-                throw ValidationError("give --broker URL and --api-key ID")
+                throw usageFailure("give --broker URL and --api-key ID")
             }
-            let client = CountersignClient(broker: broker, apiKeyID: apiKey)
+            let client = CountersignClient(broker: broker, apiKeyID: apiKey, userAgent: DeviceAgent.userAgent)
             let enrollment = Enrollment(account: account, name: name, pin: pin)
             if pair || token != nil || recovery {
-                guard let user = account.resolvedUser else { throw ValidationError("give --user ID") }
+                guard let user = account.resolvedUser else { throw usageFailure("give --user ID") }
                 let credential = try enrollment.newCredential(broker: broker, apiKey: apiKey, user: user)
                 if pair { return try await enrollment.pair(credential, client: client) }
                 if let token {
@@ -91,17 +91,17 @@ extension DeviceAgent {
             }
             let type: IdentifierType = email != nil ? .email : .phone
             guard let user = type.normalize(email ?? phone ?? "") else {
-                throw ValidationError(type == .email ? "not an email address" : "give the number as +<country><number>")
+                throw usageFailure(type == .email ? "not an email address" : "give the number as +<country><number>")
             }
             if let given = account.resolvedUser, given != user {
-                throw ValidationError("--user must be the verified \(type == .email ? "address" : "number"), \(user)")
+                throw usageFailure("--user must be the verified \(type == .email ? "address" : "number"), \(user)")
             }
             let credential = try enrollment.newCredential(broker: broker, apiKey: apiKey, user: user)
             let listener = try await LoopbackRedirectListener.start()
             let pending = client.startVerification(type: type, redirectURL: listener.redirectURL)
             print("Verify \(user) in your browser:")
             print("  \(pending.pageURL)")
-            fflush(nil)
+            flushOutput()
             if !noBrowser { openBrowser(pending.pageURL) }
             guard let query = await listener.callback(timeout: .seconds(timeout)) else {
                 await listener.close()
@@ -177,14 +177,20 @@ struct Enrollment {
             let ticket = try await client.requestPairing(credential)
             let left = max(0, Int(ticket.event.expiresAt.timeIntervalSinceNow.rounded(.down)))
             print(
-                "Pairing request \(ticket.event.ID) sent to the trusted devices of \(credential.clientUserID)"
-                    + " to add \(credential.name).")
+                "Pairing request \(shown(ticket.event.ID)) sent to the trusted devices of "
+                    + "\(shown(credential.clientUserID)) to add \(shown(credential.name)).")
             print("On one of them, run `device-agent approve` and check that it shows:")
-            print("  Pairing code: \(ticket.matchNumber ?? "none")")
+            print("  Pairing code: \(shown(ticket.matchNumber ?? "none"))")
             print("  Fingerprint:  \(credential.publicKey.fingerprint)")
-            print("Waiting up to \(left) s for the answer…")
-            fflush(nil)
-            outcome = try await client.awaitOutcome(of: ticket)
+            print("Waiting up to \(left) s for the answer… (Ctrl-C withdraws the request)")
+            flushOutput()
+            let console = Console()
+            outcome = try await PendingRequest(ticket: ticket, client: client, console: console)
+                .waitWithdrawingOnSignal {
+                    try await Countdown(until: ticket.event.expiresAt, console: console).run {
+                        try await client.awaitOutcome(of: ticket)
+                    }
+                }
         } catch {
             try? store.remove(credential)
             throw error

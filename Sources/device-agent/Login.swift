@@ -20,8 +20,13 @@ extension DeviceAgent {
                 (the same as `device-agent enroll --pair`).
 
                 Exit codes: 0 approved; 1 error (broker unreachable, refused request); \
-                3 rejected on a trusted device; 4 expired: nobody decided within the window; \
-                5 the code was refused (wrong, used, or too many tries); 64 bad command line.
+                3 rejected on a trusted device (or a wrong number typed there three times); 4 expired: \
+                nobody decided within the window; 5 the code was refused (wrong, used, or too many \
+                tries); 64 bad command line; 130 interrupted (Ctrl-C) and 143 stopped (SIGTERM), \
+                after withdrawing the request.
+
+                Ctrl-C, SIGTERM or a refused code withdraws the pending request: no trusted device \
+                can approve it afterwards.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -49,7 +54,7 @@ extension DeviceAgent {
 
         func run() async throws {
             let (broker, apiKey, user) = try account.account()
-            let client = CountersignClient(broker: broker, apiKeyID: apiKey)
+            let client = CountersignClient(broker: broker, apiKeyID: apiKey, userAgent: DeviceAgent.userAgent)
             if trust {
                 let enrollment = Enrollment(account: account, name: name, pin: pin)
                 return try await enrollment.pair(
@@ -61,7 +66,7 @@ extension DeviceAgent {
             if let trusted {
                 let credential = try account.credentials.unlock(trusted, pin: Prompt.pin(for: trusted))
                 outcome = try await client.loginAsTrustedDevice(credential).event
-                console.say("This machine is a trusted device of \(user): approved.")
+                console.say("This machine is a trusted device of \(shown(user)): approved.")
             } else if let code {
                 let ticket = try await client.requestLogin(
                     user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
@@ -69,19 +74,26 @@ extension DeviceAgent {
                     outcome = try await client.submitCode(code, for: ticket)
                 } catch let error as CountersignError where error.status == 422 || error.status == 429 {
                     console.say("The code was refused: \(shown(error.message)).")
+                    // Nobody is left waiting on it: a trusted device must not
+                    // be asked about a login its person gave up on.
+                    await PendingRequest(ticket: ticket, client: client, console: console).withdraw(
+                        because: "Not logged in")
                     throw ExitCode(5)
                 }
-                console.say("Approved with a TOTP code of device \(shown(outcome.decidedBy ?? "?")).")
+                console.say("Approved with a TOTP code from a trusted device.")
             } else {
                 let ticket = try await client.requestLogin(
                     user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
-                console.say("Login request \(shown(ticket.event.ID)) sent to \(user)'s trusted devices.")
+                console.say("Login request \(shown(ticket.event.ID)) sent to \(shown(user))'s trusted devices.")
                 if let number = ticket.matchNumber {
                     console.say("Match number: \(shown(number))")
                     console.say("Approve on a trusted device (device-agent approve) and type \(shown(number)) there.")
                 }
-                outcome = try await Countdown(until: ticket.event.expiresAt, console: console).run {
-                    try await client.awaitOutcome(of: ticket)
+                let request = PendingRequest(ticket: ticket, client: client, console: console)
+                outcome = try await request.waitWithdrawingOnSignal {
+                    try await Countdown(until: ticket.event.expiresAt, console: console).run {
+                        try await client.awaitOutcome(of: ticket)
+                    }
                 }
             }
             if json {
@@ -94,9 +106,11 @@ extension DeviceAgent {
             }
             switch outcome.status {
             case .approved:
-                if code == nil, !json || trusted == nil {
-                    console.say("Approved\(outcome.decidedBy.map { " by device \(shown($0))" } ?? "").")
-                }
+                if code == nil, trusted == nil { console.say("Approved on a trusted device.") }
+            case .rejected where outcome.statusReason == .tooManyWrongMatches:
+                console.say("Rejected: a wrong number was typed three times on the trusted device.")
+                console.say("If that was you, try again and type the number this machine shows.")
+                throw ExitCode(3)
             case .rejected:
                 console.say("Rejected on a trusted device.")
                 throw ExitCode(3)
@@ -105,7 +119,8 @@ extension DeviceAgent {
                 // The broker does not tell a requester whether the user has
                 // devices at all (that would tell anyone which users exist).
                 console.say(
-                    "If \(user) has no trusted device yet, enroll this machine as the first one: device-agent enroll.")
+                    "If \(shown(user)) has no trusted device yet, enroll this machine as the first one: "
+                        + "device-agent enroll.")
                 throw ExitCode(4)
             case .pending:
                 throw AgentFailure("the broker still reports the request as pending")
@@ -125,7 +140,7 @@ struct Countdown {
             while !Task.isCancelled {
                 let left = max(0, Int(until.timeIntervalSinceNow.rounded(.up)))
                 print("\r\u{1B}[KWaiting for approval… \(left) s left", terminator: "")
-                fflush(nil)
+                flushOutput()
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
@@ -133,7 +148,7 @@ struct Countdown {
         ticker.cancel()
         await ticker.value
         print("\r\u{1B}[K", terminator: "")
-        fflush(nil)
+        flushOutput()
         return try result.get()
     }
 }

@@ -1,10 +1,16 @@
 import ArgumentParser
+import CountersignCore
 
 /// `device-broker`: the Countersign event service.
 struct DeviceBroker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device-broker",
         abstract: "Countersign's broker: trusted devices countersign logins and transactions.",
+        discussion: """
+            Shell completion: `device-broker --generate-completion-script bash` (or zsh, fish) \
+            prints a script to source.
+            """,
+        version: CountersignVersion.current,
         subcommands: [
             Serve.self, APIKeyCommand.self, KeysCommand.self, TOTPKeyCommand.self, Migrate.self, BackupCommand.self,
         ],

@@ -73,7 +73,7 @@ struct ApprovalEndToEndTests {
         #expect(approve.text.contains("Please answer y or n."))
         #expect(approve.text.contains("2 tries left"))
         #expect(approve.text.contains("Approved."))
-        #expect(approve.text.contains("LOGIN request for alice at demo"))
+        #expect(approve.text.contains("Log-in request for alice at demo"))
         #expect(approve.text.contains("machine-B"))
         #expect(try await login.exitCode() == 0, "\(login.text)")
     }

@@ -46,7 +46,7 @@ struct ApproverScreenEndToEndTests {
         let lines = screen.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         print("the approver's screen:\n\(screen)")
 
-        #expect(lines.contains { $0.contains(#"TRANSACTION request for alice at demo\u{1B}[8m"#) }, "\(screen)")
+        #expect(lines.contains { $0.contains(#"Transaction to confirm for alice at demo\u{1B}[8m"#) }, "\(screen)")
         let details = lines.filter { $0.contains("details:") }
         #expect(details == [#"  details:   Pay 100.00 EUR\u{1B}[2K\u{D}Pay 1.00 EUR"#], "\(screen)")
         #expect(!lines.contains { $0.trimmingCharacters(in: .whitespaces).hasPrefix("Pay 1.00") }, "\(screen)")

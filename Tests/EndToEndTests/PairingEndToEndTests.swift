@@ -27,7 +27,8 @@ struct PairingEndToEndTests {
         let approve = try broker.agent(
             ["approve", "--event", eventID, "--yes", "--match", code], configDirectory: machineA)
         #expect(try await approve.exitCode() == 0, "\(approve.text)")
-        #expect(approve.text.contains("adds device: desktop-B") && approve.text.contains(fingerprint))
+        #expect(approve.text.contains("Add a new device for alice at demo"), "\(approve.text)")
+        #expect(approve.text.contains("device:    desktop-B (cli)") && approve.text.contains(fingerprint))
         #expect(try await pairing.exitCode() == 0, "\(pairing.text)")
         #expect(pairing.text.contains("This machine is now a trusted device of alice"))
 
@@ -49,7 +50,7 @@ struct PairingEndToEndTests {
             "device-agent",
             [
                 "devices", "remove", "--broker", broker.url, "--api-key", broker.apiKeyID, "--user", "alice",
-                "--config-dir", machineB.path, "--", aID,
+                "--config-dir", machineB.path, "--yes", "--", aID,
             ])
         #expect(try await remove.exitCode() == 0, "\(remove.text)")
 

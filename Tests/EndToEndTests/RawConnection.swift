@@ -87,3 +87,60 @@ final class RawConnection {
         }
     }
 }
+
+/// A loopback TCP socket that listens, to see the bytes a client sends.
+final class RawListener: Sendable {
+    let socketFD: Int32
+    let port: Int
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.socketFD = socketFD
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+                    && listen(socketFD, 8) == 0
+            }
+        }
+        guard listening else {
+            close(socketFD)
+            throw ProcessFailure("cannot listen")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(socketFD) }
+
+    /// The head of the first request on the first connection, answered with
+    /// a 503; waits up to a minute for it.
+    func firstRequestHead() async throws -> String {
+        let fd = socketFD
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 60_000) == 1 else {
+                    return continuation.resume(throwing: ProcessFailure("nobody connected within a minute"))
+                }
+                let client = accept(fd, nil, nil)
+                defer { close(client) }
+                var timeout = timeval(tv_sec: 30, tv_usec: 0)
+                setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while !String(decoding: received, as: UTF8.self).contains("\r\n\r\n") {
+                    let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                    guard count > 0 else { break }
+                    received += buffer[..<count]
+                }
+                let answer = Array(
+                    "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".utf8)
+                _ = answer.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                continuation.resume(returning: String(decoding: received, as: UTF8.self))
+            }
+        }
+    }
+}

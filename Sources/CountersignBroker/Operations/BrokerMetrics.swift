@@ -39,6 +39,10 @@ public struct BrokerMetrics: Sendable {
                 label: "countersign_events_created_total", dimensions: [("event", name)])
         }
         self.creations = creations
+        // The release, as a gauge of 1 labelled with it (the usual
+        // build_info idiom): a dashboard sees which instances run which.
+        CoreMetrics.Gauge(label: "countersign_build_info", dimensions: [("version", CountersignVersion.current)])
+            .record(1)
     }
 
     static let eventLabels = [

@@ -1,3 +1,4 @@
+import CountersignCore
 import CountersignStore
 import Foundation
 import Hummingbird
@@ -15,10 +16,10 @@ struct OperationsController {
             .get("metrics", use: metrics)
     }
 
-    /// The process is up.
+    /// The process is up, and which release it runs.
     @Sendable func health(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<[String: String]>
     {
-        JSONBody(["status": "ok"])
+        JSONBody(["status": "ok", "version": CountersignVersion.current])
     }
 
     /// The store answers (migrations ran before the server started) and the

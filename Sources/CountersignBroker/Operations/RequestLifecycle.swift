@@ -160,10 +160,17 @@ final class HTTPMetrics: Sendable {
 /// query string, which may carry codes), status, duration, and the request
 /// id that every other line of the request carries too.
 enum AccessLog {
+    /// `error` only for a failure of the broker itself (500); other 5xx
+    /// answers are conditions it expects and explains (a feature not
+    /// configured, shutting down, a store outage logged where it happens).
+    static func level(status: Int) -> Logger.Level {
+        status == 500 ? .error : status > 500 ? .notice : .info
+    }
+
     @inline(never)
     static func record(_ request: Request, status: Int, elapsed: Duration, context: some RequestContext) {
         context.logger.log(
-            level: status >= 500 ? .error : .info, "request",
+            level: level(status: status), "request",
             metadata: [
                 "http.method": .string(request.method.rawValue), "http.path": .string(request.uri.path),
                 "http.status": .stringConvertible(status),
