@@ -81,6 +81,23 @@ export COUNTERSIGN_COMPOSE_WHEEL
 swift build --build-tests
 python3 scripts/check-deploy.py
 
+# The man pages are made from the commands' help; each must render, and
+# name what it documents.
+if ! command -v man >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq man-db >/dev/null
+    else
+        echo "error: the man pages are checked with man(1): install Debian's man-db package" >&2
+        exit 1
+    fi
+fi
+scripts/man-pages.sh "$scratch/man" >/dev/null
+for command in device-agent device-broker; do
+    MANWIDTH=100 man -l "$scratch/man/$command.1" 2>/dev/null | grep -q "^ *$command subcommand" \
+        || { echo "error: the man page of $command does not render" >&2; exit 1; }
+done
+
 # The contract, from the other side: schemathesis (an independent OpenAPI
 # implementation) against a real broker, in its examples, coverage and
 # fuzzing phases, with a fixed seed and a time budget.

@@ -13,4 +13,13 @@ struct AccessLogTests {
         #expect(AccessLog.milliseconds(.microseconds(99_999)) == "99.99")
         #expect(AccessLog.milliseconds(.seconds(25) + .microseconds(50_100)) == "25050.10")
     }
+
+    @Test("a request is an error line only when the broker itself failed; expected 5xx answers are notices")
+    func levels() {
+        #expect(AccessLog.level(status: 200) == .info)
+        #expect(AccessLog.level(status: 429) == .info)
+        #expect(AccessLog.level(status: 500) == .error)
+        #expect(AccessLog.level(status: 501) == .notice, "totp_unavailable: a feature this broker runs without")
+        #expect(AccessLog.level(status: 503) == .notice, "shutting down, or a store outage logged where it happens")
+    }
 }
