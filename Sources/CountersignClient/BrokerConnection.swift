@@ -123,10 +123,16 @@ public struct BrokerConnection: Sendable {
             }
         }
         if error is ChannelError { return "the connection failed" }
+        // NIOSSL's errors carry BoringSSL's reason codes in their text.
         let text = String(describing: error)
-        if text.contains("WRONG_VERSION_NUMBER") || text.contains("handshake") || text.contains("SSL") {
-            return plainHTTP
+        if text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("certificate verify failed")
+            || text.contains("unable to get local issuer")
+        {
+            return "its TLS certificate is not trusted here (self-signed, or from a private CA that is not "
+                + "in this machine's trust store)"
         }
+        if text.contains("WRONG_VERSION_NUMBER") { return plainHTTP }
+        if text.contains("handshake") || text.contains("SSL") { return "the TLS handshake failed" }
         if text.contains("HTTPParserError") || text.contains("invalid") {
             return "the answer is not HTTP; if the broker serves https, use https://"
         }

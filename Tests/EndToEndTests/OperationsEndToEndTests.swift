@@ -227,6 +227,22 @@ struct OperationsEndToEndTests {
         let plain = try? await HTTPClient.shared.get(url: "http://127.0.0.1:\(port)/healthz").get()
         #expect(plain?.status != .ok, "no answer in the clear")
         try await client.shutdown()
+
+        // The agent says what is wrong, and how to fix it when it can.
+        for (url, says) in [
+            ("http://127.0.0.1:\(port)", "if the broker serves https, use https://"),
+            ("https://127.0.0.1:\(port)", "its TLS certificate is not trusted here"),
+        ] {
+            let agent = try RunningProcess(
+                "device-agent",
+                [
+                    "login", "--broker", url, "--api-key", "ck_x", "--user", "alice", "--config-dir",
+                    try temporaryDirectory("agent").path,
+                ])
+            #expect(try await agent.exitCode() == 1)
+            #expect(agent.text.contains("cannot reach the broker at \(url): "), "\(agent.text)")
+            #expect(agent.text.contains(says), "\(agent.text)")
+        }
     }
 
     @Test("backup while the broker runs, then restore it into a new broker: the devices and events are there")

@@ -89,4 +89,21 @@ struct PairingEndToEndTests {
         #expect(try CredentialStore(directory: machineB).accounts().isEmpty)
         #expect(try await broker.backend.devices(user: "alice").count == 1)
     }
+
+    @Test("Ctrl-C on the new machine withdraws the pairing and keeps no key: the approver can no longer add it")
+    func interrupted() async throws {
+        let (broker, pairing, eventID, machineA, machineB) = try await startPairing()
+        defer { broker.stop() }
+        let code = try await pairing.waitFor(#"Pairing code: (\d{6})"#)
+        kill(pairing.process.processIdentifier, SIGINT)
+        #expect(try await pairing.exitCode() == 130, "\(pairing.text)")
+        #expect(pairing.text.contains("the request is withdrawn"), "\(pairing.text)")
+        #expect(try CredentialStore(directory: machineB).accounts().isEmpty, "no key is kept")
+        let event = try await broker.backend.event(id: eventID)
+        #expect(event.status == .expired && event.statusReason == .withdrawn)
+        let late = try broker.agent(
+            ["approve", "--event", eventID, "--yes", "--match", code, "--timeout", "3"], configDirectory: machineA)
+        #expect(try await late.exitCode() == 5, "\(late.text)")
+        #expect(try await broker.backend.devices(user: "alice").count == 1, "nothing was added")
+    }
 }
