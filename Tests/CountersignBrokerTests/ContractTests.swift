@@ -18,7 +18,7 @@ struct ContractTests {
         try await broker.test { client in
             for (method, uri, allow) in [
                 (HTTPRequest.Method("TRACE")!, "/healthz", "GET"), (.post, "/readyz", "GET"),
-                (.delete, "/api/v1/inbox", "GET"), (.put, "/api/v1/events/ev_x", "GET"),
+                (.delete, "/api/v1/inbox", "GET"), (.put, "/api/v1/events/ev_x", "DELETE, GET"),
                 (.get, "/api/v1/events/ev_x/decision", "POST"), (.patch, "/api/v1/devices/dv_1", "DELETE"),
                 (.options, "/api/v1/devices/self", "GET"),
             ] {
