@@ -83,9 +83,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "CountersignSenders",
+            dependencies: [
+                "CountersignCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "CountersignBroker",
             dependencies: [
                 "CountersignCore",
+                "CountersignSenders",
                 "CountersignStore",
                 "CountersignSQLite",
                 "CountersignPostgres",
@@ -125,6 +140,7 @@ let package = Package(
             name: "device-broker",
             dependencies: [
                 "CountersignBroker",
+                "CountersignSenders",
                 "CountersignStore",
                 "CountersignSQLite",
                 "CountersignCore",
@@ -204,7 +220,8 @@ let package = Package(
         .testTarget(
             name: "CountersignBrokerTests",
             dependencies: [
-                "CountersignBroker", "CountersignCore", "CountersignStore", "CountersignSQLite", "CountersignClient",
+                "CountersignBroker", "CountersignSenders", "CountersignCore", "CountersignStore", "CountersignSQLite",
+                "CountersignClient",
                 "CountersignOTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -222,7 +239,9 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "CountersignCore", "CountersignClient", "CountersignPostgresTesting", "device-broker", "device-agent",
+                "CountersignCore", "CountersignClient", "CountersignPostgresTesting", "CountersignSenders",
+                "device-broker",
+                "device-agent",
                 "countersign-bench",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

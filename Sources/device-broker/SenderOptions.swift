@@ -1,5 +1,6 @@
 public import ArgumentParser
-public import CountersignBroker
+import CountersignBroker
+public import CountersignSenders
 import Foundation
 
 /// Where one-time codes go, for `serve`.

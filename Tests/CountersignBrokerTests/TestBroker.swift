@@ -1,6 +1,7 @@
 import CountersignBroker
 import CountersignCore
 import CountersignSQLite
+import CountersignSenders
 import CountersignStore
 import Crypto
 import Foundation

@@ -2,6 +2,7 @@ import CountersignBroker
 import CountersignClient
 import CountersignCore
 import CountersignSQLite
+import CountersignSenders
 import Foundation
 import HTTPTypes
 import HummingbirdTesting

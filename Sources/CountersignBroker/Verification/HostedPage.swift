@@ -1,3 +1,4 @@
+import CountersignSenders
 import Foundation
 import HTTPTypes
 import Hummingbird

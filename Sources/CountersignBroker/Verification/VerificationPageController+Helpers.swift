@@ -1,4 +1,5 @@
 import CountersignCore
+import CountersignSenders
 import CountersignStore
 import Foundation
 import HTTPTypes

@@ -65,19 +65,19 @@ public struct SMTPSender: CodeSender {
     /// for a setting the broker must not start with.
     public init(settings: SMTPSettings) throws {
         guard let from = IdentifierType.email.normalize(settings.from) else {
-            throw BrokerSetupError("--smtp-from is not an email address: \(settings.from)")
+            throw SenderSetupError("--smtp-from is not an email address: \(settings.from)")
         }
-        guard (1...65535).contains(settings.port) else { throw BrokerSetupError("the SMTP port must be 1…65535") }
+        guard (1...65535).contains(settings.port) else { throw SenderSetupError("the SMTP port must be 1…65535") }
         guard (settings.username == nil) == (settings.password == nil) else {
-            throw BrokerSetupError(
+            throw SenderSetupError(
                 "an SMTP username needs a password (--smtp-password-file), and a password a username")
         }
         if settings.security == .none, settings.username != nil {
-            throw BrokerSetupError("an SMTP password is only sent over TLS: use --smtp-security starttls or tls")
+            throw SenderSetupError("an SMTP password is only sent over TLS: use --smtp-security starttls or tls")
         }
         for value in [settings.host, settings.heloName, settings.username ?? "", settings.fromName ?? ""]
         where value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw BrokerSetupError("SMTP settings may not contain control characters")
+            throw SenderSetupError("SMTP settings may not contain control characters")
         }
         var settings = settings
         settings.from = from
@@ -91,7 +91,7 @@ public struct SMTPSender: CodeSender {
                 do {
                     configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(file))
                 } catch {
-                    throw BrokerSetupError("cannot read the SMTP trust roots from \(file): \(error)")
+                    throw SenderSetupError("cannot read the SMTP trust roots from \(file): \(error)")
                 }
             }
             tls = try NIOSSLContext(configuration: configuration)

@@ -27,7 +27,7 @@ public struct CodeMessage: Sendable {
         "Your \(app) verification code is \(code). It expires in \(Self.duration(lifetime))."
     }
 
-    static func duration(_ seconds: TimeInterval) -> String {
+    public static func duration(_ seconds: TimeInterval) -> String {
         let minutes = Int((seconds / 60).rounded())
         if seconds < 120 || minutes * 60 != Int(seconds) { return "\(Int(seconds)) seconds" }
         return "\(minutes) minutes"
@@ -98,4 +98,11 @@ public final class DevelopmentSender: CodeSender {
             try handle.write(contentsOf: data)
         }
     }
+}
+
+/// A sender configuration that cannot work (a bad URL, a missing setting):
+/// found when the broker starts, before anything is sent.
+public struct SenderSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

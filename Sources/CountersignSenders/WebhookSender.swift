@@ -20,9 +20,9 @@ public struct WebhookSender: CodeSender {
         guard let components = URLComponents(string: url), ["https", "http"].contains(components.scheme ?? ""),
             components.host?.isEmpty == false
         else {
-            throw BrokerSetupError("the webhook URL must be an absolute https URL: \(url)")
+            throw SenderSetupError("the webhook URL must be an absolute https URL: \(url)")
         }
-        guard secret.count >= 32 else { throw BrokerSetupError("the webhook secret must have at least 32 bytes") }
+        guard secret.count >= 32 else { throw SenderSetupError("the webhook secret must have at least 32 bytes") }
         self.url = url
         self.secret = SymmetricKey(data: secret)
     }

@@ -65,27 +65,3 @@ struct BackendController {
         return JSONBody(DeviceChangeList(changes: changes.map(DeviceChangeDocument.init)))
     }
 }
-
-extension Request {
-    /// `?limit=N`, 1 to 200, 50 by default.
-    func limit() throws -> Int {
-        guard let text = uri.queryParameters["limit"] else { return 50 }
-        guard let parsed = Int(text), (1...200).contains(parsed) else {
-            throw APIError.badRequest("limit must be between 1 and 200")
-        }
-        return parsed
-    }
-}
-
-extension BrokerEnvironment {
-    /// Revokes a device of `user`, records who did it, and ends its
-    /// long-polls at once.
-    func revoke(_ deviceID: String, issuer: String, user: String, author: ChangeAuthor) async throws
-        -> TrustedDevice
-    {
-        let device = try await store.revokeDevice(
-            id: deviceID, issuer: issuer, clientUserID: user, author: author, now: now())
-        hub.notify(WakeHub.inboxKey(issuer: device.issuer, user: device.clientUserID))
-        return device
-    }
-}

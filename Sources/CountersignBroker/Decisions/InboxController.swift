@@ -11,9 +11,6 @@ struct InboxController {
     var endpoints: RouteCollection<DeviceRequestContext> {
         RouteCollection(context: DeviceRequestContext.self)
             .get("inbox", use: inbox)
-            .get("devices/self", use: me)
-            .get("devices", use: devices)
-            .delete("devices/:device", use: remove)
     }
 
     struct Inbox: Encodable, Sendable, WireJSONWritable {
@@ -83,30 +80,6 @@ struct InboxController {
                     nonce: $0.nonce, matchRequired: $0.matchNumber != nil,
                     newDevice: $0.newDevice.map(NewDeviceSummary.init))
             })
-    }
-
-    /// The calling device itself: a way to check it is still enrolled.
-    @Sendable func me(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
-        JSONBody(DeviceDocument(context.device))
-    }
-
-    /// The user's devices, revoked ones included, with this one marked.
-    @Sendable func devices(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
-        DeviceListDocument
-    > {
-        let devices = try await environment.store.devices(
-            issuer: context.device.issuer, clientUserID: context.device.clientUserID)
-        return JSONBody(DeviceListDocument(devices: devices.map(DeviceDocument.init), thisDevice: context.device.id))
-    }
-
-    /// Revokes one of the user's devices (this one included), signed by
-    /// this trusted device.
-    @Sendable func remove(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
-        let deviceID = try context.parameters.require("device")
-        let device = try await environment.revoke(
-            deviceID, issuer: context.device.issuer, user: context.device.clientUserID,
-            author: ChangeAuthor(actor: context.device.id, ip: context.clientAddress))
-        return JSONBody(DeviceDocument(device))
     }
 
     @inline(never)

@@ -1,4 +1,5 @@
 public import CountersignCore
+public import CountersignSenders
 public import CountersignStore
 public import Foundation
 public import Logging

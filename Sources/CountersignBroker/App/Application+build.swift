@@ -1,0 +1,87 @@
+import CountersignCore
+import CountersignPostgres
+import CountersignSQLite
+import CountersignStore
+import Foundation
+public import Hummingbird
+import HummingbirdTLS
+import Logging
+import NIOSSL
+import ServiceLifecycle
+
+/// Builds the broker's HTTP application on the configured store.
+public func buildApplication(_ configuration: BrokerConfiguration) async throws -> some ApplicationProtocol {
+    var logger = Logger(label: "device-broker")
+    logger.logLevel = configuration.logLevel
+    let opened = try await configuration.openStore(logger: logger)
+    let store = opened.store
+    let (issuer, origins) = try configuration.origins()
+    let vault = try configuration.totpKeyFile.map(TOTPVault.load(file:))
+    if vault == nil {
+        logger.notice("no --totp-key-file: devices get no TOTP secrets and codes are refused")
+    }
+    let environment = BrokerEnvironment(
+        store: store, policy: configuration.policy, issuer: issuer, origins: origins,
+        keys: try await BrokerKeys.load(from: store, now: Date()),
+        verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
+        metrics: configuration.metrics, trustedProxies: configuration.trustedProxies)
+    let counter = ConnectionCounter(
+        limits: configuration.connections, trustedProxies: configuration.trustedProxies, logger: logger)
+    var app = Application(
+        router: buildRouter(environment),
+        server: try configuration.tls.map { try .tls(.brokerHTTP1(counter), tlsConfiguration: try serverTLS($0)) }
+            ?? .brokerHTTP1(counter),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
+        logger: logger)
+    // Services stop in reverse order: the server first, the store last.
+    app.addServices(StoreCloser(close: opened.close))
+    if let feed = store as? any WakeFeed {
+        app.addServices(WakeRelay(feed: feed, hub: environment.hub, logger: logger))
+    }
+    app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
+    app.addServices(KeyRefresher(environment: environment, logger: logger))
+    return app
+}
+
+/// Builds the router; tests build the same one around their own environment.
+///
+/// Every route passes through one ``RequestLifecycleMiddleware``; on the
+/// authenticated API it also establishes the caller, in the same frame
+/// rather than in a middleware layer of its own (see docs/benchmarks.md).
+/// Each group therefore adds its own, and the router's is added last, which
+/// gives it only to requests no route matches.
+public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerRequestContext> {
+    let router = Router(context: BrokerRequestContext.self)
+    let lifecycle = RequestLifecycleMiddleware(
+        trustedProxies: TrustedProxies(networks: environment.trustedProxies), metrics: HTTPMetrics())
+    let open = router.group().add(middleware: lifecycle)
+    open.addRoutes(OperationsController(environment: environment).endpoints)
+    open.get(".well-known/jwks.json") { _, _ in
+        JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
+    }
+    open.addRoutes(VerificationPageController(environment: environment).endpoints)
+    open.addRoutes(OAuthController(environment: environment).endpoints)
+    open.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
+    open.group("api/v1").addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
+    var authenticating = lifecycle
+    authenticating.authenticator = CallerAuthenticator(environment: environment)
+    let authenticated = router.group("api/v1").add(middleware: authenticating)
+    authenticated.addRoutes(EventController(environment: environment).endpoints)
+    authenticated.addRoutes(DecisionController(environment: environment).endpoints)
+    let codes = CodeController(environment: environment)
+    authenticated.addRoutes(codes.eventEndpoints)
+    let backend = authenticated.group(context: BackendRequestContext.self)
+    backend.addRoutes(EnrollmentController(environment: environment).backendEndpoints)
+    backend.addRoutes(BackendController(environment: environment).endpoints)
+    backend.addRoutes(APIKeyController(environment: environment).endpoints)
+    backend.addRoutes(codes.backendEndpoints)
+    let device = authenticated.group(context: DeviceRequestContext.self)
+    device.addRoutes(InboxController(environment: environment).endpoints)
+    device.addRoutes(DeviceController(environment: environment).endpoints)
+    device.addRoutes(codes.deviceEndpoints)
+    var unmatched = lifecycle
+    unmatched.routeMethods = RouteMethods(router.routes)
+    router.add(middleware: unmatched)
+    return router
+}

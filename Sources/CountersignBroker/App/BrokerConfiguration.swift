@@ -1,0 +1,167 @@
+public import CountersignCore
+import CountersignPostgres
+public import CountersignSQLite
+public import CountersignSenders
+public import CountersignStore
+public import Foundation
+import Hummingbird
+import HummingbirdTLS
+public import Logging
+import NIOSSL
+import ServiceLifecycle
+
+/// Everything `device-broker serve` can be told.
+public struct BrokerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// Where the SQLite file lives.
+    public var dataDirectory: String
+    /// A `postgres://` URL to use PostgreSQL (shared by several instances)
+    /// instead of the SQLite file.
+    public var databaseURL: String?
+    /// PostgreSQL connections the instance keeps open, one of them on
+    /// LISTEN; at least 2.
+    public var databaseConnections = 20
+    /// URLs clients reach the broker at; the first is the token issuer.
+    /// Empty means `http://host:port` (and `localhost` for a loopback host).
+    public var publicURLs: [String]
+    public var policy: ApprovalPolicy
+    public var durability: SQLiteStore.Durability
+    public var logLevel: Logger.Level
+    /// How long settled events are kept.
+    public var retention: TimeInterval
+    /// Where one-time codes go.
+    public var sender: SenderConfiguration = .development
+    /// Where codes for phone numbers go, if not to ``sender``.
+    public var phoneSender: SenderConfiguration?
+    /// Code lifetime, tries and send limits of email/phone verification.
+    public var verification = VerificationPolicy()
+    /// The key file that TOTP secrets are sealed under; without one the
+    /// broker offers no TOTP codes.
+    public var totpKeyFile: String?
+    /// What `/metrics` shows (the registry the process bootstrapped
+    /// swift-metrics with); nil serves no metrics.
+    public var metrics: BrokerMetrics = BrokerMetrics()
+    /// Serve HTTPS with this PEM certificate chain and private key.
+    public var tls: (certificateFile: String, keyFile: String)?
+    /// Reverse proxies whose `X-Forwarded-For` header is believed.
+    public var trustedProxies: [IPNetwork] = []
+    /// How many connections are held, and how long each may make the broker wait.
+    public var connections = ConnectionLimits()
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
+        publicURLs: [String] = [], policy: ApprovalPolicy = ApprovalPolicy(),
+        durability: SQLiteStore.Durability = .full, logLevel: Logger.Level = .info, retention: TimeInterval = 30 * 86400
+    ) {
+        self.host = host
+        self.port = port
+        self.dataDirectory = dataDirectory
+        self.publicURLs = publicURLs
+        self.policy = policy
+        self.durability = durability
+        self.logLevel = logLevel
+        self.retention = retention
+    }
+
+    /// The SQLite file in the data directory.
+    public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("countersign.sqlite") }
+
+    /// The issuer URL and every origin proofs may name.
+    public func origins() throws -> (issuer: String, origins: Set<Origin>) {
+        var urls = publicURLs
+        if urls.isEmpty {
+            let bracketed = host.contains(":") ? "[\(host)]" : host
+            let scheme = tls == nil ? "http" : "https"
+            urls = ["\(scheme)://\(bracketed):\(port)"]
+            if ["127.0.0.1", "::1", "localhost"].contains(host) {
+                urls += ["localhost", "127.0.0.1", "[::1]"].map { "\(scheme)://\($0):\(port)" }
+            }
+        }
+        var origins: Set<Origin> = []
+        for url in urls {
+            guard let origin = Origin(url: url) else { throw BrokerSetupError("not an http(s) URL: \(url)") }
+            origins.insert(origin)
+        }
+        return (Origin(url: urls[0])!.description, origins)
+    }
+
+    /// Opens and migrates the configured store: PostgreSQL with a
+    /// ``databaseURL``, else the SQLite file in the data directory (created
+    /// with mode 0700). Close it when done.
+    public func openStore(logger: Logger) async throws -> OpenedStore {
+        if let databaseURL {
+            let store = try PostgresStore(url: databaseURL, logger: logger, maximumConnections: databaseConnections)
+            do {
+                try await store.migrate()
+            } catch {
+                await store.close()
+                throw error
+            }
+            return OpenedStore(store: store, close: store.close)
+        }
+        try FileManager.default.createDirectory(
+            atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return OpenedStore(store: try SQLiteStore(path: databasePath, durability: durability), close: {})
+    }
+}
+
+/// A store ready for use, and how to let go of it.
+public struct OpenedStore: Sendable {
+    public let store: any CountersignStore
+    public let close: @Sendable () async -> Void
+}
+
+/// Which channel delivers one-time codes.
+public enum SenderConfiguration: Sendable {
+    /// The log and `outbox.jsonl` in the data directory: for development.
+    case development
+    /// A signed JSON POST to `url` (see ``WebhookSender``), the secret read from a file.
+    case webhook(url: String, secretFile: String)
+    /// Email through a mail server (see ``SMTPSender``), the password read from a file.
+    case smtp(SMTPSettings, passwordFile: String?)
+
+    func makeSender(dataDirectory: String, logger: Logger) throws -> any CodeSender {
+        switch self {
+        case .development:
+            let outbox = URL(fileURLWithPath: dataDirectory).appendingPathComponent("outbox.jsonl")
+            logger.notice(
+                "one-time codes go to the development sender: the log and \(outbox.path); use --sender smtp or webhook in production"
+            )
+            return DevelopmentSender(outbox: outbox, logger: logger)
+        case .webhook(let url, let secretFile):
+            return try WebhookSender(
+                url: url, secret: Data(try SecretFile.read(secretFile, holding: "webhook secret").utf8))
+        case .smtp(var settings, let passwordFile):
+            if let passwordFile { settings.password = try SecretFile.read(passwordFile, holding: "SMTP password") }
+            return try SMTPSender(settings: settings)
+        }
+    }
+}
+
+/// Secrets the operator keeps in files (passwords, HMAC and TOTP keys).
+enum SecretFile {
+    /// The file's content without its final line break.
+    static func read(_ file: String, holding name: String) throws -> String {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw BrokerSetupError("cannot read the \(name) file \(file)")
+        }
+        return text.trimmingCharacters(in: .newlines)
+    }
+}
+
+extension BrokerConfiguration {
+    /// The senders for email and phone, as configured.
+    func makeSender(logger: Logger) throws -> any CodeSender {
+        let email = try sender.makeSender(dataDirectory: dataDirectory, logger: logger)
+        guard let phoneSender else { return email }
+        return RoutingSender(
+            email: email, phone: try phoneSender.makeSender(dataDirectory: dataDirectory, logger: logger))
+    }
+}
+
+/// A configuration the broker cannot start with.
+public struct BrokerSetupError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,40 @@
+import CountersignCore
+import CountersignStore
+import Hummingbird
+
+/// A trusted device on its user's devices: itself, the list, and removing
+/// one (itself included).
+struct DeviceController {
+    let environment: BrokerEnvironment
+
+    var endpoints: RouteCollection<DeviceRequestContext> {
+        RouteCollection(context: DeviceRequestContext.self)
+            .get("devices/self", use: me)
+            .get("devices", use: devices)
+            .delete("devices/:device", use: remove)
+    }
+
+    /// The calling device itself: a way to check it is still enrolled.
+    @Sendable func me(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
+        JSONBody(DeviceDocument(context.device))
+    }
+
+    /// The user's devices, revoked ones included, with this one marked.
+    @Sendable func devices(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
+        DeviceListDocument
+    > {
+        let devices = try await environment.store.devices(
+            issuer: context.device.issuer, clientUserID: context.device.clientUserID)
+        return JSONBody(DeviceListDocument(devices: devices.map(DeviceDocument.init), thisDevice: context.device.id))
+    }
+
+    /// Revokes one of the user's devices (this one included), signed by
+    /// this trusted device.
+    @Sendable func remove(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
+        let deviceID = try context.parameters.require("device")
+        let device = try await environment.revoke(
+            deviceID, issuer: context.device.issuer, user: context.device.clientUserID,
+            author: ChangeAuthor(actor: context.device.id, ip: context.clientAddress))
+        return JSONBody(DeviceDocument(device))
+    }
+}
