@@ -95,6 +95,10 @@ extension DeviceAgent {
                         match: match
                     ).run()
                     if answered, !watch { return }
+                    if watch {
+                        print("")
+                        print("Waiting for more requests (Ctrl-C to stop)…")
+                    }
                     // Asked again only where the person chooses: the rest
                     // come back, with their times left, on the next round.
                     if Console.isInteractive { break }
@@ -160,8 +164,11 @@ enum RequestText {
         }
     }
 
+    /// The requesting machine, its address and, when the broker knows it,
+    /// its location.
     static func from(_ event: EventDocument) -> String {
-        "\(event.requesterName.map(shown) ?? "an unnamed machine") (\(shown(event.ip)), \(shown(event.location)))"
+        let place = event.location == "Unknown" ? "" : ", \(shown(event.location))"
+        return "\(event.requesterName.map(shown) ?? "an unnamed machine") (\(shown(event.ip))\(place))"
     }
 
     /// One line for a list of waiting requests.

@@ -22,7 +22,7 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     }
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
-        keys: try await BrokerKeys.load(from: store, now: Date()),
+        keys: try await BrokerKeys.load(from: store, now: Date(), logger: logger),
         verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
         metrics: configuration.metrics, trustedProxies: configuration.trustedProxies)
     let counter = ConnectionCounter(

@@ -102,6 +102,7 @@ public struct BrokerConfiguration: Sendable {
         }
         try FileManager.default.createDirectory(
             atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        logger.notice("keeping everything in the SQLite file \(databasePath)")
         return OpenedStore(store: try SQLiteStore(path: databasePath, durability: durability), close: {})
     }
 }

@@ -3,6 +3,7 @@ public import CountersignStore
 import Crypto
 public import Foundation
 public import JWTKit
+public import Logging
 import Synchronization
 
 /// The broker's ES256 signing keys, as one consistent snapshot that
@@ -37,10 +38,14 @@ public final class BrokerKeys: Sendable {
     public var currentKeyID: String { snapshot.withLock { $0.signingKeyID } }
 
     /// Loads the keys from the store, creating the first one if there is none.
-    public static func load(from store: any CountersignStore, now: Date) async throws -> BrokerKeys {
+    public static func load(from store: any CountersignStore, now: Date, logger: Logger? = nil) async throws
+        -> BrokerKeys
+    {
         var keys = try await store.signingKeys()
         if keys.isEmpty {
-            try await store.insertSigningKey(newKey(now: now))
+            let key = newKey(now: now)
+            try await store.insertSigningKey(key)
+            logger?.notice("created the broker's first ES256 signing key, \(key.id), kept in the store")
             keys = try await store.signingKeys()
         }
         return BrokerKeys(try await makeSnapshot(keys, now: now))
