@@ -194,7 +194,7 @@ extension PostgresStore {
     {
         let logger = logger
         let rotation = try await write { db in
-            let rotation = try RefreshRotation.decide(
+            let rotation = RefreshRotation.decide(
                 current: try await Self.refreshToken(digest: digest, in: db, logger: logger),
                 replacement: replacement, now: now)
             if case .rotated(let next) = rotation {

@@ -198,7 +198,7 @@ extension SQLiteStore {
         -> RefreshTokenRecord
     {
         let rotation = try await write { db in
-            let rotation = try RefreshRotation.decide(
+            let rotation = RefreshRotation.decide(
                 current: try Self.refreshToken(digest: digest, in: db), replacement: replacement, now: now)
             if case .rotated(let next) = rotation {
                 try db.execute(

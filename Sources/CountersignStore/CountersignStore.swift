@@ -258,67 +258,6 @@ public struct ChallengeLimits: Sendable {
     }
 }
 
-/// How many TOTP codes may be tried, per event and per user.
-public struct CodeLimits: Sendable {
-    /// Attempts one pending event takes.
-    public var perEvent: Int
-    /// Consecutive failures of a user after which each failure locks out.
-    public var lockoutAfter: Int
-    /// The first lock-out; each further failure doubles it.
-    public var firstLockout: TimeInterval
-    /// The longest lock-out.
-    public var maxLockout: TimeInterval
-
-    public init(
-        perEvent: Int = 5, lockoutAfter: Int = 10, firstLockout: TimeInterval = 60, maxLockout: TimeInterval = 3600
-    ) {
-        self.perEvent = perEvent
-        self.lockoutAfter = lockoutAfter
-        self.firstLockout = firstLockout
-        self.maxLockout = maxLockout
-    }
-
-    /// How long a user's count of failed codes is kept after their last
-    /// attempt, once no lock-out runs: ``CountersignStore/garbageCollect(now:eventsEndedBefore:)``
-    /// forgets it then, so the count cannot grow, nor its rows pile up, for
-    /// ever. Waiting a day between tries gains an attacker nothing against
-    /// a million codes.
-    public static let failuresKept: TimeInterval = 86400
-
-    /// Throws `limitReached` while a lock-out (`lockedUntil`, as stored) runs.
-    public func refuseWhileLocked(until lockedUntil: Date?, now: Date) throws {
-        if let lockedUntil, lockedUntil > now {
-            throw StoreError(
-                .limitReached(retryAfter: max(1, Int(lockedUntil.timeIntervalSince(now).rounded(.up)))),
-                "too many wrong codes")
-        }
-    }
-
-    /// The attempts `event` takes after one more, or why it takes none
-    /// (the errors ``CountersignStore/reserveCodeAttempt(issuer:clientUserID:eventID:limits:now:)``
-    /// throws): for every store, the same rule.
-    public func attemptsLeft(
-        after event: ApprovalEvent?, id: String, issuer: String, clientUserID: String, now: Date
-    ) throws -> Int {
-        guard let event, event.issuer == issuer, event.clientUserID == clientUserID else {
-            throw StoreError(.notFound, "no event \(id) for this user")
-        }
-        guard event.status(at: now) == .pending else { throw StoreError(.conflict, "event \(id) is no longer pending") }
-        guard event.codeAttempts < perEvent else {
-            let untilExpiry = max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
-            throw StoreError(.limitReached(retryAfter: untilExpiry), "the event takes no more codes")
-        }
-        return perEvent - event.codeAttempts - 1
-    }
-
-    /// How long the user is locked out after `failures` consecutive ones.
-    public func lockout(afterFailures failures: Int) -> TimeInterval? {
-        guard failures >= lockoutAfter else { return nil }
-        let doublings = min(failures - lockoutAfter, 30)
-        return min(firstLockout * Double(1 << doublings), maxLockout)
-    }
-}
-
 /// A counted code attempt.
 public struct CodeAttempt: Sendable, Equatable {
     /// Attempts the event takes after this one; nil without an event.
@@ -329,31 +268,6 @@ public struct CodeAttempt: Sendable, Equatable {
     public init(eventAttemptsLeft: Int?, consecutiveFailures: Int) {
         self.eventAttemptsLeft = eventAttemptsLeft
         self.consecutiveFailures = consecutiveFailures
-    }
-}
-
-/// What a refresh-token rotation decided inside its transaction; every
-/// store applies the same rule and ends the same way
-/// (``CountersignStore/finish(_:now:)``).
-public enum RefreshRotation: Sendable {
-    /// Store `next`, marking the presented token rotated.
-    case rotated(next: RefreshTokenRecord)
-    /// The token was rotated or revoked before: its family must go.
-    case reused(family: String)
-
-    /// The rule of ``CountersignStore/rotateRefreshToken(digest:replacement:now:)``,
-    /// given the presented token as read in the transaction.
-    public static func decide(current: RefreshTokenRecord?, replacement: RefreshTokenRecord, now: Date) throws
-        -> RefreshRotation
-    {
-        guard let current, current.expiresAt > now else {
-            throw StoreError(.notFound, "unknown or expired refresh token")
-        }
-        guard current.rotatedAt == nil, current.revokedAt == nil else { return .reused(family: current.familyID) }
-        var next = replacement
-        next.familyID = current.familyID
-        next.authTime = current.authTime
-        return .rotated(next: next)
     }
 }
 
@@ -371,6 +285,8 @@ extension CountersignStore {
         switch rotation {
         case .rotated(let next):
             return next
+        case .unknown:
+            throw StoreError(.notFound, "unknown or expired refresh token")
         case .reused(let family):
             try await revokeRefreshTokenFamily(family, now: now)
             throw StoreError(.conflict, "refresh token reused; its family is revoked")

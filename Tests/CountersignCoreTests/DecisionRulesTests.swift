@@ -63,4 +63,64 @@ struct DecisionRulesTests {
         #expect(event().status(at: t0 + 60) == .expired)
         #expect(event(status: .approved).status(at: t0 + 600) == .approved)
     }
+
+    @Test("a withdrawal closes a pending event; again it changes nothing; a decided or expired one stays")
+    func withdrawal() {
+        var pending = event()
+        #expect(Withdrawal.evaluate(pending, now: t0 + 1) == .withdraw)
+        #expect(Withdrawal.evaluate(pending, now: t0 + 60) == .refused(.expired))
+        #expect(Withdrawal.evaluate(event(status: .approved), now: t0 + 1) == .refused(.alreadyDecided))
+        pending.withdrawnAt = t0 + 1
+        pending.expiresAt = t0 + 1
+        #expect(Withdrawal.evaluate(pending, now: t0 + 2) == .alreadyWithdrawn)
+        #expect(pending.statusReason == .withdrawn)
+        #expect(
+            DecisionRules.evaluate(claims(.approve, match: "42"), by: device(), on: pending, now: t0 + 2)
+                == .refused(.withdrawn))
+    }
+
+    @Test("code attempts: counted while the event takes more, refused for another user, a closed event, or none left")
+    func codeAttempts() {
+        let limits = CodeLimits(perEvent: 2)
+        var pending = event()
+        #expect(
+            limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: t0) == .counted(attemptsLeft: 1))
+        #expect(limits.attempt(on: pending, issuer: "ck_app", clientUserID: "bob", now: t0) == .refused(.unknownEvent))
+        #expect(limits.attempt(on: nil, issuer: "ck_app", clientUserID: "alice", now: t0) == .refused(.unknownEvent))
+        #expect(
+            limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: t0 + 60) == .refused(.notPending))
+        pending.codeAttempts = 2
+        #expect(
+            limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: t0 + 10)
+                == .refused(.exhausted(retryAfter: 50)))
+        #expect(limits.lockedFor(until: t0 + 30, now: t0 + 10) == 20 && limits.lockedFor(until: t0, now: t0) == nil)
+        #expect(CodeLimits().lockout(afterFailures: 9) == nil && CodeLimits().lockout(afterFailures: 11) == 120)
+    }
+
+    @Test("refresh rotation: a live token rotates within its family; a used one revokes it; an unknown one nothing")
+    func refreshRotation() {
+        let live = RefreshTokenRecord(
+            digest: Data([1]), familyID: "f1", apiKeyID: "ck_app", identityID: "id_1", createdAt: t0 - 5,
+            expiresAt: t0 + 100, authTime: t0 - 5)
+        let replacement = RefreshTokenRecord(
+            digest: Data([2]), familyID: "new", apiKeyID: "ck_app", identityID: "id_1", createdAt: t0,
+            expiresAt: t0 + 200)
+        guard case .rotated(let next) = RefreshRotation.decide(current: live, replacement: replacement, now: t0) else {
+            Issue.record("a live token rotates")
+            return
+        }
+        #expect(next.familyID == "f1" && next.authTime == t0 - 5 && next.digest == Data([2]))
+        var used = live
+        used.rotatedAt = t0
+        guard case .reused(let family) = RefreshRotation.decide(current: used, replacement: replacement, now: t0 + 1)
+        else {
+            Issue.record("a used token is a reuse")
+            return
+        }
+        #expect(family == "f1")
+        guard case .unknown = RefreshRotation.decide(current: live, replacement: replacement, now: t0 + 100) else {
+            Issue.record("an expired token is unknown")
+            return
+        }
+    }
 }
