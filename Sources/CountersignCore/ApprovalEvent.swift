@@ -137,6 +137,34 @@ public struct ApprovalEvent: Sendable, Equatable {
 }
 
 extension ApprovalEvent {
+    /// A trusted device's own request (seed case 1), approved by itself at
+    /// `now`.
+    public static func approvedByItself(
+        _ device: TrustedDevice, name: String, ip: String, details: String?, now: Date
+    ) -> ApprovalEvent {
+        ApprovalEvent(
+            id: newID(), createdAt: now, updatedAt: now, issuer: device.issuer, clientUserID: device.clientUserID,
+            name: name, ip: ip, location: "Unknown", method: .trustedDevice, storedStatus: .approved, expiresAt: now,
+            details: details, requesterName: device.name, nonce: SecretToken.generate(bytes: 16), matchNumber: nil,
+            wrongMatches: 0, requesterTokenDigest: nil, decidedBy: device.id, decidedAt: now, decision: nil)
+    }
+
+    /// A request for a trusted device of the user to decide within
+    /// `window` (seed case 2); its outcome is collected with the secret
+    /// whose digest is `requesterTokenDigest`.
+    public static func pending(
+        issuer: String, user: String, name: String, ip: String, location: String?, details: String?,
+        requesterName: String?, matchNumber: String?, requesterTokenDigest: Data, newDevice: NewDevice?, now: Date,
+        window: TimeInterval
+    ) -> ApprovalEvent {
+        ApprovalEvent(
+            id: newID(), createdAt: now, updatedAt: now, issuer: issuer, clientUserID: user, name: name, ip: ip,
+            location: location ?? "Unknown", method: .trustedDevice, storedStatus: .pending, expiresAt: now + window,
+            details: details, requesterName: requesterName, nonce: SecretToken.generate(bytes: 16),
+            matchNumber: matchNumber, wrongMatches: 0, requesterTokenDigest: requesterTokenDigest, decidedBy: nil,
+            decidedAt: nil, decision: nil, newDevice: newDevice)
+    }
+
     /// A new random event id.
     public static func newID() -> String { "ev_" + SecretToken.generate(bytes: 16) }
 

@@ -110,12 +110,7 @@ public enum DecisionProof {
         guard let audience = Origin(url: claims.aud), acceptedOrigins.contains(audience) else {
             throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
         }
-        guard !claims.jti.isEmpty, claims.jti.utf8.count <= 128 else {
-            throw ProtocolError(.malformed, "jti must have 1 to 128 characters")
-        }
-        guard abs(TimeInterval(claims.iat) - now.timeIntervalSince1970) <= leeway else {
-            throw ProtocolError(.stale, "the decision's iat is more than \(Int(leeway)) s from the broker's clock")
-        }
+        try Freshness.check(jti: claims.jti, iat: claims.iat, now: now, leeway: leeway, signed: "decision")
         if let newDevice, claims.decision == .approve, claims.jkt != newDevice {
             throw ProtocolError(.wrongKey, "the approval does not name the key this pairing would add (jkt)")
         }

@@ -105,12 +105,7 @@ public enum DeviceProof {
         guard let origin = Origin(url: claims.htu), acceptedOrigins.contains(origin) else {
             throw ProtocolError(.wrongURL, "the proof names an origin this broker does not answer on")
         }
-        guard !claims.jti.isEmpty, claims.jti.utf8.count <= 128 else {
-            throw ProtocolError(.malformed, "jti must have 1 to 128 characters")
-        }
-        guard abs(TimeInterval(claims.iat) - now.timeIntervalSince1970) <= leeway else {
-            throw ProtocolError(.stale, "the proof's iat is more than \(Int(leeway)) s from the broker's clock")
-        }
+        try Freshness.check(jti: claims.jti, iat: claims.iat, now: now, leeway: leeway, signed: "proof")
     }
 
     /// `url` without query and fragment.

@@ -206,11 +206,7 @@ struct EnrollmentController {
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(grant, apiKeyID: enrollment.key.id)
         } catch let failure as CodeRedemption.Failure {
-            throw APIError(
-                .forbidden, "invalid_verification",
-                failure == .expiredOrUsed
-                    ? "the authorization code is unknown, expired or already used"
-                    : "the verification does not match (challenge, redirect URL or code verifier)")
+            throw APIError(.forbidden, "invalid_verification", failure.explanation)
         }
         if let user = enrollment.body.clientUserID, user != redeemed.identifier {
             throw APIError.badRequest("client_user_id must be the verified identifier, \(redeemed.identifier)")

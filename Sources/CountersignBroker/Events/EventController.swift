@@ -127,12 +127,8 @@ struct EventController {
         by device: TrustedDevice, name: String, body: CreateRequest, context: BrokerRequestContext
     ) async throws -> JSONBody<EventTicket> {
         let now = environment.now()
-        let event = ApprovalEvent(
-            id: ApprovalEvent.newID(), createdAt: now, updatedAt: now, issuer: device.issuer,
-            clientUserID: device.clientUserID, name: name, ip: context.clientAddress, location: "Unknown",
-            method: .trustedDevice, storedStatus: .approved, expiresAt: now, details: body.details,
-            requesterName: device.name, nonce: SecretToken.generate(bytes: 16), matchNumber: nil, wrongMatches: 0,
-            requesterTokenDigest: nil, decidedBy: device.id, decidedAt: now, decision: nil)
+        let event = ApprovalEvent.approvedByItself(
+            device, name: name, ip: context.clientAddress, details: body.details, now: now)
         try await environment.store.insertEvent(event)
         environment.metrics.created(event)
         environment.metrics.decided(event)
@@ -160,16 +156,14 @@ struct EventController {
         }
         let now = environment.now()
         let requesterToken = SecretToken.generate(bytes: 32)
-        let event = ApprovalEvent(
-            id: ApprovalEvent.newID(), createdAt: now, updatedAt: now, issuer: key.id, clientUserID: user, name: name,
-            ip: ip, location: body.location ?? "Unknown", method: .trustedDevice, storedStatus: .pending,
-            expiresAt: now + environment.policy.window, details: body.details, requesterName: requesterName,
-            nonce: SecretToken.generate(bytes: 16),
+        let event = ApprovalEvent.pending(
+            issuer: key.id, user: user, name: name, ip: ip, location: body.location, details: body.details,
+            requesterName: requesterName,
             matchNumber: pairing != nil
                 ? ApprovalEvent.newPairingCode()
                 : body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(),
-            wrongMatches: 0, requesterTokenDigest: SecretToken.digest(requesterToken), decidedBy: nil, decidedAt: nil,
-            decision: nil, newDevice: pairing?.device)
+            requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: pairing?.device, now: now,
+            window: environment.policy.window)
         try await environment.store.insertPendingEvent(
             event, by: requester, limits: environment.policy.pendingLimits, now: now)
         if let pairing {

@@ -18,6 +18,26 @@ struct CodeRedemption {
         /// Unknown, expired or already used code (a reuse also revoked what
         /// the first use bought).
         case expiredOrUsed
+
+        /// Why, in a sentence: what every endpoint that redeems codes says.
+        var explanation: String {
+            switch self {
+            case .unknownChallenge: "no verification with this challenge_id for this app"
+            case .redirectMismatch: "the redirect URL must be the one the page was opened with"
+            case .badVerifier: "the code_verifier does not match the code_challenge (S256)"
+            case .expiredOrUsed: "the authorization code is unknown, expired or already used"
+            }
+        }
+
+        /// The `msg` of the original get_identity API (seed 001).
+        var identityMessage: String {
+            switch self {
+            case .unknownChallenge: "Challenge not found"
+            case .redirectMismatch: "Redirect URL mismatch"
+            case .badVerifier: "Invalid code verifier"
+            case .expiredOrUsed: "Challenge Expired"
+            }
+        }
     }
 
     /// The refresh-token family of everything a challenge's code buys.

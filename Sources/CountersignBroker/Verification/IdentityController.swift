@@ -39,16 +39,7 @@ struct IdentityController {
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(body, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
-            switch failure {
-            case .unknownChallenge:
-                return try refuse("Challenge not found", "no verification with this challenge_id for this app")
-            case .redirectMismatch:
-                return try refuse("Redirect URL mismatch", "redirect_url must be the one the page was opened with")
-            case .badVerifier:
-                return try refuse("Invalid code verifier", "the code_verifier does not match the code_challenge (S256)")
-            case .expiredOrUsed:
-                return try refuse("Challenge Expired", "the authorization code is unknown, expired or already used")
-            }
+            return try refuse(failure.identityMessage, failure.explanation)
         }
         let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(

@@ -152,14 +152,7 @@ struct OAuthController {
             redeemed = try await CodeRedemption(environment: environment).redeem(
                 challengeID: challengeID, code: code, verifier: verifier, redirectURL: redirectURI, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
-            switch failure {
-            case .unknownChallenge: throw TokenError("invalid_grant", "unknown authorization code")
-            case .redirectMismatch:
-                throw TokenError("invalid_grant", "redirect_uri differs from the authorization request's")
-            case .badVerifier:
-                throw TokenError("invalid_grant", "code_verifier does not match the code_challenge (S256)")
-            case .expiredOrUsed: throw TokenError("invalid_grant", "the authorization code is expired or already used")
-            }
+            throw TokenError("invalid_grant", failure.explanation)
         }
         let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(
