@@ -20,11 +20,7 @@ extension PostgresStore {
                     "SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
             }
             let open = try await Self.openPending(like: event, by: requester, now: now, in: db, logger: logger)
-            if case .refuse(let limit, let retryAfter) = PendingCap.decide(
-                open, for: requester, limits: limits, now: now)
-            {
-                throw StoreError(.limitReached(retryAfter: retryAfter), limit.message)
-            }
+            try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
         }
     }

@@ -1,5 +1,5 @@
 public import CountersignCore
-public import CountersignStore
+import CountersignStore
 public import Foundation
 import PostgresNIO
 
@@ -18,13 +18,12 @@ extension PostgresStore {
                 SELECT created_at FROM verification_challenges
                 WHERE ip = \(challenge.ip) AND created_at > \(since) ORDER BY created_at
                 """, logger: logger)
-            for (column, rows, limit) in [
-                ("identifier", recentByIdentifier, limits.perIdentifier), ("ip", recentByAddress, limits.perAddress),
-            ] where rows.count >= limit {
-                let oldest = try rows[rows.count - limit].value("created_at", as: Double.self)
-                let retryAfter = Int((oldest + limits.window - now.seconds).rounded(.up))
-                throw StoreError(.limitReached(retryAfter: max(1, retryAfter)), "too many codes sent to this \(column)")
+            func dates(_ rows: [PostgresRandomAccessRow]) throws -> [Date] {
+                try rows.map { Date(timeIntervalSince1970: try $0.value("created_at", as: Double.self)) }
             }
+            try limits.decide(
+                recentByIdentifier: try dates(recentByIdentifier), recentByAddress: try dates(recentByAddress), now: now
+            ).orThrow()
             try await db.run(
                 """
                 INSERT INTO verification_challenges (id, api_key_id, identifier_type, identifier, code_digest,
@@ -52,16 +51,8 @@ extension PostgresStore {
     ) async throws -> VerificationChallenge {
         let logger = logger
         return try await write { db in
-            guard let current = try await Self.challenge(id: challengeID, in: db, logger: logger) else {
-                throw StoreError(.notFound, "no such verification")
-            }
-            guard current.verifiedAt == nil, current.failedAttempts < maxAttempts else {
-                throw StoreError(.conflict, "the verification is finished")
-            }
-            guard current.sends < maxSends else {
-                let retryAfter = max(1, Int(current.codeExpiresAt.timeIntervalSince(now).rounded(.up)))
-                throw StoreError(.limitReached(retryAfter: retryAfter), "the code was sent \(maxSends) times")
-            }
+            let current = try await Self.challenge(id: challengeID, in: db, logger: logger)
+            _ = try VerificationRules.resend(current, maxSends: maxSends, maxAttempts: maxAttempts, now: now).orThrow()
             try await db.run(
                 """
                 UPDATE verification_challenges
@@ -78,13 +69,10 @@ extension PostgresStore {
     ) async throws -> VerificationChallenge {
         let logger = logger
         return try await write { db in
-            guard let current = try await Self.challenge(id: challengeID, in: db, logger: logger) else {
-                throw StoreError(.notFound, "no such verification")
-            }
-            guard current.verifiedAt == nil, current.failedAttempts < maxAttempts, current.codeExpiresAt > now else {
-                throw StoreError(.conflict, "the verification is finished or its code expired")
-            }
-            if SecretToken.constantTimeEquals(current.codeDigest, codeDigest) {
+            let current = try await Self.challenge(id: challengeID, in: db, logger: logger)
+            let step = try VerificationRules.submit(current, codeDigest: codeDigest, maxAttempts: maxAttempts, now: now)
+                .orThrow()
+            if step == .verify {
                 try await db.run(
                     """
                     UPDATE verification_challenges
@@ -106,12 +94,8 @@ extension PostgresStore {
     {
         let logger = logger
         return try await write { db in
-            guard let current = try await Self.challenge(id: challengeID, in: db, logger: logger),
-                let stored = current.authorizationCodeDigest, SecretToken.constantTimeEquals(stored, digest)
-            else { throw StoreError(.notFound, "no such authorization code") }
-            guard current.redeemedAt == nil, let expiry = current.authorizationCodeExpiresAt, expiry > now else {
-                throw StoreError(.conflict, "the authorization code was used or has expired")
-            }
+            let current = try await Self.challenge(id: challengeID, in: db, logger: logger)
+            _ = try VerificationRules.redeem(current, digest: digest, now: now).orThrow()
             try await db.run(
                 "UPDATE verification_challenges SET redeemed_at = \(now.seconds) WHERE id = \(challengeID)",
                 logger: logger)

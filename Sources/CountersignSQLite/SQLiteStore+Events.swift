@@ -9,11 +9,7 @@ extension SQLiteStore {
     ) async throws {
         try await write { db in
             let open = try Self.openPending(like: event, by: requester, now: now, in: db)
-            if case .refuse(let limit, let retryAfter) = PendingCap.decide(
-                open, for: requester, limits: limits, now: now)
-            {
-                throw StoreError(.limitReached(retryAfter: retryAfter), limit.message)
-            }
+            try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester)
         }
     }

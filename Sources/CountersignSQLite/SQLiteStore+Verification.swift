@@ -1,5 +1,5 @@
 public import CountersignCore
-public import CountersignStore
+import CountersignStore
 public import Foundation
 import GRDB
 
@@ -7,21 +7,16 @@ extension SQLiteStore {
     public func insertChallenge(_ challenge: VerificationChallenge, limits: ChallengeLimits, now: Date) async throws {
         try await write { db in
             let since = (now - limits.window).timeIntervalSince1970
-            for (column, value, limit) in [
-                ("identifier", challenge.identifier, limits.perIdentifier), ("ip", challenge.ip, limits.perAddress),
-            ] {
-                let recent = try Double.fetchAll(
-                    db,
-                    sql:
-                        "SELECT created_at FROM verification_challenges WHERE \(column) = ? AND created_at > ? ORDER BY created_at",
-                    arguments: [value, since])
-                if recent.count >= limit {
-                    let retryAfter = Int(
-                        (recent[recent.count - limit] + limits.window - now.timeIntervalSince1970).rounded(.up))
-                    throw StoreError(
-                        .limitReached(retryAfter: max(1, retryAfter)), "too many codes sent to this \(column)")
-                }
+            func recent(_ column: String, _ value: String) throws -> [Date] {
+                try Double.fetchAll(
+                    db, sql: "SELECT created_at FROM verification_challenges WHERE \(column) = ? AND created_at > ?",
+                    arguments: [value, since]
+                ).map(Date.init(timeIntervalSince1970:))
             }
+            try limits.decide(
+                recentByIdentifier: try recent("identifier", challenge.identifier),
+                recentByAddress: try recent("ip", challenge.ip), now: now
+            ).orThrow()
             try db.execute(
                 sql: """
                     INSERT INTO verification_challenges (id, api_key_id, identifier_type, identifier, code_digest,
@@ -49,16 +44,9 @@ extension SQLiteStore {
         challengeID: Int64, codeDigest: Data, codeExpiresAt: Date, maxSends: Int, maxAttempts: Int, now: Date
     ) async throws -> VerificationChallenge {
         try await write { db in
-            guard let current = try Self.challenge(id: challengeID, in: db) else {
-                throw StoreError(.notFound, "no such verification")
-            }
-            guard current.verifiedAt == nil, current.failedAttempts < maxAttempts else {
-                throw StoreError(.conflict, "the verification is finished")
-            }
-            guard current.sends < maxSends else {
-                let retryAfter = max(1, Int(current.codeExpiresAt.timeIntervalSince(now).rounded(.up)))
-                throw StoreError(.limitReached(retryAfter: retryAfter), "the code was sent \(maxSends) times")
-            }
+            _ = try VerificationRules.resend(
+                try Self.challenge(id: challengeID, in: db), maxSends: maxSends, maxAttempts: maxAttempts, now: now
+            ).orThrow()
             try db.execute(
                 sql: """
                     UPDATE verification_challenges SET code_digest = ?, code_expires_at = ?, sends = sends + 1
@@ -74,13 +62,10 @@ extension SQLiteStore {
         maxAttempts: Int, now: Date
     ) async throws -> VerificationChallenge {
         try await write { db in
-            guard let current = try Self.challenge(id: challengeID, in: db) else {
-                throw StoreError(.notFound, "no such verification")
-            }
-            guard current.verifiedAt == nil, current.failedAttempts < maxAttempts, current.codeExpiresAt > now else {
-                throw StoreError(.conflict, "the verification is finished or its code expired")
-            }
-            if SecretToken.constantTimeEquals(current.codeDigest, codeDigest) {
+            let step = try VerificationRules.submit(
+                try Self.challenge(id: challengeID, in: db), codeDigest: codeDigest, maxAttempts: maxAttempts, now: now
+            ).orThrow()
+            if step == .verify {
                 try db.execute(
                     sql: """
                         UPDATE verification_challenges
@@ -104,14 +89,8 @@ extension SQLiteStore {
         -> VerificationChallenge
     {
         try await write { db in
-            guard let current = try Self.challenge(id: challengeID, in: db),
-                let stored = current.authorizationCodeDigest, SecretToken.constantTimeEquals(stored, digest)
-            else {
-                throw StoreError(.notFound, "no such authorization code")
-            }
-            guard current.redeemedAt == nil, let expiry = current.authorizationCodeExpiresAt, expiry > now else {
-                throw StoreError(.conflict, "the authorization code was used or has expired")
-            }
+            _ = try VerificationRules.redeem(try Self.challenge(id: challengeID, in: db), digest: digest, now: now)
+                .orThrow()
             try db.execute(
                 sql: "UPDATE verification_challenges SET redeemed_at = ? WHERE id = ?",
                 arguments: [now.timeIntervalSince1970, challengeID])

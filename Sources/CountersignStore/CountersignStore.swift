@@ -245,19 +245,6 @@ public protocol CountersignStore: Sendable {
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
 }
 
-/// Per-identifier and per-address limits on starting verifications.
-public struct ChallengeLimits: Sendable {
-    public var perIdentifier: Int
-    public var perAddress: Int
-    public var window: TimeInterval
-
-    public init(perIdentifier: Int, perAddress: Int, window: TimeInterval) {
-        self.perIdentifier = perIdentifier
-        self.perAddress = perAddress
-        self.window = window
-    }
-}
-
 /// A counted code attempt.
 public struct CodeAttempt: Sendable, Equatable {
     /// Attempts the event takes after this one; nil without an event.

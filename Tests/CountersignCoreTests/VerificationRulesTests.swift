@@ -75,4 +75,62 @@ struct VerificationRulesTests {
         #expect(Set(codes).count > 190)
         #expect(OneTimeCode.digest("123456", challengeID: "a") != OneTimeCode.digest("123456", challengeID: "b"))
     }
+
+    static let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func challenge(
+        failed: Int = 0, sends: Int = 1, verified: Bool = false, authorizationCode: Data? = nil, redeemed: Bool = false
+    ) -> VerificationChallenge {
+        VerificationChallenge(
+            id: 7, apiKeyID: "ck_app", identifierType: .email, identifier: "a@example.com", codeDigest: Data([1]),
+            codeExpiresAt: t0 + 300, codeChallenge: "c", redirectURL: "https://app.example/cb", state: nil,
+            createdAt: t0, failedAttempts: failed, sends: sends, verifiedAt: verified ? t0 + 1 : nil,
+            authorizationCodeDigest: authorizationCode,
+            authorizationCodeExpiresAt: authorizationCode.map { _ in t0 + 600 },
+            redeemedAt: redeemed ? t0 + 2 : nil, userAgent: "test", ip: "192.0.2.1")
+    }
+
+    @Test("a verification's steps: resend, submit and redeem, each with the reason it refuses")
+    func steps() {
+        let t0 = Self.t0
+        #expect(VerificationRules.resend(nil, maxSends: 3, maxAttempts: 5, now: t0) == .refused(.unknownChallenge))
+        #expect(VerificationRules.resend(Self.challenge(), maxSends: 3, maxAttempts: 5, now: t0) == .resend)
+        #expect(
+            VerificationRules.resend(Self.challenge(sends: 3), maxSends: 3, maxAttempts: 5, now: t0 + 100)
+                == .refused(.sentTooOften(maxSends: 3, retryAfter: 200)))
+        #expect(
+            VerificationRules.resend(Self.challenge(failed: 5), maxSends: 3, maxAttempts: 5, now: t0)
+                == .refused(.finished))
+
+        let open = Self.challenge()
+        #expect(VerificationRules.submit(open, codeDigest: Data([1]), maxAttempts: 5, now: t0) == .verify)
+        #expect(VerificationRules.submit(open, codeDigest: Data([2]), maxAttempts: 5, now: t0) == .countFailure)
+        #expect(
+            VerificationRules.submit(open, codeDigest: Data([1]), maxAttempts: 5, now: t0 + 300) == .refused(.finished))
+        #expect(
+            VerificationRules.submit(Self.challenge(verified: true), codeDigest: Data([1]), maxAttempts: 5, now: t0)
+                == .refused(.finished))
+
+        let verified = Self.challenge(verified: true, authorizationCode: Data([9]))
+        #expect(VerificationRules.redeem(verified, digest: Data([9]), now: t0 + 10) == .redeem)
+        #expect(VerificationRules.redeem(verified, digest: Data([8]), now: t0 + 10) == .refused(.unknownCode))
+        #expect(VerificationRules.redeem(verified, digest: Data([9]), now: t0 + 600) == .refused(.usedOrExpired))
+        #expect(
+            VerificationRules.redeem(
+                Self.challenge(verified: true, authorizationCode: Data([9]), redeemed: true), digest: Data([9]),
+                now: t0 + 10) == .refused(.usedOrExpired))
+    }
+
+    @Test("starting verifications: per identifier and per address within the window, with the wait until room")
+    func starts() {
+        let t0 = Self.t0
+        let limits = ChallengeLimits(perIdentifier: 2, perAddress: 3, window: 3600)
+        #expect(limits.decide(recentByIdentifier: [t0], recentByAddress: [t0], now: t0 + 1) == .admit)
+        #expect(
+            limits.decide(recentByIdentifier: [t0 + 100, t0], recentByAddress: [], now: t0 + 200)
+                == .refuse(.identifier, retryAfter: 3400))
+        #expect(
+            limits.decide(recentByIdentifier: [], recentByAddress: [t0, t0 + 10, t0 + 20], now: t0 + 20)
+                == .refuse(.address, retryAfter: 3580))
+    }
 }
