@@ -98,11 +98,11 @@ extension VerificationPageController {
 
     /// The answer for a challenge that takes no more codes.
     func closed(_ challenge: VerificationChallenge, now: Date) -> Response {
-        if challenge.verifiedAt != nil {
+        switch challenge.standing(maxAttempts: environment.verification.maxAttempts, now: now) {
+        case .verified:
             return HostedPage.response(
                 HostedPage.failure("This code was already used. Go back to the app.", returnURL: nil), status: .gone)
-        }
-        if challenge.failedAttempts >= environment.verification.maxAttempts {
+        case .closedAfterWrongCodes:
             return HostedPage.response(
                 HostedPage.failure(
                     "Too many wrong codes. For your security this verification is closed.",
@@ -110,8 +110,9 @@ extension VerificationPageController {
                         challenge.redirectURL, error: "access_denied", description: "too many wrong codes",
                         state: challenge.state)),
                 status: .tooManyRequests)
+        case .codeExpired, .open:
+            return page(challenge, error: "This code has expired. Send a new code.", status: .gone)
         }
-        return page(challenge, error: "This code has expired. Send a new code.", status: .gone)
     }
 
     static func request(of challenge: VerificationChallenge) -> HostedPage.Request {

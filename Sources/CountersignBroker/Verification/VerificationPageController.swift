@@ -160,17 +160,20 @@ struct VerificationPageController {
         } catch let error as StoreError where error.code == .conflict {
             return closed(challenge, now: now)
         }
-        if after.verifiedAt != nil {
+        switch after.standing(maxAttempts: policy.maxAttempts, now: now) {
+        case .verified:
             let items = [
                 URLQueryItem(name: "code", value: authorizationCode), URLQueryItem(name: "state", value: after.state),
                 URLQueryItem(name: "challenge_id", value: String(after.id)),
             ].filter { $0.value != nil }
             return HostedPage.redirect(to: RedirectURL.appending(items, to: after.redirectURL) ?? after.redirectURL)
+        case .open(let left):
+            return page(
+                after, error: "That code is not right. \(left) \(left == 1 ? "try" : "tries") left.",
+                status: .badRequest)
+        case .closedAfterWrongCodes, .codeExpired:
+            return closed(after, now: now)
         }
-        let left = policy.maxAttempts - after.failedAttempts
-        guard left > 0 else { return closed(after, now: now) }
-        return page(
-            after, error: "That code is not right. \(left) \(left == 1 ? "try" : "tries") left.", status: .badRequest)
     }
 
     struct ChallengeForm: Decodable {

@@ -33,6 +33,28 @@ public enum ChallengeRefusal: Sendable, Equatable {
     case usedOrExpired
 }
 
+extension VerificationChallenge {
+    /// Where a challenge stands at `now`.
+    public enum Standing: Sendable, Equatable {
+        /// It takes a code: `attemptsLeft` wrong ones close it.
+        case open(attemptsLeft: Int)
+        /// A right code was typed: it takes no more.
+        case verified
+        /// Closed after `maxAttempts` wrong codes.
+        case closedAfterWrongCodes
+        /// Its code expired; a new one can be sent.
+        case codeExpired
+    }
+
+    /// Where the challenge stands at `now`, given the wrong codes it takes.
+    public func standing(maxAttempts: Int, now: Date) -> Standing {
+        if verifiedAt != nil { return .verified }
+        if failedAttempts >= maxAttempts { return .closedAfterWrongCodes }
+        if codeExpiresAt <= now { return .codeExpired }
+        return .open(attemptsLeft: maxAttempts - failedAttempts)
+    }
+}
+
 /// The rules of a verification's steps. Pure: the store runs them on the
 /// challenge it read and writes what they return.
 public enum VerificationRules {
@@ -42,7 +64,10 @@ public enum VerificationRules {
         -> ChallengeStep
     {
         guard let current else { return .refused(.unknownChallenge) }
-        guard current.verifiedAt == nil, current.failedAttempts < maxAttempts else { return .refused(.finished) }
+        switch current.standing(maxAttempts: maxAttempts, now: now) {
+        case .verified, .closedAfterWrongCodes: return .refused(.finished)
+        case .open, .codeExpired: break
+        }
         guard current.sends < maxSends else {
             let retryAfter = max(1, Int(current.codeExpiresAt.timeIntervalSince(now).rounded(.up)))
             return .refused(.sentTooOften(maxSends: maxSends, retryAfter: retryAfter))
@@ -56,9 +81,7 @@ public enum VerificationRules {
         -> ChallengeStep
     {
         guard let current else { return .refused(.unknownChallenge) }
-        guard current.verifiedAt == nil, current.failedAttempts < maxAttempts, current.codeExpiresAt > now else {
-            return .refused(.finished)
-        }
+        guard case .open = current.standing(maxAttempts: maxAttempts, now: now) else { return .refused(.finished) }
         return SecretToken.constantTimeEquals(current.codeDigest, codeDigest) ? .verify : .countFailure
     }
 
