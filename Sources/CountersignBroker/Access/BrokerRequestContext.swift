@@ -76,6 +76,84 @@ public struct BackendRequestContext: ChildRequestContext {
     public var maxUploadSize: Int { 64 * 1024 }
 }
 
+/// A request that names an existing API key, with or without its secret:
+/// an app on a machine that is not trusted yet (a new device enrolling, an
+/// app redeeming a verification), or its backend.
+public struct AppRequestContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The API key the request named.
+    public let apiKey: APIKey
+    /// The caller's address, for the audit log.
+    let clientAddress: String
+
+    public init(context: BrokerRequestContext) throws {
+        switch context.identity {
+        case .app(let key), .backend(let key): self.apiKey = key
+        case .device, .requester, nil: throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
+        }
+        self.coreContext = context.coreContext
+        self.clientAddress = context.clientAddress
+    }
+
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// A request to create an event: a trusted device (approved at once), the
+/// app's backend, or a requester with the app's key id alone.
+public struct EventCreatorContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let creator: Creator
+    /// The caller's address, shown on the event and counted by the limits.
+    let clientAddress: String
+
+    public enum Creator: Sendable {
+        case device(AuthenticatedDevice)
+        indirect case backend(APIKey)
+        indirect case requester(APIKey)
+    }
+
+    public init(context: BrokerRequestContext) throws {
+        switch context.identity {
+        case .device(let caller): creator = .device(caller)
+        case .backend(let key): creator = .backend(key)
+        case .app(let key): creator = .requester(key)
+        case .requester, nil: throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
+        }
+        self.coreContext = context.coreContext
+        self.clientAddress = context.clientAddress
+    }
+
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
+/// A request about one event by whoever may hold it: its requester (by the
+/// requester token) or its app's backend. Any other caller is let through
+/// as ``Holder/nobody``, to be told, as for an unknown id, that there is no
+/// such event.
+public struct EventHolderContext: ChildRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let holder: Holder
+
+    public enum Holder: Sendable {
+        indirect case backend(APIKey)
+        case requester(secret: String)
+        case nobody
+    }
+
+    public init(context: BrokerRequestContext) throws {
+        switch context.identity {
+        case .backend(let key): holder = .backend(key)
+        case .requester(let secret): holder = .requester(secret: secret)
+        case .app, .device: holder = .nobody
+        case nil:
+            throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
+        }
+        self.coreContext = context.coreContext
+    }
+
+    public var maxUploadSize: Int { 64 * 1024 }
+}
+
 /// A request authenticated with a trusted device's proof.
 public struct DeviceRequestContext: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage

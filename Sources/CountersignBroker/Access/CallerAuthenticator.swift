@@ -21,9 +21,13 @@ extension HTTPField.Name {
 /// identity empty for the route to judge.
 struct CallerAuthenticator: Sendable {
     let environment: BrokerEnvironment
+    /// Whether a `Device-Proof` establishes an enrolled device. Where a new
+    /// key proves it holds itself (enrollment), the route checks that proof,
+    /// and the caller is the app its API key id names.
+    var acceptsDeviceProofs = true
 
     func identify(_ request: Request) async throws -> CallerIdentity? {
-        if let proof = request.headers[.deviceProof] {
+        if acceptsDeviceProofs, let proof = request.headers[.deviceProof] {
             return try await device(proof: proof, request: request)
         }
         if let credentials = try APIKeyCredentials(headers: request.headers) {

@@ -62,15 +62,22 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     }
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
     open.addRoutes(OAuthController(environment: environment).endpoints)
-    open.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
-    open.group("api/v1").addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
+    // An app's key id, without a device: enrolling, redeeming a verification.
+    var appAuthenticating = lifecycle
+    appAuthenticating.authenticator = CallerAuthenticator(environment: environment, acceptsDeviceProofs: false)
+    let app = router.group().add(middleware: appAuthenticating).group(context: AppRequestContext.self)
+    app.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
+    app.group("api/v1").addRoutes(EnrollmentController(environment: environment).deviceEndpoints)
     var authenticating = lifecycle
     authenticating.authenticator = CallerAuthenticator(environment: environment)
     let authenticated = router.group("api/v1").add(middleware: authenticating)
-    authenticated.addRoutes(EventController(environment: environment).endpoints)
+    let events = EventController(environment: environment)
+    authenticated.group(context: EventCreatorContext.self).addRoutes(events.creatorEndpoints)
+    let held = authenticated.group(context: EventHolderContext.self)
+    held.addRoutes(events.holderEndpoints)
     authenticated.addRoutes(DecisionController(environment: environment).endpoints)
     let codes = CodeController(environment: environment)
-    authenticated.addRoutes(codes.eventEndpoints)
+    held.addRoutes(codes.eventEndpoints)
     let backend = authenticated.group(context: BackendRequestContext.self)
     backend.addRoutes(EnrollmentController(environment: environment).backendEndpoints)
     backend.addRoutes(BackendController(environment: environment).endpoints)

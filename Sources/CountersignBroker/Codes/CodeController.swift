@@ -23,8 +23,8 @@ struct CodeController {
     }
 
     /// Routes of an event's requester (or the backend).
-    var eventEndpoints: RouteCollection<BrokerRequestContext> {
-        RouteCollection(context: BrokerRequestContext.self)
+    var eventEndpoints: RouteCollection<EventHolderContext> {
+        RouteCollection(context: EventHolderContext.self)
             .post("events/:id/code", use: submit)
     }
 
@@ -51,10 +51,10 @@ struct CodeController {
     }
 
     /// A requester finishes its pending LOGIN with a code.
-    @Sendable func submit(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+    @Sendable func submit(_ request: Request, context: EventHolderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let body = try await request.decodeJSON(CodeRequest.self, context: context)
-        let event = try await EventController.event(id, readableBy: context.identity, in: environment)
+        let event = try await EventController.event(id, heldBy: context.holder, in: environment)
         guard event.name == EventName.login else {
             throw APIError.badRequest(
                 "only a LOGIN can be finished with a code; \(event.name) needs a trusted device's decision",

@@ -15,9 +15,10 @@ struct EnrollmentController {
             .post("users/:user/enrollment-tokens", use: createToken)
     }
 
-    /// The route a new device calls; it has no identity yet.
-    var deviceEndpoints: RouteCollection<BrokerRequestContext> {
-        RouteCollection(context: BrokerRequestContext.self)
+    /// The route a new device calls: it has no identity yet, only its
+    /// app's API key id.
+    var deviceEndpoints: RouteCollection<AppRequestContext> {
+        RouteCollection(context: AppRequestContext.self)
             .post("enrollments", use: enroll)
     }
 
@@ -113,7 +114,7 @@ struct EnrollmentController {
     /// A refused enrollment writes nothing: the proof is checked first,
     /// then the credential is spent in the write that enrolls the key, and
     /// only then the proof's id (a replay of it finds the key enrolled).
-    @Sendable func enroll(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<DeviceDocument> {
+    @Sendable func enroll(_ request: Request, context: AppRequestContext) async throws -> JSONBody<DeviceDocument> {
         let enrollment = try await read(request, context: context)
         let check = ProofCheck(environment: environment)
         let claims = try await check.possession(
@@ -124,14 +125,9 @@ struct EnrollmentController {
     }
 
     @inline(never)
-    private func read(_ request: Request, context: BrokerRequestContext) async throws -> Enrollment {
-        guard let credentials = try APIKeyCredentials(headers: request.headers),
-            let key = try await environment.store.apiKey(id: credentials.id)
-        else {
-            throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
-        }
-        return try Enrollment(
-            key: key, body: try await request.decodeJSON(EnrollRequest.self, context: context),
+    private func read(_ request: Request, context: AppRequestContext) async throws -> Enrollment {
+        try Enrollment(
+            key: context.apiKey, body: try await request.decodeJSON(EnrollRequest.self, context: context),
             headers: request.headers, now: environment.now(), ip: context.clientAddress)
     }
 

@@ -13,9 +13,15 @@ import ServiceLifecycle
 struct EventController {
     let environment: BrokerEnvironment
 
-    var endpoints: RouteCollection<BrokerRequestContext> {
-        RouteCollection(context: BrokerRequestContext.self)
+    /// Creating: a trusted device, the backend, or a requester.
+    var creatorEndpoints: RouteCollection<EventCreatorContext> {
+        RouteCollection(context: EventCreatorContext.self)
             .post("events", use: create)
+    }
+
+    /// One event, for its requester or its backend.
+    var holderEndpoints: RouteCollection<EventHolderContext> {
+        RouteCollection(context: EventHolderContext.self)
             .get("events/:id", use: show)
             .delete("events/:id", use: withdraw)
     }
@@ -39,7 +45,7 @@ struct EventController {
         }
     }
 
-    @Sendable func create(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventTicket> {
+    @Sendable func create(_ request: Request, context: EventCreatorContext) async throws -> JSONBody<EventTicket> {
         var body = try await request.decodeJSON(CreateRequest.self, context: context)
         let name = body.event ?? EventName.login
         guard EventName.isValid(name) else {
@@ -50,8 +56,8 @@ struct EventController {
         body.location = try body.location.map(DisplayText.Field.location.require)
         body.ip = try body.ip.map { try DisplayText.requireAddress($0, field: "ip") }
         let requesterName = try body.requesterName.map(DisplayText.Field.requesterName.require)
-        let pairing = try await checkPairing(name: name, body: body, request: request, caller: context.identity)
-        switch context.identity {
+        let pairing = try await checkPairing(name: name, body: body, request: request, creator: context.creator)
+        switch context.creator {
         case .device(let caller):
             let device = caller.device
             if let user = body.clientUserID, user != device.clientUserID {
@@ -62,7 +68,7 @@ struct EventController {
             return try await createPending(
                 issuer: key, by: .backend, name: name, body: body, requesterName: requesterName,
                 ip: body.ip ?? context.clientAddress, pairing: pairing, context: context)
-        case .app(let key):
+        case .requester(let key):
             guard name == EventName.login || name == EventName.enrollNewTrustedDevice else {
                 throw APIError.forbidden(
                     "secret_required", "only LOGIN and pairing events may be created without the secret key")
@@ -74,8 +80,6 @@ struct EventController {
             return try await createPending(
                 issuer: key, by: .requester(address: context.clientAddress), name: name, body: body,
                 requesterName: requesterName, ip: context.clientAddress, pairing: pairing, context: context)
-        case .requester, nil:
-            throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
         }
     }
 
@@ -89,19 +93,17 @@ struct EventController {
     /// For `ENROLL_NEW_TRUSTED_DEVICE`: the device to add, whose key must
     /// have signed the `New-Device-Proof` and must not be enrolled yet.
     /// Checked without a write.
-    private func checkPairing(name: String, body: CreateRequest, request: Request, caller: CallerIdentity?)
-        async throws -> Pairing?
-    {
+    private func checkPairing(
+        name: String, body: CreateRequest, request: Request, creator: EventCreatorContext.Creator
+    ) async throws -> Pairing? {
         guard name == EventName.enrollNewTrustedDevice else {
             guard body.newDevice == nil else {
                 throw APIError.badRequest("new_device belongs to ENROLL_NEW_TRUSTED_DEVICE events only")
             }
             return nil
         }
-        switch caller {
-        case .app, .backend: break
-        case .device: throw APIError.badRequest("a pairing is asked for by the new machine, not by a trusted device")
-        case .requester, nil: return nil  // refused as unauthenticated by the caller
+        if case .device = creator {
+            throw APIError.badRequest("a pairing is asked for by the new machine, not by a trusted device")
         }
         guard var newDevice = body.newDevice else {
             throw APIError.badRequest("a pairing needs new_device: the new machine's public_key, name and type")
@@ -124,7 +126,7 @@ struct EventController {
 
     /// Seed case 1: the request comes from a trusted device itself.
     private func approveOwnRequest(
-        by device: TrustedDevice, name: String, body: CreateRequest, context: BrokerRequestContext
+        by device: TrustedDevice, name: String, body: CreateRequest, context: EventCreatorContext
     ) async throws -> JSONBody<EventTicket> {
         let now = environment.now()
         let event = ApprovalEvent.approvedByItself(
@@ -145,7 +147,7 @@ struct EventController {
     /// have devices. The backend, with its secret, is told (409).
     private func createPending(
         issuer key: APIKey, by requester: PendingRequester, name: String, body: CreateRequest,
-        requesterName: String?, ip: String, pairing: Pairing?, context: BrokerRequestContext
+        requesterName: String?, ip: String, pairing: Pairing?, context: EventCreatorContext
     ) async throws -> JSONBody<EventTicket> {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
@@ -178,13 +180,13 @@ struct EventController {
     }
 
     /// The event, held up to `?wait=N` seconds until it is settled.
-    @Sendable func show(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+    @Sendable func show(_ request: Request, context: EventHolderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
         // Listening before the first read, so a decision landing after it is not missed.
         let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(id)]) : nil
-        let event = try await Self.event(id, readableBy: context.identity, in: environment)
-        if case .backend = context.identity {
+        let event = try await Self.event(id, heldBy: context.holder, in: environment)
+        if case .backend = context.holder {
             subscription?.claim(holder: "backend/" + id)
         } else {
             subscription?.claim(holder: "requester/" + id)
@@ -202,9 +204,9 @@ extension EventController {
     /// on it is refused, and it no longer counts against the pending
     /// limits. Withdrawing again answers the same; a decided or expired
     /// event is left as it is.
-    @Sendable func withdraw(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+    @Sendable func withdraw(_ request: Request, context: EventHolderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
-        let event = try await Self.event(id, readableBy: context.identity, in: environment)
+        let event = try await Self.event(id, heldBy: context.holder, in: environment)
         let now = environment.now()
         switch Withdrawal.evaluate(event, now: now) {
         case .alreadyWithdrawn:
@@ -231,16 +233,16 @@ extension EventController {
         return JSONBody(try await environment.document(for: withdrawn, withToken: true))
     }
 
-    /// The event, if `caller` is its requester (by the requester token) or
+    /// The event, if `holder` is its requester (by the requester token) or
     /// its app's backend; for anyone else, the same 404 as for an unknown
     /// id, so a guessed id tells nothing.
-    static func event(_ id: String, readableBy caller: CallerIdentity?, in environment: BrokerEnvironment)
+    static func event(_ id: String, heldBy holder: EventHolderContext.Holder, in environment: BrokerEnvironment)
         async throws -> ApprovalEvent
     {
         guard let event = try await environment.store.event(id: id) else {
             throw APIError.notFound("no such event")
         }
-        switch caller {
+        switch holder {
         case .backend(let key) where key.id == event.issuer:
             return event
         case .requester(let secret):
@@ -248,10 +250,8 @@ extension EventController {
                 SecretToken.constantTimeEquals(digest, SecretToken.digest(secret))
             else { throw APIError.notFound("no such event") }
             return event
-        case .backend, .app, .device:
+        case .backend, .nobody:
             throw APIError.notFound("no such event")
-        case nil:
-            throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
         }
     }
 }

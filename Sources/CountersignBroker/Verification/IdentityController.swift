@@ -11,8 +11,8 @@ import JWTKit
 struct IdentityController {
     let environment: BrokerEnvironment
 
-    var endpoints: RouteCollection<BrokerRequestContext> {
-        RouteCollection(context: BrokerRequestContext.self)
+    var endpoints: RouteCollection<AppRequestContext> {
+        RouteCollection(context: AppRequestContext.self)
             .post("verify/get_identity", use: getIdentity)
     }
 
@@ -23,12 +23,8 @@ struct IdentityController {
         let message: String
     }
 
-    @Sendable func getIdentity(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        guard let credentials = try APIKeyCredentials(headers: request.headers),
-            let key = try await environment.store.apiKey(id: credentials.id)
-        else {
-            throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
-        }
+    @Sendable func getIdentity(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let key = context.apiKey
         let body = try await request.decodeJSON(VerifiedCode.self, context: context)
         let withTokens = request.uri.queryParameters["oauth_token"].map { $0 == "true" } ?? false
         func refuse(_ msg: String, _ message: String, status: HTTPResponse.Status = .badRequest) throws -> Response {
