@@ -2,21 +2,13 @@ public import Crypto
 import Foundation
 public import JWTKit
 
-/// The protected header fields Countersign reads from a compact JWS.
-public struct JOSEHeader: Codable, Sendable, Equatable {
-    /// Signature algorithm; Countersign accepts only `ES256`.
-    public var alg: String?
-    /// Media type of the whole JWS, naming what kind of object it is.
-    public var typ: String?
-    /// Key id: a device id (JWK thumbprint) or a broker signing-key id.
-    public var kid: String?
-}
-
 /// Parsing, signing and verification of compact ES256 JWS values, on top of
 /// jwt-kit, with the strict header checks every Countersign object needs.
 public enum CompactJWS {
-    /// Reads the protected header without verifying anything.
-    public static func header(of token: String) throws(ProtocolError) -> JOSEHeader {
+    /// Reads the protected header without verifying anything: jwt-kit's
+    /// header, of which Countersign reads `alg`, `typ` (what kind of object
+    /// the JWS is) and `kid` (a device id or a broker signing-key id).
+    public static func header(of token: String) throws(ProtocolError) -> JWTHeader {
         try Parsed(token).header
     }
 
@@ -24,7 +16,7 @@ public enum CompactJWS {
     /// signed bytes, the payload and the signature. The broker parses a
     /// proof once, reads its kid to find the device, then verifies it.
     package struct Parsed: Sendable {
-        package let header: JOSEHeader
+        package let header: JWTHeader
         /// `BASE64URL(header) "." BASE64URL(payload)`, as received.
         let signingInput: [UInt8]
         let payload: Data
@@ -36,7 +28,7 @@ public enum CompactJWS {
                 throw ProtocolError(.malformed, "expected a compact JWS with three non-empty parts")
             }
             guard let headerData = Base64URL.decode(parts[0]),
-                let header = try? JSONDecoder().decode(JOSEHeader.self, from: headerData)
+                let header = try? JSONDecoder().decode(JWTHeader.self, from: headerData)
             else {
                 throw ProtocolError(.malformed, "the JWS header is not base64url-encoded JSON")
             }

@@ -4,6 +4,7 @@ import CountersignCore
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import JWTKit
 import NIOCore
 import Testing
 

@@ -6,6 +6,7 @@ import CountersignSenders
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import JWTKit
 import NIOCore
 import Synchronization
 import Testing
