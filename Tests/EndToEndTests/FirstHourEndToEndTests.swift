@@ -290,6 +290,10 @@ struct FirstHourEndToEndTests {
             let run = try RunningProcess(command, ["--version"])
             #expect(try await run.exitCode() == 0)
             #expect(run.text.trimmingCharacters(in: .whitespacesAndNewlines) == CountersignVersion.current)
+            // The completion script the README tells people to install.
+            let completion = try RunningProcess(command, ["--generate-completion-script", "bash"])
+            #expect(try await completion.exitCode() == 0)
+            #expect(completion.text.contains("-F _\(command) \(command)"), "\(completion.text.prefix(300))")
         }
         let broker = try await LiveBroker.start()
         defer { broker.stop() }
