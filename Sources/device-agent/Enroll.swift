@@ -172,6 +172,8 @@ struct Enrollment {
     func pair(_ credential: DeviceCredential, client: CountersignClient) async throws {
         let store = account.credentials
         try store.save(credential)
+        let signals = SignalWatch([SIGINT, SIGTERM])
+        defer { signals.stop() }
         let outcome: EventDocument
         do {
             let ticket = try await client.requestPairing(credential)
@@ -186,7 +188,7 @@ struct Enrollment {
             flushOutput()
             let console = Console()
             outcome = try await PendingRequest(ticket: ticket, client: client, console: console)
-                .waitWithdrawingOnSignal {
+                .waitWithdrawing(on: signals) {
                     try await Countdown(until: ticket.event.expiresAt, console: console).run {
                         try await client.awaitOutcome(of: ticket)
                     }

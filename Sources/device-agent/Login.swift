@@ -82,6 +82,8 @@ extension DeviceAgent {
                 }
                 console.say("Approved with a TOTP code from a trusted device.")
             } else {
+                let signals = SignalWatch([SIGINT, SIGTERM])
+                defer { signals.stop() }
                 let ticket = try await client.requestLogin(
                     user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
                 console.say("Login request \(shown(ticket.event.ID)) sent to \(shown(user))'s trusted devices.")
@@ -90,7 +92,7 @@ extension DeviceAgent {
                     console.say("Approve on a trusted device (device-agent approve) and type \(shown(number)) there.")
                 }
                 let request = PendingRequest(ticket: ticket, client: client, console: console)
-                outcome = try await request.waitWithdrawingOnSignal {
+                outcome = try await request.waitWithdrawing(on: signals) {
                     try await Countdown(until: ticket.event.expiresAt, console: console).run {
                         try await client.awaitOutcome(of: ticket)
                     }

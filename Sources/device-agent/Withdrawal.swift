@@ -12,12 +12,17 @@ struct PendingRequest {
     let client: CountersignClient
     let console: Console
 
-    /// Runs `body` (the wait for the outcome). SIGINT or SIGTERM stops it,
-    /// withdraws the request and exits with 130 or 143, as a process
-    /// killed by that signal would report.
-    func waitWithdrawingOnSignal<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let signals = SignalWatch([SIGINT, SIGTERM])
-        defer { signals.stop() }
+    /// Runs `body` (the wait for the outcome). SIGINT or SIGTERM, as
+    /// `signals` caught them, stops it, withdraws the request and exits
+    /// with 130 or 143, as a process killed by that signal would report.
+    ///
+    /// `signals` is made before the request is sent: its handlers are then
+    /// in place before anything is shown that a person (or a test) would
+    /// answer with Ctrl-C, and a signal that comes while the request is
+    /// sent withdraws it as soon as it exists.
+    func waitWithdrawing<T: Sendable>(on signals: SignalWatch, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         let delivered = signals.delivered
         let outcome = await withTaskGroup(of: WaitOutcome<T>?.self) { group in
             group.addTask { .finished(await Result { try await body() }) }

@@ -293,7 +293,9 @@ struct FirstHourEndToEndTests {
             // The completion script the README tells people to install.
             let completion = try RunningProcess(command, ["--generate-completion-script", "bash"])
             #expect(try await completion.exitCode() == 0)
-            #expect(completion.text.contains("-F _\(command) \(command)"), "\(completion.text.prefix(300))")
+            #expect(
+                completion.text.hasPrefix("#!/bin/bash") && completion.text.contains("__\(command)_"),
+                "\(completion.text.prefix(300))")
         }
         let broker = try await LiveBroker.start()
         defer { broker.stop() }
