@@ -16,9 +16,23 @@ struct SMTPSenderTests {
         let spool: URL
         let caFile: URL
 
+        /// A server on a free port; a port another test took between being
+        /// found free and being bound is given up for another.
         static func start(mode: String) async throws -> MailServer {
+            for attempt in 1... {
+                do {
+                    return try await start(mode: mode, port: try freePort())
+                } catch let failure as ProcessFailure
+                    where attempt < 5 && failure.description.contains("address already in use")
+                {
+                    continue
+                }
+            }
+            fatalError("unreachable")
+        }
+
+        private static func start(mode: String, port: Int) async throws -> MailServer {
             let work = try temporaryDirectory("smtp")
-            let port = try freePort()
             let server = MailServer(
                 process: try RunningProcess(
                     "/usr/bin/env",

@@ -67,9 +67,8 @@ struct EnrollmentController {
         }
     }
 
-    /// What an enrollment request asks for, read and checked, boxed: the
-    /// steps below pass one reference instead of its records.
-    private final class Enrollment: Sendable {
+    /// What an enrollment request asks for, read and checked.
+    private struct Enrollment: Sendable {
         let key: APIKey
         let body: EnrollRequest
         let name: String
@@ -107,9 +106,10 @@ struct EnrollmentController {
         }
     }
 
-    /// In steps, each with a small async frame: a connection keeps the
-    /// deepest frames it went through for as long as it lives, and a device
-    /// may go on to long-poll on the connection it enrolled on.
+    /// Like every request but a GET, it runs in a child task of its
+    /// connection's, whose frames go when it ends: its depth costs nothing
+    /// to a long-poll the device may go on to hold on the same connection
+    /// (see docs/benchmarks.md).
     ///
     /// A refused enrollment writes nothing: the proof is checked first,
     /// then the credential is spent in the write that enrolls the key, and
@@ -124,7 +124,6 @@ struct EnrollmentController {
         return JSONBody(DeviceDocument(device), status: .created)
     }
 
-    @inline(never)
     private func read(_ request: Request, context: AppRequestContext) async throws -> Enrollment {
         try Enrollment(
             key: context.apiKey, body: try await request.decodeJSON(EnrollRequest.self, context: context),
@@ -132,7 +131,6 @@ struct EnrollmentController {
     }
 
     /// The device, enrolled by the one credential the body carries.
-    @inline(never)
     private func register(_ enrollment: Enrollment) async throws -> TrustedDevice {
         do {
             switch try Credential(enrollment.body) {
@@ -161,7 +159,6 @@ struct EnrollmentController {
         }
     }
 
-    @inline(never)
     private func enrollWithToken(_ token: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
         let enrolled = enrollment.device(for: try enrollment.namedUser())
         do {
@@ -176,7 +173,6 @@ struct EnrollmentController {
         return enrolled
     }
 
-    @inline(never)
     private func enrollWithRecoveryCode(_ code: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
         let enrolled = enrollment.device(for: try enrollment.namedUser())
         let refused = APIError(
@@ -194,7 +190,6 @@ struct EnrollmentController {
 
     /// A first device for a user who just verified an email address or phone
     /// number; the verified identifier is the user id.
-    @inline(never)
     private func enrollWithVerification(_ grant: VerifiedCode, _ enrollment: Enrollment) async throws
         -> TrustedDevice
     {
