@@ -81,6 +81,9 @@ final class RawConnection {
                 received += buffer[..<count]
                 continue
             }
+            // A signal (a child process of the test ending) interrupts a
+            // receive with a timeout; that is not the server closing.
+            if count < 0, errno == EINTR { continue }
             let text = String(decoding: received, as: UTF8.self)
             if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { return .stillOpen(text) }
             return .closed(text)

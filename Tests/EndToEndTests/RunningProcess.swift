@@ -26,9 +26,16 @@ final class RunningProcess: Sendable {
         self.process = process
         self.name = ([executable] + arguments.prefix(1)).joined(separator: " ")
         let output = self.output
+        // At the end of the output the handler is taken off: left on, it is
+        // called again and again, and its dispatch source outlives the
+        // pipe's descriptor, which crashed libdispatch's event loop once.
         pipe.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
-            if !data.isEmpty { output.append(data) }
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+            } else {
+                output.append(data)
+            }
         }
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
