@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
 """Validates proto/openapi.yaml as OpenAPI 3.1 and checks that it documents
 every route the broker registers (read from its controllers' sources)."""
+import sys
+
+# Asked for help, say what it does, before doing it.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
 import pathlib
 import re
 import sys

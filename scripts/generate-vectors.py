@@ -9,6 +9,12 @@ broker against the written contract, not against itself. ECDSA signatures
 are randomised: regenerating changes the bytes, never the verdicts.
 Run only when proto/signing.md changes: python3 scripts/generate-vectors.py
 """
+import sys
+
+# Asked for help, say what it does, before doing it.
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
 import base64
 import hashlib
 import hmac

@@ -319,12 +319,24 @@ struct FirstHourEndToEndTests {
         #expect(head.contains("User-Agent: device-agent/\(CountersignVersion.current)\r\n"), "\(head)")
     }
 
-    @Test("every script in scripts/ answers --help without a traceback")
+    @Test("every script in scripts/ answers --help without a traceback, and does nothing else")
     func scriptsHelp() async throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: scriptsDirectory.path).filter {
             $0.hasSuffix(".py")
         }
         #expect(!names.isEmpty)
+        // Asking for help writes nothing: not the contract's vectors, say.
+        let proto = scriptsDirectory.deletingLastPathComponent().appendingPathComponent("proto")
+        func contents() throws -> [String: Data] {
+            var files: [String: Data] = [:]
+            let walker = FileManager.default.enumerator(at: proto, includingPropertiesForKeys: nil)
+            while let url = walker?.nextObject() as? URL {
+                if let data = try? Data(contentsOf: url) { files[url.path] = data }
+            }
+            return files
+        }
+        let before = try contents()
+        defer { #expect((try? contents()) == before, "a script changed proto/ when asked for --help") }
         for name in names {
             let run = try RunningProcess(
                 "/usr/bin/env", ["python3", scriptsDirectory.appendingPathComponent(name).path, "--help"])
