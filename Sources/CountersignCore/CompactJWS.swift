@@ -54,10 +54,7 @@ public enum CompactJWS {
             }
         }
 
-        /// The claims, once the signature verifies. Synchronous and out of
-        /// line, so that its temporaries stay out of the async frames of the
-        /// verification that every device request's task keeps.
-        @inline(never)
+        /// The claims, once the signature verifies.
         func claims<Claims: JWTPayload>(_: Claims.Type, verifiedBy algorithm: any JWTAlgorithm) throws(ProtocolError)
             -> Claims
         {

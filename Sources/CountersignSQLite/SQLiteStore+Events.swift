@@ -57,9 +57,7 @@ extension SQLiteStore {
         try userEvents(issuer: issuer, clientUserID: clientUserID, status: status, now: now, limit: limit)
     }
 
-    /// Out of line and synchronous: its arguments stay off the async frame
-    /// of the long-poll that reads them.
-    @inline(never)
+    /// The events, read synchronously on the reader pool.
     private func userEvents(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) throws
         -> [ApprovalEvent]
     {

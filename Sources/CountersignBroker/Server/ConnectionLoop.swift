@@ -98,7 +98,6 @@ struct BrokerHTTP1Channel: ServerChildChannel {
 extension BrokerHTTP1Channel {
     /// Answers one request in a task of its own, whose memory goes with it
     /// when it ends.
-    @inline(never)
     fileprivate func respondApart(
         to request: Request, _ outbound: NIOAsyncChannelOutboundWriter<HTTPResponsePart>, on channel: any Channel
     ) async throws {

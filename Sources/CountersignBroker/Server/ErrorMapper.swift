@@ -8,9 +8,6 @@ import Logging
 /// bad input is a clear 4xx, an unexpected failure a 500 without details.
 /// ``RequestLifecycleMiddleware`` applies it to every route.
 enum ErrorMapper {
-    /// Out of line: its temporaries would otherwise widen the async frame
-    /// every request keeps while it runs, held long-polls included.
-    @inline(never)
     static func apiError(for error: any Error, context: some RequestContext) -> APIError {
         switch error {
         case let error as APIError:

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HTTPTypes
 import Hummingbird
 
@@ -59,7 +60,6 @@ struct TrustedProxies: Sendable {
 
     /// The client a trusted proxy forwarded the request for; nil when the
     /// peer is not a trusted proxy or the header is absent or malformed.
-    @inline(never)
     func forwardedClient(peer: String?, headers: HTTPFields) -> String? {
         guard let peer, isTrusted(peer) else { return nil }
         let hops = headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
