@@ -123,4 +123,18 @@ struct DecisionRulesTests {
             return
         }
     }
+
+    @Test("a requester with the key id alone asks for log-ins and pairings, with no words of its own")
+    func requesterPolicy() {
+        func refusal(_ name: String, details: Bool = false, ip: Bool = false) -> RequesterPolicy.Refusal? {
+            RequesterPolicy.refusal(
+                event: name, setsDetails: details, setsIP: ip, setsLocation: false, setsNumberMatching: false)
+        }
+        #expect(refusal(EventName.login) == nil)
+        #expect(refusal(EventName.enrollNewTrustedDevice) == nil)
+        #expect(refusal(EventName.transaction) == .eventNeedsSecret)
+        #expect(refusal("PAYOUT") == .eventNeedsSecret)
+        #expect(refusal(EventName.login, details: true) == .fieldsNeedSecret)
+        #expect(refusal(EventName.login, ip: true) == .fieldsNeedSecret)
+    }
 }

@@ -69,13 +69,19 @@ struct EventController {
                 issuer: key, by: .backend, name: name, body: body, requesterName: requesterName,
                 ip: body.ip ?? context.clientAddress, pairing: pairing, context: context)
         case .requester(let key):
-            guard name == EventName.login || name == EventName.enrollNewTrustedDevice else {
+            switch RequesterPolicy.refusal(
+                event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,
+                setsLocation: body.location != nil,
+                setsNumberMatching: body.numberMatching != nil)
+            {
+            case .eventNeedsSecret:
                 throw APIError.forbidden(
                     "secret_required", "only LOGIN and pairing events may be created without the secret key")
-            }
-            guard body.details == nil, body.ip == nil, body.location == nil, body.numberMatching == nil else {
+            case .fieldsNeedSecret:
                 throw APIError.forbidden(
                     "secret_required", "details, ip, location and number_matching need the secret key")
+            case nil:
+                break
             }
             return try await createPending(
                 issuer: key, by: .requester(address: context.clientAddress), name: name, body: body,

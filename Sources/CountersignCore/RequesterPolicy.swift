@@ -1,0 +1,23 @@
+/// What a requester may ask for with the app's key id alone: the id ships
+/// inside apps, so anyone can present it. It may ask a user's devices for a
+/// log-in or to add a device, and nothing that puts its own words or claims
+/// in front of the approver; the app's backend, with the secret, may.
+public enum RequesterPolicy {
+    /// Why a requester's event is refused.
+    public enum Refusal: Sendable, Equatable {
+        /// Only `LOGIN` and pairing events.
+        case eventNeedsSecret
+        /// Details, an address, a location or a say on number matching.
+        case fieldsNeedSecret
+    }
+
+    /// The refusal for an event named `name` that sets the fields said, or
+    /// nil if a requester may create it.
+    public static func refusal(
+        event name: String, setsDetails: Bool, setsIP: Bool, setsLocation: Bool, setsNumberMatching: Bool
+    ) -> Refusal? {
+        guard name == EventName.login || name == EventName.enrollNewTrustedDevice else { return .eventNeedsSecret }
+        guard !(setsDetails || setsIP || setsLocation || setsNumberMatching) else { return .fieldsNeedSecret }
+        return nil
+    }
+}
