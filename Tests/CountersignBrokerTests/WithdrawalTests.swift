@@ -113,4 +113,20 @@ struct WithdrawalTests {
             _ = try await broker.requestLogin(client)
         }
     }
+
+    @Test("a code typed for a withdrawn request is refused as withdrawn")
+    func codeAfterWithdrawal() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            _ = try await broker.enroll(client)
+            let ticket = try await broker.requestLogin(client)
+            #expect(try await withdraw(broker, client, ticket.event.ID, headers: bearer(ticket)).status == .ok)
+            var headers = bearer(ticket)
+            headers[.contentType] = "application/json"
+            let response = try await client.execute(
+                uri: "/api/v1/events/\(ticket.event.ID)/code", method: .post, headers: headers,
+                body: try json(["code": "123456"]))
+            #expect(response.status == .gone && errorCode(response) == "withdrawn", "\(String(buffer: response.body))")
+        }
+    }
 }

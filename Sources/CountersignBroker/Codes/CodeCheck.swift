@@ -80,8 +80,11 @@ struct CodeCheck {
     private func refusal(_ error: StoreError, event: ApprovalEvent?, now: Date) async throws -> APIError {
         switch error.code {
         case .limitReached(let retryAfter):
+            // Which limit the store met, by the rule it applied: the
+            // request's own attempts, or else the user's lock-out.
             if let event, let current = try await environment.store.event(id: event.id),
-                current.codeAttempts >= environment.codeLimits.perEvent
+                case .refused(.exhausted) = environment.codeLimits.attempt(
+                    on: current, issuer: event.issuer, clientUserID: event.clientUserID, now: now)
             {
                 return APIError(
                     .tooManyRequests, "too_many_codes",
@@ -101,10 +104,13 @@ struct CodeCheck {
         }
     }
 
+    /// Why a closed event takes no code: what a decision on it is told.
     private static func closed(_ event: ApprovalEvent, now: Date) -> APIError {
-        event.status(at: now) == .expired
-            ? APIError(.gone, "expired", "the approval window has closed")
-            : .conflict("already_decided", "the event was already decided; the first decision stands")
+        switch Withdrawal.evaluate(event, now: now) {
+        case .alreadyWithdrawn: DecisionController.error(for: .withdrawn)
+        case .refused(let refusal): DecisionController.error(for: refusal)
+        case .withdraw: DecisionController.error(for: .alreadyDecided)
+        }
     }
 
     private static func used(now: Date) -> APIError {
