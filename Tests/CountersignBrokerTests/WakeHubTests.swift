@@ -27,26 +27,25 @@ import Testing
         #expect(await untouched.value == nil)
     }
 
-    @Test func theHoldEndsAtItsTimeout() async {
+    /// A timer that never fired would hang the wait: the time limit ends
+    /// the test then, with no bound on how late a busy machine runs it.
+    @Test(.timeLimit(.minutes(2))) func theHoldEndsAtItsTimeout() async {
         let hub = WakeHub()
         let subscription = hub.subscribe(["event:c"])
         let started = ContinuousClock.now
         #expect(await subscription.wait(timeout: .milliseconds(100)) == nil)
         let held = ContinuousClock.now - started
         #expect(held >= .milliseconds(100))
-        // Generous: a busy machine may run the timer late, but not by a minute.
-        #expect(held < .seconds(60))
     }
 
-    @Test func cancellingTheTaskEndsTheHold() async {
+    /// The hold is an hour: that it ends within the time limit shows the
+    /// cancellation ended it.
+    @Test(.timeLimit(.minutes(2))) func cancellingTheTaskEndsTheHold() async {
         let hub = WakeHub()
         let subscription = hub.subscribe(["event:d"])
-        let started = ContinuousClock.now
         let held = Task { await subscription.wait(timeout: .seconds(3600)) }
         held.cancel()
         #expect(await held.value == nil)
-        // Ended by the cancellation: the hold was an hour.
-        #expect(ContinuousClock.now - started < .seconds(600))
     }
 
     @Test func releasingSubscriptionsForgetsThem() async {

@@ -16,15 +16,19 @@ struct WithdrawalTests {
 
     func bearer(_ ticket: EventTicket) -> HTTPFields { [.authorization: "Bearer \(ticket.requesterToken!)"] }
 
-    @Test("withdrawn: gone from the inbox, its held poll woken, a decision refused, and said again the same")
+    /// The poll is held up to an hour, in an hour's window: that it returns
+    /// at all shows the withdrawal woke it (the time limit fails one left to
+    /// its hold).
+    @Test(
+        "withdrawn: gone from the inbox, its held poll woken, a decision refused, and said again the same",
+        .timeLimit(.minutes(5)))
     func withdraw() async throws {
-        let broker = try await TestBroker()
+        let broker = try await TestBroker(policy: ApprovalPolicy(window: 3600, maxWait: 3600))
         try await broker.test { client in
             let alice = try await broker.enroll(client)
             let ticket = try await broker.requestLogin(client)
             let item = try #require(try await broker.inbox(client, alice.device).first)
-            async let held = broker.poll(client, ticket, wait: 20)
-            let started = ContinuousClock.now
+            async let held = broker.poll(client, ticket, wait: 3600)
 
             let response = try await withdraw(broker, client, ticket.event.ID, headers: bearer(ticket))
             #expect(response.status == .ok, "\(String(buffer: response.body))")
@@ -33,7 +37,6 @@ struct WithdrawalTests {
             #expect(withdrawn.signature == nil, "no event token: nothing was decided")
             let woken = try await held
             #expect(woken.status == .expired && woken.statusReason == .withdrawn)
-            #expect(ContinuousClock.now - started < .seconds(20), "woken by the withdrawal, not by the timeout")
 
             #expect(try await broker.inbox(client, alice.device).isEmpty, "the approver no longer sees it")
             let late = try await broker.submit(

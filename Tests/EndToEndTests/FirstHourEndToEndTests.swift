@@ -255,8 +255,9 @@ struct FirstHourEndToEndTests {
                 "--config-dir", machine.path,
             ])
         #expect(try await refused.exitCode() == 1)
-        // Generous: the point is no silent retrying for 30 s.
-        #expect(ContinuousClock.now - started < .seconds(15), "\(refused.text)")
+        // Generous on a busy machine: a refused loopback connection is said
+        // at once, where the silent retries it replaces took the request's 30 s.
+        #expect(ContinuousClock.now - started < .seconds(25), "\(refused.text)")
         #expect(
             refused.text.contains(
                 "cannot reach the broker at http://127.0.0.1:\(closed): connection refused (is it running?)"),
