@@ -100,9 +100,7 @@ public struct CountersignClient: Sendable {
         while event.status == .pending {
             do {
                 event = try await poll(eventID: event.ID, requesterToken: token, wait: 25)
-            } catch let error as CountersignError
-                where [0, 502, 503, 504].contains(error.status) && Date() < ticket.event.expiresAt + 10
-            {
+            } catch let error as CountersignError where error.isTransient && Date() < ticket.event.expiresAt + 10 {
                 try await Task.sleep(for: .milliseconds(250))
             }
         }

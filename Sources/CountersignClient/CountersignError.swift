@@ -21,6 +21,10 @@ public struct CountersignError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// A failure a later try may not have: no answer at all, or a proxy's
+    /// 502/503/504 while the broker restarts or an instance goes away.
+    public var isTransient: Bool { [0, 502, 503, 504].contains(status) }
     /// The message, with every character that a terminal would not show as
     /// itself written out (``DisplayText/escaped(_:)``): it comes from the
     /// broker, and is printed.

@@ -30,12 +30,7 @@ public enum DecisionRules {
     ) -> DecisionOutcome {
         guard device.revokedAt == nil else { return .refused(.revokedDevice) }
         guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
-        guard event.withdrawnAt == nil else { return .refused(.withdrawn) }
-        switch event.status(at: now) {
-        case .pending: break
-        case .expired: return .refused(.expired)
-        case .approved, .rejected: return .refused(.alreadyDecided)
-        }
+        if let closed = event.closure(at: now) { return .refused(closed) }
         switch claims.decision {
         case .reject:
             return .settle(.rejected)
@@ -59,10 +54,19 @@ public enum Withdrawal: Sendable, Equatable {
     /// Whether the event can be withdrawn at `now`.
     public static func evaluate(_ event: ApprovalEvent, now: Date) -> Withdrawal {
         if event.withdrawnAt != nil { return .alreadyWithdrawn }
-        switch event.status(at: now) {
-        case .pending: return .withdraw
-        case .expired: return .refused(.expired)
-        case .approved, .rejected: return .refused(.alreadyDecided)
+        return event.closure(at: now).map(Withdrawal.refused) ?? .withdraw
+    }
+}
+
+extension ApprovalEvent {
+    /// Why the event takes no answer at `now` (a decision, a code, a
+    /// withdrawal), or nil while it is pending.
+    public func closure(at now: Date) -> DecisionOutcome.Refusal? {
+        if withdrawnAt != nil { return .withdrawn }
+        switch status(at: now) {
+        case .pending: return nil
+        case .expired: return .expired
+        case .approved, .rejected: return .alreadyDecided
         }
     }
 }

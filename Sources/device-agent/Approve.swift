@@ -146,12 +146,6 @@ extension DeviceAgent {
     }
 }
 
-extension CountersignError {
-    /// A failure that a later try may not have: no answer at all, or a
-    /// proxy's 502/503/504 while the broker restarts.
-    var isTransient: Bool { [0, 502, 503, 504].contains(status) }
-}
-
 /// How requests are named to the person approving them.
 enum RequestText {
     /// "Log in", "Add a new device", …, rather than the event constant.

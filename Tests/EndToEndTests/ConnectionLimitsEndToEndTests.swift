@@ -190,8 +190,9 @@ struct ConnectionLimitsEndToEndTests {
     }
 }
 
-/// A loopback TCP socket that listens and never accepts.
-final class ListeningSocket {
+/// A loopback TCP socket that listens and never accepts (unless its owner
+/// does, as ``RawListener``).
+final class ListeningSocket: Sendable {
     let socketFD: Int32
     let port: Int
 

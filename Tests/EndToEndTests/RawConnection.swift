@@ -93,35 +93,15 @@ final class RawConnection {
 
 /// A loopback TCP socket that listens, to see the bytes a client sends.
 final class RawListener: Sendable {
-    let socketFD: Int32
-    let port: Int
+    private let socket: ListeningSocket
+    var port: Int { socket.port }
 
-    init() throws {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.socketFD = socketFD
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
-                    && listen(socketFD, 8) == 0
-            }
-        }
-        guard listening else {
-            close(socketFD)
-            throw ProcessFailure("cannot listen")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    deinit { close(socketFD) }
+    init() throws { socket = try ListeningSocket() }
 
     /// The head of the first request on the first connection, answered with
     /// a 503; waits up to a minute for it.
     func firstRequestHead() async throws -> String {
-        let fd = socketFD
+        let fd = socket.socketFD
         return try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)

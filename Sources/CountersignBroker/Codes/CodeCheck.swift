@@ -106,11 +106,7 @@ struct CodeCheck {
 
     /// Why a closed event takes no code: what a decision on it is told.
     private static func closed(_ event: ApprovalEvent, now: Date) -> APIError {
-        switch Withdrawal.evaluate(event, now: now) {
-        case .alreadyWithdrawn: DecisionController.error(for: .withdrawn)
-        case .refused(let refusal): DecisionController.error(for: refusal)
-        case .withdraw: DecisionController.error(for: .alreadyDecided)
-        }
+        DecisionController.error(for: event.closure(at: now) ?? .alreadyDecided)
     }
 
     private static func used(now: Date) -> APIError {

@@ -110,13 +110,11 @@ struct DecisionController {
 
     /// The error for a decision that lost a race: why the event is closed.
     private func conflict(eventID: String, now: Date) async throws -> APIError {
-        let current = try await environment.store.event(id: eventID)
-        if current?.withdrawnAt != nil { return Self.error(for: .withdrawn) }
-        switch current?.status(at: now) {
-        case .expired: return Self.error(for: .expired)
-        case .pending: return Self.error(for: .revokedDevice)
-        default: return Self.error(for: .alreadyDecided)
+        guard let current = try await environment.store.event(id: eventID) else {
+            return Self.error(for: .alreadyDecided)
         }
+        // Still pending: the deciding device was revoked under it.
+        return Self.error(for: current.closure(at: now) ?? .revokedDevice)
     }
 
     static func error(for refusal: DecisionOutcome.Refusal) -> APIError {

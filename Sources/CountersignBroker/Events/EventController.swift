@@ -228,13 +228,10 @@ extension EventController {
         } catch let error as StoreError where error.code == .conflict {
             // Decided (or expired) between the read and the write.
             let current = try await environment.store.event(id: id)
-            switch current.map({ Withdrawal.evaluate($0, now: now) }) {
-            case .refused(let refusal): throw DecisionController.error(for: refusal)
-            default: throw DecisionController.error(for: .alreadyDecided)
-            }
+            throw DecisionController.error(for: current?.closure(at: now) ?? .alreadyDecided)
         }
         environment.hub.notify(WakeHub.eventKey(id))
-        environment.metrics.withdrew(withdrawn)
+        environment.metrics.withdrew()
         context.logger.info("event withdrawn", metadata: ["event": "\(id)"])
         return JSONBody(try await environment.document(for: withdrawn, withToken: true))
     }

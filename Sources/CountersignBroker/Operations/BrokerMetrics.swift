@@ -86,7 +86,7 @@ public struct BrokerMetrics: Sendable {
         decisions[Self.key(event.storedStatus, event.method)]?.increment()
     }
 
-    func withdrew(_: ApprovalEvent) {
+    func withdrew() {
         withdrawals.increment()
     }
 
