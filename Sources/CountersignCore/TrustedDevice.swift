@@ -23,13 +23,15 @@ public struct TrustedDevice: Sendable, Equatable {
     /// The last time step whose code was accepted; older and equal steps
     /// are refused, so every code works once.
     public var lastTOTPStep: Int64?
+    /// Where the device wants to be told of new requests; nil without.
+    public var push: PushSubscription?
 
     /// A device as a store read it back: `id` is the thumbprint of
     /// `publicKey`, computed when the device was enrolled.
     public init(
         storedID id: String, publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String,
         type: String, createdAt: Date, lastSeenAt: Date?, revokedAt: Date?, sealedTOTPSecret: Data?,
-        lastTOTPStep: Int64?
+        lastTOTPStep: Int64?, push: PushSubscription? = nil
     ) {
         self.id = id
         self.issuer = issuer
@@ -42,6 +44,7 @@ public struct TrustedDevice: Sendable, Equatable {
         self.revokedAt = revokedAt
         self.sealedTOTPSecret = sealedTOTPSecret
         self.lastTOTPStep = lastTOTPStep
+        self.push = push
     }
 
     public init(

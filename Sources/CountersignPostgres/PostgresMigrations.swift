@@ -145,6 +145,31 @@ enum PostgresMigrations {
         // collected. Earlier rows have none, and go at the next collection.
         ("v10-code-failures-kept", ["ALTER TABLE code_failures ADD COLUMN last_attempt_at double precision"]),
         ("v11-event-withdrawal", ["ALTER TABLE events ADD COLUMN withdrawn_at double precision"]),
+        (
+            "v12-push-outbox",
+            [
+                "ALTER TABLE devices ADD COLUMN push_endpoint text",
+                "ALTER TABLE devices ADD COLUMN push_p256dh bytea",
+                "ALTER TABLE devices ADD COLUMN push_auth bytea",
+                "ALTER TABLE devices ADD COLUMN push_vapid_key text",
+                "ALTER TABLE devices ADD COLUMN push_updated_at double precision",
+                """
+                CREATE TABLE vapid_keys (
+                    id text PRIMARY KEY, private_key_pem text NOT NULL, created_at double precision NOT NULL)
+                """,
+                """
+                CREATE TABLE outbox (
+                    id text PRIMARY KEY, kind text NOT NULL, target text NOT NULL, event_id text,
+                    payload bytea NOT NULL, created_at double precision NOT NULL,
+                    deliver_until double precision NOT NULL, next_attempt_at double precision NOT NULL,
+                    attempts integer NOT NULL DEFAULT 0,
+                    state text NOT NULL CHECK (state IN ('queued', 'delivered', 'failed', 'cancelled')),
+                    last_error text, finished_at double precision, claim text, lease_until double precision)
+                """,
+                "CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE state = 'queued'",
+                "CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state <> 'queued'",
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -92,7 +92,8 @@ extension PostgresStore {
             let revokedNow =
                 try await db.run(
                     """
-                    UPDATE devices SET revoked_at = \(now.seconds)
+                    UPDATE devices SET revoked_at = \(now.seconds), push_endpoint = NULL, push_p256dh = NULL,
+                        push_auth = NULL, push_vapid_key = NULL, push_updated_at = NULL
                     WHERE id = \(id) AND issuer = \(issuer) AND client_user_id = \(clientUserID) AND revoked_at IS NULL
                     RETURNING 1
                     """, logger: logger) == 1
@@ -167,6 +168,18 @@ extension PostgresStore {
             issuer: try row.value("issuer"), clientUserID: try row.value("client_user_id"),
             name: try row.value("name"), type: try row.value("type"), createdAt: try row.date("created_at"),
             lastSeenAt: try row.optionalDate("last_seen_at"), revokedAt: try row.optionalDate("revoked_at"),
-            sealedTOTPSecret: try row.value("totp_secret"), lastTOTPStep: try row.value("totp_last_step"))
+            sealedTOTPSecret: try row.value("totp_secret"), lastTOTPStep: try row.value("totp_last_step"),
+            push: try pushSubscription(row: row))
+    }
+
+    private static func pushSubscription(row: PostgresRandomAccessRow) throws -> PushSubscription? {
+        guard let endpoint = try row.value("push_endpoint", as: String?.self),
+            let p256dh = try row.value("push_p256dh", as: Data?.self),
+            let auth = try row.value("push_auth", as: Data?.self),
+            let vapidKeyID = try row.value("push_vapid_key", as: String?.self),
+            let updatedAt = try row.optionalDate("push_updated_at")
+        else { return nil }
+        return PushSubscription(
+            endpoint: endpoint, p256dh: p256dh, auth: auth, vapidKeyID: vapidKeyID, updatedAt: updatedAt)
     }
 }

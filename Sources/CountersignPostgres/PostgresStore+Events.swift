@@ -5,7 +5,8 @@ import PostgresNIO
 
 extension PostgresStore {
     public func insertPendingEvent(
-        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, now: Date
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
+        now: Date
     ) async throws {
         let logger = logger
         // READ COMMITTED under a lock per user instead of SERIALIZABLE: the
@@ -22,6 +23,7 @@ extension PostgresStore {
             let open = try await Self.openPending(like: event, by: requester, now: now, in: db, logger: logger)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
+            try await Self.insert(announcing, into: db, logger: logger)
         }
     }
 

@@ -185,6 +185,7 @@ extension PostgresStore {
                   AND coalesce(last_attempt_at, 0) < \(cutoff - CodeLimits.failuresKept)
                 RETURNING 1
                 """,
+                "DELETE FROM outbox WHERE state <> 'queued' AND finished_at < \(eventCutoff) RETURNING 1",
             ] {
                 removed += try await db.run(query, logger: logger)
             }

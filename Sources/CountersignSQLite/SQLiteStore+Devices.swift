@@ -75,7 +75,7 @@ extension SQLiteStore {
         try await write { db in
             try db.execute(
                 sql: """
-                    UPDATE devices SET revoked_at = ?
+                    UPDATE devices SET revoked_at = ?, \(Self.noPush)
                     WHERE id = ? AND issuer = ? AND client_user_id = ? AND revoked_at IS NULL
                     """,
                 arguments: [now.timeIntervalSince1970, id, issuer, clientUserID])
@@ -157,7 +157,7 @@ extension SQLiteStore {
     /// for events).
     static let deviceColumns = """
         id, public_key, issuer, client_user_id, name, type, created_at, last_seen_at, revoked_at, totp_secret, \
-        totp_last_step
+        totp_last_step, push_endpoint, push_p256dh, push_auth, push_vapid_key, push_updated_at
         """
 
     static let deviceByID = "SELECT \(deviceColumns) FROM devices WHERE id = ?"
@@ -169,6 +169,15 @@ extension SQLiteStore {
             name: row[4], type: row[5], createdAt: Date(timeIntervalSince1970: row[6]),
             lastSeenAt: (row[7] as Double?).map(Date.init(timeIntervalSince1970:)),
             revokedAt: (row[8] as Double?).map(Date.init(timeIntervalSince1970:)),
-            sealedTOTPSecret: row[9], lastTOTPStep: row[10])
+            sealedTOTPSecret: row[9], lastTOTPStep: row[10], push: pushSubscription(row: row))
+    }
+
+    private static func pushSubscription(row: Row) -> PushSubscription? {
+        guard let endpoint = row[11] as String?, let p256dh = row[12] as Data?, let auth = row[13] as Data?,
+            let vapidKeyID = row[14] as String?, let updatedAt = row[15] as Double?
+        else { return nil }
+        return PushSubscription(
+            endpoint: endpoint, p256dh: p256dh, auth: auth, vapidKeyID: vapidKeyID,
+            updatedAt: Date(timeIntervalSince1970: updatedAt))
     }
 }

@@ -5,12 +5,14 @@ import GRDB
 
 extension SQLiteStore {
     public func insertPendingEvent(
-        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, now: Date
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
+        now: Date
     ) async throws {
         try await write { db in
             let open = try Self.openPending(like: event, by: requester, now: now, in: db)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester)
+            try Self.insert(announcing, into: db)
         }
     }
 

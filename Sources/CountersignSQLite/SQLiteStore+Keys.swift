@@ -160,6 +160,10 @@ extension SQLiteStore {
                     WHERE (locked_until IS NULL OR locked_until <= ?) AND coalesce(last_attempt_at, 0) < ?
                     """, arguments: [cutoff, cutoff - CodeLimits.failuresKept])
             removed += db.changesCount
+            try db.execute(
+                sql: "DELETE FROM outbox WHERE state <> 'queued' AND finished_at < ?",
+                arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
+            removed += db.changesCount
             return removed
         }
     }

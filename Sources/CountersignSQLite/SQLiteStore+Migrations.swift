@@ -216,6 +216,28 @@ extension SQLiteStore {
         migrator.registerMigration("v11-event-withdrawal") { db in
             try db.execute(sql: "ALTER TABLE events ADD COLUMN withdrawn_at REAL")
         }
+        migrator.registerMigration("v12-push-outbox") { db in
+            for column in [
+                "push_endpoint TEXT", "push_p256dh BLOB", "push_auth BLOB", "push_vapid_key TEXT",
+                "push_updated_at REAL",
+            ] {
+                try db.execute(sql: "ALTER TABLE devices ADD COLUMN \(column)")
+            }
+            try db.execute(
+                sql:
+                    "CREATE TABLE vapid_keys (id TEXT PRIMARY KEY, private_key_pem TEXT NOT NULL, created_at REAL NOT NULL)"
+            )
+            try db.execute(
+                sql: """
+                    CREATE TABLE outbox (
+                        id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL, event_id TEXT,
+                        payload BLOB NOT NULL, created_at REAL NOT NULL, deliver_until REAL NOT NULL,
+                        next_attempt_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL,
+                        last_error TEXT, finished_at REAL, claim TEXT, lease_until REAL)
+                    """)
+            try db.execute(sql: "CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE state = 'queued'")
+            try db.execute(sql: "CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state <> 'queued'")
+        }
         return migrator
     }
 }

@@ -143,8 +143,13 @@ public protocol CountersignStore: Sendable {
     /// there is room. Instances sharing the store share the limits: the
     /// count and the insert are one step for the user and the address.
     /// A requester's event is counted by its `ip`, which is the address.
-    func insertPendingEvent(_ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, now: Date)
-        async throws
+    ///
+    /// `announcing` is written to the outbox in the same transaction (the
+    /// pushes that tell the user's devices), or not at all.
+    func insertPendingEvent(
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
+        now: Date
+    ) async throws
     /// Inserts an event as it is (one that is settled at creation).
     func insertEvent(_ event: ApprovalEvent) async throws
     /// The event with this id, or nil.
@@ -237,9 +242,40 @@ public protocol CountersignStore: Sendable {
     @discardableResult
     func revokeRefreshTokenFamily(_ familyID: String, now: Date) async throws -> Int
 
+    // MARK: Push notifications and the outbox
+
+    /// The broker's VAPID keys (RFC 8292), oldest first.
+    func vapidKeys() async throws -> [BrokerSigningKey]
+    /// Adds a VAPID key; `alreadyExists` if the id is taken.
+    func insertVAPIDKey(_ key: BrokerSigningKey) async throws
+
+    /// Replaces a device's push subscription, or with nil removes it.
+    /// `notFound` for an unknown device, `conflict` for a revoked one (a
+    /// revoked device has none: revoking removes it).
+    func setPushSubscription(_ subscription: PushSubscription?, deviceID: String) async throws
+    /// Removes a device's subscription if it still has this endpoint (its
+    /// push service said the subscription is gone); whether it did.
+    @discardableResult
+    func removePushSubscription(deviceID: String, endpoint: String) async throws -> Bool
+
+    /// Claims up to `limit` queued messages due at `now` (their next
+    /// attempt time reached, no lease running), the longest due first, each
+    /// for `lease` seconds under a new claim. Two callers, in any instances,
+    /// never hold one message at once.
+    func claimOutboxMessages(limit: Int, lease: TimeInterval, now: Date) async throws -> [ClaimedOutboxMessage]
+    /// Records one attempt of a message claimed with `claim`: counts it and
+    /// applies `outcome` (queued again for a retry, or finished at `now`).
+    /// `conflict` and nothing changes if the message is no longer queued
+    /// or was claimed anew since; `notFound` for an unknown id.
+    func finishOutboxAttempt(id: String, claim: String, outcome: OutboxOutcome, now: Date) async throws
+    /// Outbox messages, newest first, at most `limit`; with `state`, those
+    /// in it.
+    func outboxMessages(state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage]
+
     /// Deletes replay-cache entries, enrollment tokens and refresh tokens
     /// expired before `now`, verifications older than a day, and settled or
-    /// expired events whose window ended before `eventsEndedBefore`.
+    /// expired events whose window ended before `eventsEndedBefore`, and
+    /// outbox messages that finished before `eventsEndedBefore`.
     /// Returns how many rows went.
     @discardableResult
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
@@ -262,7 +298,8 @@ extension CountersignStore {
     /// A pending event the app backend asked for, at most `maxPending` of
     /// them per user.
     public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
-        try await insertPendingEvent(event, by: .backend, limits: PendingLimits(perUser: maxPending), now: now)
+        try await insertPendingEvent(
+            event, by: .backend, limits: PendingLimits(perUser: maxPending), announcing: [], now: now)
     }
 
     /// Ends a rotation after its transaction: the new token, or, for a

@@ -36,47 +36,55 @@ extension StoreConformance {
             let attacker = PendingRequester.requester(address: "203.0.113.9")
             // The attacker fills alice's share for its address.
             try await store.insertPendingEvent(
-                requested("alice", from: "203.0.113.9"), by: attacker, limits: limits, now: Fixture.t0)
+                requested("alice", from: "203.0.113.9"), by: attacker, limits: limits, announcing: [], now: Fixture.t0)
             try await store.insertPendingEvent(
                 requested("alice", from: "203.0.113.9", at: Fixture.t0 + 5), by: attacker, limits: limits,
+                announcing: [],
                 now: Fixture.t0 + 5)
             let refused = requested("alice", from: "203.0.113.9", at: Fixture.t0 + 10)
             try await checkThrows(.limitReached(retryAfter: 50), "a third from the same address") {
-                try await store.insertPendingEvent(refused, by: attacker, limits: limits, now: Fixture.t0 + 10)
+                try await store.insertPendingEvent(
+                    refused, by: attacker, limits: limits, announcing: [], now: Fixture.t0 + 10)
             }
             try check(try await store.event(id: refused.id) == nil, "the refused event was not stored")
             // The backend's own, and alice's own login from elsewhere, still go through.
             for _ in 0..<2 {
                 try await store.insertPendingEvent(
-                    Fixture.event(at: Fixture.t0 + 10), by: .backend, limits: limits, now: Fixture.t0 + 10)
+                    Fixture.event(at: Fixture.t0 + 10), by: .backend, limits: limits, announcing: [],
+                    now: Fixture.t0 + 10)
             }
             try await store.insertPendingEvent(
                 requested("alice", from: "198.51.100.7", at: Fixture.t0 + 10),
-                by: .requester(address: "198.51.100.7"), limits: limits, now: Fixture.t0 + 10)
+                by: .requester(address: "198.51.100.7"), limits: limits, announcing: [], now: Fixture.t0 + 10)
             // alice has 3 from requesters now: a fourth address is refused.
             try await checkThrows(.limitReached(retryAfter: 50), "past alice's share from all requesters") {
                 try await store.insertPendingEvent(
                     requested("alice", from: "192.0.2.1", at: Fixture.t0 + 10), by: .requester(address: "192.0.2.1"),
-                    limits: limits, now: Fixture.t0 + 10)
+                    limits: limits, announcing: [], now: Fixture.t0 + 10)
             }
             // One address, many users: 2 for alice, then bob and carol, then no more.
             try await store.insertPendingEvent(
-                requested("bob", from: "203.0.113.9"), by: attacker, limits: limits, now: Fixture.t0 + 10)
+                requested("bob", from: "203.0.113.9"), by: attacker, limits: limits, announcing: [],
+                now: Fixture.t0 + 10)
             try await store.insertPendingEvent(
-                requested("carol", from: "203.0.113.9"), by: attacker, limits: limits, now: Fixture.t0 + 10)
+                requested("carol", from: "203.0.113.9"), by: attacker, limits: limits, announcing: [],
+                now: Fixture.t0 + 10)
             try await checkThrows(.limitReached(retryAfter: 50), "past the address's share") {
                 try await store.insertPendingEvent(
                     requested("dave", from: "203.0.113.9", at: Fixture.t0 + 10), by: attacker, limits: limits,
+                    announcing: [],
                     now: Fixture.t0 + 10)
             }
             // The backend's own are counted apart: a third is refused by its own cap.
             try await checkThrows(.limitReached(retryAfter: 60), "the backend's third") {
                 try await store.insertPendingEvent(
-                    Fixture.event(at: Fixture.t0 + 10), by: .backend, limits: limits, now: Fixture.t0 + 10)
+                    Fixture.event(at: Fixture.t0 + 10), by: .backend, limits: limits, announcing: [],
+                    now: Fixture.t0 + 10)
             }
             // Once the attacker's first two expire, the address has room again.
             try await store.insertPendingEvent(
                 requested("dave", from: "203.0.113.9", at: Fixture.t0 + 66), by: attacker, limits: limits,
+                announcing: [],
                 now: Fixture.t0 + 66)
         },
         Case(name: "events: of many creations at once for one user, only the pending cap succeed") { store in

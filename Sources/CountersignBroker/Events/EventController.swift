@@ -173,7 +173,7 @@ struct EventController {
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: pairing?.device, now: now,
             window: environment.policy.window)
         try await environment.store.insertPendingEvent(
-            event, by: requester, limits: environment.policy.pendingLimits, now: now)
+            event, by: requester, limits: environment.policy.pendingLimits, announcing: [], now: now)
         if let pairing {
             try await ProofCheck(environment: environment).spend(pairing.proof, of: pairing.device.publicKey, now: now)
         }

@@ -1,0 +1,95 @@
+public import Foundation
+
+/// A message the broker must send to somebody else (a push service, later
+/// an app backend's webhook), kept in the store's outbox from the moment
+/// the change it announces commits: it is written in the same transaction,
+/// so a change is never made without its message, and a crash before the
+/// send only delays it. Its ``id`` stays the same on every attempt.
+public struct OutboxMessage: Sendable, Equatable {
+    /// What a message is and who sends it.
+    public enum Kind: String, Sendable, CaseIterable {
+        /// A Web Push (RFC 8030) to the device ``OutboxMessage/target``;
+        /// the payload is a ``PushNotice``.
+        case webPush = "web_push"
+    }
+
+    /// Where a message stands.
+    public enum State: String, Sendable, CaseIterable {
+        /// Waiting for its next attempt, at ``OutboxMessage/nextAttemptAt``.
+        case queued
+        /// Accepted by its receiver.
+        case delivered
+        /// Given up on: refused for good, or out of time.
+        case failed
+        /// Not needed any more (the event was decided, the device removed).
+        case cancelled
+    }
+
+    /// `msg_` and 128 random bits; the receiver can drop a repeat by it.
+    public var id: String
+    public var kind: Kind
+    /// Who it goes to; for ``Kind/webPush`` a device id.
+    public var target: String
+    /// The event it is about, if any.
+    public var eventID: String?
+    /// The plaintext body; the sender encrypts or signs it per attempt.
+    public var payload: Data
+    public var createdAt: Date
+    /// After this, it is not attempted again (``State/failed``).
+    public var deliverUntil: Date
+    public var nextAttemptAt: Date
+    /// Attempts made so far.
+    public var attempts: Int
+    public var state: State
+    /// Why the last attempt did not deliver it, for an operator.
+    public var lastError: String?
+    /// When it was delivered, failed or cancelled.
+    public var finishedAt: Date?
+
+    public init(
+        id: String = OutboxMessage.newID(), kind: Kind, target: String, eventID: String?, payload: Data,
+        createdAt: Date, deliverUntil: Date, nextAttemptAt: Date? = nil, attempts: Int = 0,
+        state: State = .queued, lastError: String? = nil, finishedAt: Date? = nil
+    ) {
+        self.id = id
+        self.kind = kind
+        self.target = target
+        self.eventID = eventID
+        self.payload = payload
+        self.createdAt = createdAt
+        self.deliverUntil = deliverUntil
+        self.nextAttemptAt = nextAttemptAt ?? createdAt
+        self.attempts = attempts
+        self.state = state
+        self.lastError = lastError
+        self.finishedAt = finishedAt
+    }
+
+    /// A new message id.
+    public static func newID() -> String { "msg_" + SecretToken.generate(bytes: 16) }
+}
+
+/// A message a delivery worker holds for one attempt. Nobody else takes it
+/// until ``leaseUntil``; its outcome is recorded only with the same
+/// ``claim``, so a worker that outlived its lease cannot overwrite what the
+/// next one recorded.
+public struct ClaimedOutboxMessage: Sendable, Equatable {
+    public var message: OutboxMessage
+    public var claim: String
+    public var leaseUntil: Date
+
+    public init(message: OutboxMessage, claim: String, leaseUntil: Date) {
+        self.message = message
+        self.claim = claim
+        self.leaseUntil = leaseUntil
+    }
+}
+
+/// How one attempt went, as the outbox records it.
+public enum OutboxOutcome: Sendable, Equatable {
+    case delivered
+    /// Try again at this time; the reason is kept for an operator.
+    case retry(at: Date, reason: String)
+    case failed(reason: String)
+    case cancelled(reason: String)
+}

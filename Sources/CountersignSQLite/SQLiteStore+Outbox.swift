@@ -1,0 +1,147 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    static let noPush = """
+        push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_vapid_key = NULL, push_updated_at = NULL
+        """
+
+    public func vapidKeys() async throws -> [BrokerSigningKey] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM vapid_keys ORDER BY created_at, id").map {
+                BrokerSigningKey(
+                    id: $0["id"], privateKeyPEM: $0["private_key_pem"],
+                    createdAt: Date(timeIntervalSince1970: $0["created_at"]))
+            }
+        }
+    }
+
+    public func insertVAPIDKey(_ key: BrokerSigningKey) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO vapid_keys (id, private_key_pem, created_at) VALUES (?, ?, ?)",
+                arguments: [key.id, key.privateKeyPEM, key.createdAt.timeIntervalSince1970])
+        }
+    }
+
+    public func setPushSubscription(_ subscription: PushSubscription?, deviceID: String) async throws {
+        try await write { db in
+            if let subscription {
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET push_endpoint = ?, push_p256dh = ?, push_auth = ?, push_vapid_key = ?,
+                            push_updated_at = ?
+                        WHERE id = ? AND revoked_at IS NULL
+                        """,
+                    arguments: [
+                        subscription.endpoint, subscription.p256dh, subscription.auth, subscription.vapidKeyID,
+                        subscription.updatedAt.timeIntervalSince1970, deviceID,
+                    ])
+            } else {
+                try db.execute(
+                    sql: "UPDATE devices SET \(Self.noPush) WHERE id = ? AND revoked_at IS NULL", arguments: [deviceID])
+            }
+            guard db.changesCount == 0 else { return }
+            let revoked = try Bool.fetchOne(
+                db, sql: "SELECT revoked_at IS NOT NULL FROM devices WHERE id = ?", arguments: [deviceID])
+            throw revoked == nil
+                ? StoreError(.notFound, "no such device") : StoreError(.conflict, "the device is revoked")
+        }
+    }
+
+    public func removePushSubscription(deviceID: String, endpoint: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE devices SET \(Self.noPush) WHERE id = ? AND push_endpoint = ?",
+                arguments: [deviceID, endpoint])
+            return db.changesCount == 1
+        }
+    }
+
+    static func insert(_ messages: [OutboxMessage], into db: Database) throws {
+        for message in messages {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO outbox (id, kind, target, event_id, payload, created_at, deliver_until,
+                        next_attempt_at, attempts, state, last_error, finished_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                message.id, message.kind.rawValue, message.target, message.eventID, message.payload,
+                message.createdAt.timeIntervalSince1970, message.deliverUntil.timeIntervalSince1970,
+                message.nextAttemptAt.timeIntervalSince1970, message.attempts, message.state.rawValue,
+                message.lastError, message.finishedAt?.timeIntervalSince1970,
+            ])
+        }
+    }
+
+    public func claimOutboxMessages(limit: Int, lease: TimeInterval, now: Date) async throws
+        -> [ClaimedOutboxMessage]
+    {
+        try await write { db in
+            // One writer at a time: the select and the update are one step.
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT * FROM outbox
+                        WHERE state = 'queued' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+                        ORDER BY next_attempt_at, id LIMIT ?
+                        """),
+                arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, limit])
+            let leaseUntil = now + lease
+            return try rows.map { row in
+                let claim = SecretToken.generate(bytes: 16)
+                try db.cachedStatement(sql: "UPDATE outbox SET claim = ?, lease_until = ? WHERE id = ?")
+                    .execute(arguments: [claim, leaseUntil.timeIntervalSince1970, row["id"] as String])
+                return ClaimedOutboxMessage(
+                    message: try Self.outboxMessage(row: row), claim: claim, leaseUntil: leaseUntil)
+            }
+        }
+    }
+
+    public func finishOutboxAttempt(id: String, claim: String, outcome: OutboxOutcome, now: Date) async throws {
+        let change = OutboxChange(outcome, now: now)
+        try await write { db in
+            try db.cachedStatement(
+                sql: """
+                    UPDATE outbox SET attempts = attempts + 1, state = ?, next_attempt_at = coalesce(?, next_attempt_at),
+                        last_error = coalesce(?, last_error), finished_at = ?, claim = NULL, lease_until = NULL
+                    WHERE id = ? AND claim = ? AND state = 'queued'
+                    """
+            ).execute(arguments: [
+                change.state.rawValue, change.nextAttemptAt?.timeIntervalSince1970, change.error,
+                change.finishedAt?.timeIntervalSince1970, id, claim,
+            ])
+            guard db.changesCount == 0 else { return }
+            let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE id = ?", arguments: [id]) != nil
+            throw exists
+                ? StoreError(.conflict, "the message was finished or claimed again since")
+                : StoreError(.notFound, "no such outbox message")
+        }
+    }
+
+    public func outboxMessages(state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM outbox WHERE ? IS NULL OR state = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+                arguments: [state?.rawValue, state?.rawValue, limit]
+            ).map(Self.outboxMessage(row:))
+        }
+    }
+
+    static func outboxMessage(row: Row) throws -> OutboxMessage {
+        guard let kind = OutboxMessage.Kind(rawValue: row["kind"]),
+            let state = OutboxMessage.State(rawValue: row["state"])
+        else { throw StoreError(.backend, "unreadable outbox row") }
+        return OutboxMessage(
+            id: row["id"], kind: kind, target: row["target"], eventID: row["event_id"], payload: row["payload"],
+            createdAt: Date(timeIntervalSince1970: row["created_at"]),
+            deliverUntil: Date(timeIntervalSince1970: row["deliver_until"]),
+            nextAttemptAt: Date(timeIntervalSince1970: row["next_attempt_at"]), attempts: row["attempts"],
+            state: state, lastError: row["last_error"],
+            finishedAt: (row["finished_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+    }
+}
