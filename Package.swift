@@ -86,6 +86,7 @@ let package = Package(
             name: "CountersignSenders",
             dependencies: [
                 "CountersignCore",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,0 +1,93 @@
+public import AsyncHTTPClient
+public import CountersignCore
+public import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Sends Web Push messages (RFC 8030) to browsers' push services and
+/// UnifiedPush distributors alike: the payload encrypted to the
+/// subscription (RFC 8291), signed for with VAPID (RFC 8292).
+public struct WebPushSender: Sendable {
+    /// How a push service answered.
+    public enum Result: Sendable, Equatable {
+        /// Taken for delivery (201).
+        case accepted
+        /// The subscription no longer exists (404, 410): remove it.
+        case gone(String)
+        /// Worth another try later (429, 5xx, no connection); the service's
+        /// `Retry-After` in seconds, if it gave one.
+        case retry(String, retryAfter: TimeInterval?)
+        /// Refused for good (another 4xx: a bad request, a VAPID key the
+        /// subscription was not made for, a payload too large).
+        case refused(String)
+    }
+
+    let client: HTTPClient
+    let contact: String
+    let endpointGuard: PushEndpointGuard
+
+    /// A sender on `client` (which must not follow redirects: a push
+    /// service never sends one, and following it would leave the checked
+    /// host); `contact` is the VAPID `sub`, a `mailto:` or `https:` URL
+    /// where a push service's operator can reach the broker's.
+    public init(client: HTTPClient, contact: String, endpointGuard: PushEndpointGuard) {
+        self.client = client
+        self.contact = contact
+        self.endpointGuard = endpointGuard
+    }
+
+    /// An HTTP client set up for pushes: no redirects, short timeouts.
+    public static func makeClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(5), read: .seconds(10)))
+        configuration.connectionPool.idleTimeout = .seconds(30)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// Sends `payload` to `subscription`, to be kept by the push service for
+    /// at most `ttl` seconds (the time the event has left).
+    public func send(
+        _ payload: Data, to subscription: PushSubscription, signedWith key: VAPIDKey, ttl: Int, now: Date
+    ) async -> Result {
+        let body: Data
+        let authorization: String
+        do {
+            try await endpointGuard.check(subscription.endpoint)
+            guard let audience = subscription.origin else { return .refused("the endpoint has no origin") }
+            body = try WebPushEncryption.encrypt(payload, p256dh: subscription.p256dh, auth: subscription.auth)
+            authorization = try await key.authorization(audience: audience, contact: contact, now: now)
+        } catch {
+            return .refused(String(describing: error))
+        }
+        var request = HTTPClientRequest(url: subscription.endpoint)
+        request.method = .POST
+        request.headers.add(name: "TTL", value: String(max(0, ttl)))
+        request.headers.add(name: "Urgency", value: "high")
+        request.headers.add(name: "Content-Encoding", value: "aes128gcm")
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.headers.add(name: "Authorization", value: authorization)
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await client.execute(request, timeout: .seconds(15))
+            // A push service answers briefly; more is not read.
+            let answer = (try? await response.body.collect(upTo: 4096)).map { String(buffer: $0) } ?? ""
+            return Self.result(
+                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                answer: answer)
+        } catch {
+            return .retry("no answer from the push service: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// What a push service's status means.
+    static func result(status: Int, retryAfter: String?, answer: String) -> Result {
+        let said = "the push service answered \(status)" + (answer.isEmpty ? "" : ": \(answer.prefix(200))")
+        switch status {
+        case 200..<300: return .accepted
+        case 404, 410: return .gone(said)
+        case 408, 425, 429, 500..<600: return .retry(said, retryAfter: retryAfter.flatMap(TimeInterval.init))
+        default: return .refused(said)
+        }
+    }
+}
