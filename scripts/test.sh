@@ -25,8 +25,10 @@ scripts/check-format.sh
 # authlib runs the OAuth flow as a third-party client would, and aiosmtpd is
 # the real mail server the SMTP sender is tested against. pyte is the
 # terminal emulator that shows what a person at the approver's terminal reads.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte" 2>/dev/null; then
-    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte
+# http_ece and py_vapid are the push service's side of Web Push.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid" 2>/dev/null; then
+    python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte \
+        http-ece py-vapid
 fi
 python3 scripts/check-openapi.py
 

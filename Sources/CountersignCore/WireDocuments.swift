@@ -153,9 +153,11 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
     public var createdAt: Date
     public var lastSeenAt: Date?
     public var revokedAt: Date?
+    /// Whether the device has a push subscription (its endpoint is never shown).
+    public var push: Bool?
 
     enum CodingKeys: String, CodingKey {
-        case id, issuer, name, type, fingerprint
+        case id, issuer, name, type, fingerprint, push
         case clientUserID = "client_user_id"
         case publicKey = "public_key"
         case createdAt = "created_at"
@@ -174,6 +176,7 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
         self.createdAt = device.createdAt
         self.lastSeenAt = device.lastSeenAt
         self.revokedAt = device.revokedAt
+        self.push = device.push != nil
     }
 }
 

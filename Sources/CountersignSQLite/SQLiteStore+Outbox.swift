@@ -80,7 +80,19 @@ extension SQLiteStore {
     public func claimOutboxMessages(limit: Int, lease: TimeInterval, now: Date) async throws
         -> [ClaimedOutboxMessage]
     {
-        try await write { db in
+        // The worker asks every second; an idle broker answers from a
+        // reader, without taking the write lock or syncing the file.
+        let due = try read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT 1 FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
+                            AND (lease_until IS NULL OR lease_until <= ?) LIMIT 1
+                        """),
+                arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970]) != nil
+        }
+        guard due else { return [] }
+        return try await write { db in
             // One writer at a time: the select and the update are one step.
             let rows = try Row.fetchAll(
                 db.cachedStatement(

@@ -4,6 +4,8 @@ public enum WakeKey {
     public static func inbox(issuer: String, user: String) -> String { "inbox:\(issuer)\u{1F}\(user)" }
     /// The broker's signing keys changed (a rotation).
     public static let signingKeys = "signing-keys"
+    /// The outbox has a message due now (this instance's delivery worker).
+    public static let outbox = "outbox"
 }
 
 /// A store that several broker instances share tells each of them what

@@ -17,7 +17,8 @@ struct DeviceAgent: AsyncParsableCommand {
             """,
         version: CountersignVersion.current,
         subcommands: [
-            Enroll.self, Login.self, Approve.self, Code.self, Devices.self, Status.self, RecoveryCodes.self, PIN.self,
+            Enroll.self, Login.self, Approve.self, Code.self, Devices.self, Push.self, Status.self, RecoveryCodes.self,
+            PIN.self,
         ]
     )
 

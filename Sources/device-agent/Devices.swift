@@ -38,6 +38,7 @@ extension DeviceAgent {
                     print("\(mark) \(shown(device.name))")
                     print("    id \(shown(device.id))  fingerprint \(shown(device.fingerprint))")
                     print("    added \(Self.format(device.createdAt)), last seen \(seen)\(state)")
+                    if device.push == true { print("    gets requests by push") }
                 }
                 if listed.isEmpty { print("  (none)") }
             }

@@ -12,7 +12,8 @@ struct DeviceBroker: AsyncParsableCommand {
             """,
         version: CountersignVersion.current,
         subcommands: [
-            Serve.self, APIKeyCommand.self, KeysCommand.self, TOTPKeyCommand.self, Migrate.self, BackupCommand.self,
+            Serve.self, APIKeyCommand.self, KeysCommand.self, VAPIDKeyCommand.self, TOTPKeyCommand.self, Migrate.self,
+            BackupCommand.self,
         ],
         defaultSubcommand: Serve.self
     )

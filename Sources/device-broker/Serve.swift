@@ -111,6 +111,22 @@ extension DeviceBroker {
 
         @OptionGroup(title: "Code delivery") var senders: SenderOptions
 
+        @Option(
+            name: .customLong("push-contact"),
+            help: ArgumentHelp(
+                "Where push services' operators can reach you (VAPID sub): a mailto: or https: URL.",
+                discussion: "Default: the broker's first public URL."))
+        var pushContact: String?
+
+        @Flag(
+            name: .customLong("allow-private-push-endpoints"),
+            help: ArgumentHelp(
+                "Take push endpoints on loopback, private or link-local addresses, and over plain http.",
+                discussion:
+                    "For a push service (such as ntfy) on your own network, or tests. Off by default: a push endpoint is a URL a device chose, and the broker would otherwise POST wherever it points inside your network."
+            ))
+        var allowPrivatePushEndpoints = false
+
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
             guard maxPending >= 1, maxRequesterPending >= 1, maxPendingPerAddress >= 1 else {
@@ -163,6 +179,8 @@ extension DeviceBroker {
             configuration.metrics = BrokerMetrics(registry: registry)
             if let tlsCertificate, let tlsKey { configuration.tls = (tlsCertificate, tlsKey) }
             configuration.trustedProxies = trustedProxies.compactMap(IPNetwork.init)
+            configuration.push = PushConfiguration(
+                contact: pushContact, allowPrivateEndpoints: allowPrivatePushEndpoints)
             var logger = Logger(label: "device-broker")
             logger.logLevel = logLevel
             configuration.connections = connectionLimits(

@@ -34,7 +34,7 @@ struct TestBroker {
     init(
         policy: ApprovalPolicy = ApprovalPolicy(), sender: any CodeSender = CapturingSender(),
         vault: TOTPVault? = TOTPVault(key: SymmetricKey(size: .bits256)), codeLimits: CodeLimits = CodeLimits(),
-        trustedProxies: [IPNetwork] = []
+        trustedProxies: [IPNetwork] = [], push: PushConfiguration? = nil
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -49,7 +49,9 @@ struct TestBroker {
         environment = BrokerEnvironment(
             store: store, policy: policy, issuer: Self.origin, origins: [Origin(url: Self.origin)!],
             keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, vault: vault,
-            codeLimits: codeLimits, trustedProxies: trustedProxies, now: { clock.now })
+            codeLimits: codeLimits, trustedProxies: trustedProxies,
+            push: try await push?.settings(store: store, issuer: Self.origin, logger: Logger(label: "test-broker")),
+            now: { clock.now })
     }
 
     /// The same broker seen as another app, with that app's API key.

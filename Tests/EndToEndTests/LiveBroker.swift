@@ -22,6 +22,8 @@ struct LiveBroker {
     var totpKeyFile: String = ""
     /// The open-file limit the broker runs under (soft and hard), if not the test's.
     var openFileLimit: Int? = nil
+    /// What `serve` was given besides the store and port; a restart gives it again.
+    private(set) var serveArguments: [String] = []
 
     /// Starts a broker with a TOTP key made by `device-broker totp-key
     /// generate`, kept outside the data directory; on PostgreSQL with a
@@ -63,6 +65,7 @@ struct LiveBroker {
             let port = try freePort()
             var instance = self
             instance.url = "http://127.0.0.1:\(port)"
+            instance.serveArguments = arguments
             do {
                 instance.process = try await launch(port: port, arguments: arguments)
                 return instance
@@ -85,7 +88,7 @@ struct LiveBroker {
     /// A new process in place of this one (which has stopped): same store and port.
     private func relaunched() async throws -> LiveBroker {
         var restarted = self
-        restarted.process = try await launch(port: Int(url.split(separator: ":").last!)!)
+        restarted.process = try await launch(port: Int(url.split(separator: ":").last!)!, arguments: serveArguments)
         return restarted
     }
 

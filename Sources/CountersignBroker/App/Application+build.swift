@@ -20,11 +20,12 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     if vault == nil {
         logger.notice("no --totp-key-file: devices get no TOTP secrets and codes are refused")
     }
+    let push = try await configuration.push.settings(store: store, issuer: issuer, logger: logger)
     let environment = BrokerEnvironment(
         store: store, policy: configuration.policy, issuer: issuer, origins: origins,
         keys: try await BrokerKeys.load(from: store, now: Date(), logger: logger),
         verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
-        metrics: configuration.metrics, trustedProxies: configuration.trustedProxies)
+        metrics: configuration.metrics, trustedProxies: configuration.trustedProxies, push: push)
     let counter = ConnectionCounter(
         limits: configuration.connections, trustedProxies: configuration.trustedProxies, logger: logger)
     var app = Application(
@@ -41,6 +42,7 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     }
     app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
     app.addServices(KeyRefresher(environment: environment, logger: logger))
+    app.addServices(OutboxWorker(environment: environment, push: push, logger: logger))
     return app
 }
 
@@ -60,6 +62,8 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     open.get(".well-known/jwks.json") { _, _ in
         JSONBody(environment.keys.jwks, headers: [.cacheControl: "public, max-age=300"])
     }
+    let push = PushController(environment: environment)
+    open.get("api/v1/push/vapid-key", use: push.vapidKey)
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
     open.addRoutes(OAuthController(environment: environment).endpoints)
     // An app's key id, without a device: enrolling, redeeming a verification.
@@ -86,6 +90,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let device = authenticated.group(context: DeviceRequestContext.self)
     device.addRoutes(InboxController(environment: environment).endpoints)
     device.addRoutes(DeviceController(environment: environment).endpoints)
+    device.addRoutes(push.deviceEndpoints)
     device.addRoutes(codes.deviceEndpoints)
     var unmatched = lifecycle
     unmatched.routeMethods = RouteMethods(router.routes)

@@ -48,6 +48,8 @@ public struct BrokerConfiguration: Sendable {
     public var trustedProxies: [IPNetwork] = []
     /// How many connections are held, and how long each may make the broker wait.
     public var connections = ConnectionLimits()
+    /// Web Push to devices.
+    public var push = PushConfiguration()
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",

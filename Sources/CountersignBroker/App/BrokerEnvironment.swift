@@ -32,13 +32,15 @@ public final class BrokerEnvironment: Sendable {
     public let metrics: BrokerMetrics
     /// Proxies whose `X-Forwarded-For` is believed.
     public let trustedProxies: [IPNetwork]
+    /// Web Push to devices; nil sends none (and refuses subscriptions).
+    public let push: PushSettings?
 
     public init(
         store: any CountersignStore, policy: ApprovalPolicy, issuer: String, origins: Set<Origin>, keys: BrokerKeys,
         hub: WakeHub = WakeHub(), verification: VerificationPolicy = VerificationPolicy(),
         sender: any CodeSender = DevelopmentSender(outbox: nil, logger: Logger(label: "device-broker")),
         vault: TOTPVault? = nil, codeLimits: CodeLimits = CodeLimits(), metrics: BrokerMetrics = BrokerMetrics(),
-        trustedProxies: [IPNetwork] = [],
+        trustedProxies: [IPNetwork] = [], push: PushSettings? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store
@@ -53,6 +55,7 @@ public final class BrokerEnvironment: Sendable {
         self.codeLimits = codeLimits
         self.metrics = metrics
         self.trustedProxies = trustedProxies
+        self.push = push
         self.now = now
     }
 

@@ -172,12 +172,21 @@ struct EventController {
                 : body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(),
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: pairing?.device, now: now,
             window: environment.policy.window)
+        // The user's devices hear of it by push, if they asked to; the
+        // messages commit with the event and go out after the answer.
+        let pushes =
+            environment.push == nil
+            ? [] : WebPushDelivery.messages(for: event, app: key.name, devices: devices, now: now)
         try await environment.store.insertPendingEvent(
-            event, by: requester, limits: environment.policy.pendingLimits, announcing: [], now: now)
+            event, by: requester, limits: environment.policy.pendingLimits, announcing: pushes, now: now)
         if let pairing {
             try await ProofCheck(environment: environment).spend(pairing.proof, of: pairing.device.publicKey, now: now)
         }
         environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))
+        if !pushes.isEmpty {
+            environment.hub.notify(WakeKey.outbox)
+            environment.metrics.queued(pushes)
+        }
         environment.metrics.created(event)
         let document = try await environment.document(for: event, withToken: false)
         return JSONBody(

@@ -21,6 +21,9 @@ public struct BrokerMetrics: Sendable {
     private let wake = CoreMetrics.Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds)
     private let held = CoreMetrics.Gauge(label: "countersign_long_polls_held")
     private let withdrawals = CoreMetrics.Counter(label: "countersign_events_withdrawn_total")
+    /// By kind, then by outcome (`queued` counts messages written).
+    private let outbox: [OutboxMessage.Kind: [String: CoreMetrics.Counter]]
+    private let outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer]
 
     public init(registry: PrometheusCollectorRegistry? = nil) {
         self.registry = registry
@@ -39,6 +42,24 @@ public struct BrokerMetrics: Sendable {
                 label: "countersign_events_created_total", dimensions: [("event", name)])
         }
         self.creations = creations
+        var outbox: [OutboxMessage.Kind: [String: CoreMetrics.Counter]] = [:]
+        var outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer] = [:]
+        for kind in OutboxMessage.Kind.allCases {
+            outbox[kind] = Dictionary(
+                uniqueKeysWithValues: Self.outboxOutcomes.map {
+                    (
+                        $0,
+                        CoreMetrics.Counter(
+                            label: "countersign_outbox_messages_total",
+                            dimensions: [("kind", kind.rawValue), ("outcome", $0)])
+                    )
+                })
+            outboxLatency[kind] = CoreMetrics.Timer(
+                label: "countersign_outbox_delivery_seconds", dimensions: [("kind", kind.rawValue)],
+                preferredDisplayUnit: .seconds)
+        }
+        self.outbox = outbox
+        self.outboxLatency = outboxLatency
         // The release, as a gauge of 1 labelled with it (the usual
         // build_info idiom): a dashboard sees which instances run which.
         CoreMetrics.Gauge(label: "countersign_build_info", dimensions: [("version", CountersignVersion.current)])
@@ -84,6 +105,28 @@ public struct BrokerMetrics: Sendable {
 
     func decided(_ event: ApprovalEvent) {
         decisions[Self.key(event.storedStatus, event.method)]?.increment()
+    }
+
+    static let outboxOutcomes = ["queued", "delivered", "retried", "failed", "cancelled"]
+
+    /// Messages written to the outbox.
+    func queued(_ messages: [OutboxMessage]) {
+        for message in messages { outbox[message.kind]?["queued"]?.increment() }
+    }
+
+    /// One attempt's outcome; a delivery also records the time since the
+    /// message was queued.
+    func outboxAttempted(_ message: OutboxMessage, outcome: OutboxOutcome, now: Date) {
+        let label: String
+        switch outcome {
+        case .delivered:
+            label = "delivered"
+            outboxLatency[message.kind]?.record(duration: .seconds(max(0, now.timeIntervalSince(message.createdAt))))
+        case .retry: label = "retried"
+        case .failed: label = "failed"
+        case .cancelled: label = "cancelled"
+        }
+        outbox[message.kind]?[label]?.increment()
     }
 
     func withdrew() {

@@ -44,6 +44,8 @@ public struct VAPIDKey: Sendable {
                 aud: AudienceClaim(value: [audience]), exp: ExpirationClaim(value: now + Self.tokenLifetime),
                 sub: SubjectClaim(value: contact)),
             header: ["typ": "JWT"])
-        return "vapid t=\(token), k=\(publicKey)"
+        // No space after the comma: RFC 7235 allows one, but some push
+        // services and libraries split on the bare comma.
+        return "vapid t=\(token),k=\(publicKey)"
     }
 }

@@ -26,24 +26,25 @@ public struct WebPushSender: Sendable {
     let contact: String
     let endpointGuard: PushEndpointGuard
 
-    /// A sender on `client` (which must not follow redirects: a push
-    /// service never sends one, and following it would leave the checked
-    /// host); `contact` is the VAPID `sub`, a `mailto:` or `https:` URL
-    /// where a push service's operator can reach the broker's.
-    public init(client: HTTPClient, contact: String, endpointGuard: PushEndpointGuard) {
+    /// A sender whose VAPID `sub` is `contact`, a `mailto:` or `https:`
+    /// URL where a push service's operator can reach the broker's.
+    public init(contact: String, endpointGuard: PushEndpointGuard, client: HTTPClient = WebPushSender.client) {
         self.client = client
         self.contact = contact
         self.endpointGuard = endpointGuard
     }
 
-    /// An HTTP client set up for pushes: no redirects, short timeouts.
-    public static func makeClient() -> HTTPClient {
+    /// The process's HTTP client for pushes, like `HTTPClient.shared` never
+    /// shut down, but set up for pushes: no redirects (a push service never
+    /// sends one, and following it would leave the checked host), short
+    /// timeouts.
+    public static let client: HTTPClient = {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(5), read: .seconds(10)))
         configuration.connectionPool.idleTimeout = .seconds(30)
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-    }
+    }()
 
     /// Sends `payload` to `subscription`, to be kept by the push service for
     /// at most `ttl` seconds (the time the event has left).

@@ -1,0 +1,93 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// This instance's one delivery worker: it claims due messages from the
+/// store's outbox, attempts each, and records how it went. Instances
+/// sharing a store each run one; the store's claims keep any message with
+/// one of them at a time, so each is sent once per attempt.
+///
+/// It is rung (``WakeKey/outbox``) when this instance queues a message,
+/// and looks again every ``pollInterval`` for retries that came due and
+/// messages other instances queued. Nothing here runs on a request's path.
+struct OutboxWorker: Service {
+    let environment: BrokerEnvironment
+    let push: PushSettings?
+    let logger: Logger
+    /// How long a claimed message is nobody else's: longer than any attempt
+    /// takes (the sender's own timeouts end one within 20 s).
+    var lease: TimeInterval = 60
+    var batchSize = 16
+    var pollInterval: Duration = .seconds(1)
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            let bell = environment.hub.subscribe([WakeKey.outbox])
+            let claimed: [ClaimedOutboxMessage]
+            do {
+                claimed = try await environment.store.claimOutboxMessages(
+                    limit: batchSize, lease: lease, now: environment.now())
+            } catch {
+                logger.warning("could not read the outbox", metadata: ["error": "\(error)"])
+                await bell.wait(timeout: .seconds(5))
+                continue
+            }
+            if claimed.isEmpty {
+                await bell.wait(timeout: pollInterval)
+                continue
+            }
+            await withTaskGroup(of: Void.self) { group in
+                for message in claimed {
+                    group.addTask { await deliver(message) }
+                }
+            }
+        }
+    }
+
+    private func deliver(_ claimed: ClaimedOutboxMessage) async {
+        let message = claimed.message
+        let outcome: OutboxOutcome
+        do {
+            outcome = try await attempt(message)
+        } catch {
+            outcome = DeliveryBackoff.push.afterFailure(
+                attempts: message.attempts + 1, reason: "the broker could not attempt it: \(error)",
+                deliverUntil: message.deliverUntil, now: environment.now())
+        }
+        let now = environment.now()
+        do {
+            try await environment.store.finishOutboxAttempt(
+                id: message.id, claim: claimed.claim, outcome: outcome, now: now)
+        } catch {
+            // The lease ran out and another worker holds the message: its
+            // record stands. A delivered message may then go out twice,
+            // which at-least-once allows (the id lets a receiver tell).
+            logger.warning(
+                "could not record an outbox attempt", metadata: ["message": "\(message.id)", "error": "\(error)"])
+            return
+        }
+        environment.metrics.outboxAttempted(message, outcome: outcome, now: now)
+        switch outcome {
+        case .delivered, .cancelled: break
+        case .retry(let at, let reason):
+            logger.info(
+                "outbox message will be retried",
+                metadata: ["message": "\(message.id)", "at": "\(at.formatted(.iso8601))", "reason": "\(reason)"])
+        case .failed(let reason):
+            logger.warning("outbox message failed", metadata: ["message": "\(message.id)", "reason": "\(reason)"])
+        }
+    }
+
+    private func attempt(_ message: OutboxMessage) async throws -> OutboxOutcome {
+        guard message.deliverUntil > environment.now() else {
+            return .failed(reason: "out of time before it could be sent")
+        }
+        switch message.kind {
+        case .webPush:
+            guard let push else { return .failed(reason: "this broker has no Web Push set up") }
+            return try await WebPushDelivery(environment: environment, push: push).attempt(message)
+        }
+    }
+}

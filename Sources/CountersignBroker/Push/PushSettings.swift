@@ -1,0 +1,17 @@
+public import CountersignSenders
+import Foundation
+
+/// How the broker reaches devices by Web Push: its VAPID keys, the check
+/// on endpoints, and the sender (whose HTTP client the delivery worker
+/// shuts down).
+public struct PushSettings: Sendable {
+    public let keys: VAPIDKeyring
+    public let endpointGuard: PushEndpointGuard
+    public let sender: WebPushSender
+
+    public init(keys: VAPIDKeyring, endpointGuard: PushEndpointGuard, sender: WebPushSender) {
+        self.keys = keys
+        self.endpointGuard = endpointGuard
+        self.sender = sender
+    }
+}

@@ -1,0 +1,52 @@
+import CountersignCore
+import CountersignSenders
+import CountersignStore
+import Foundation
+
+/// One attempt at a push telling a device of a pending event. A push is
+/// worth sending only while the event waits for an answer: once it is
+/// decided, withdrawn or expired the message is cancelled, never sent late.
+struct WebPushDelivery {
+    let environment: BrokerEnvironment
+    let push: PushSettings
+
+    /// The messages announcing a new pending event: one per unrevoked
+    /// device of the user with a push subscription.
+    static func messages(for event: ApprovalEvent, app: String, devices: [TrustedDevice], now: Date)
+        -> [OutboxMessage]
+    {
+        let payload = Data(PushNotice(for: event, app: app).wireJSON())
+        return devices.filter { $0.revokedAt == nil && $0.push != nil }.map {
+            OutboxMessage(
+                kind: .webPush, target: $0.id, eventID: event.id, payload: payload, createdAt: now,
+                deliverUntil: event.expiresAt)
+        }
+    }
+
+    func attempt(_ message: OutboxMessage) async throws -> OutboxOutcome {
+        let now = environment.now()
+        guard let eventID = message.eventID, let event = try await environment.store.event(id: eventID),
+            event.status(at: now) == .pending
+        else { return .cancelled(reason: "the event no longer waits for an answer") }
+        guard let device = try await environment.store.device(id: message.target), device.revokedAt == nil,
+            let subscription = device.push
+        else { return .cancelled(reason: "the device has no push subscription any more") }
+        guard let key = try await push.keys.key(id: subscription.vapidKeyID) else {
+            return .failed(reason: "the subscription's VAPID key \(subscription.vapidKeyID) is gone")
+        }
+        let ttl = Int(event.expiresAt.timeIntervalSince(now).rounded(.up))
+        switch await push.sender.send(message.payload, to: subscription, signedWith: key, ttl: ttl, now: now) {
+        case .accepted:
+            return .delivered
+        case .gone(let reason):
+            try await environment.store.removePushSubscription(deviceID: device.id, endpoint: subscription.endpoint)
+            return .cancelled(reason: "subscription removed: \(reason)")
+        case .refused(let reason):
+            return .failed(reason: reason)
+        case .retry(let reason, let retryAfter):
+            return DeliveryBackoff.push.afterFailure(
+                attempts: message.attempts + 1, reason: reason, retryAfter: retryAfter,
+                deliverUntil: message.deliverUntil, now: environment.now())
+        }
+    }
+}
