@@ -97,9 +97,30 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The web approver's files, compiled into the binary: the broker
+        // serves them with no files beside it to install.
+        .target(
+            name: "CountersignApprover",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            resources: [
+                .embedInCode("Web/index.html"),
+                .embedInCode("Web/app.css"),
+                .embedInCode("Web/app.js"),
+                .embedInCode("Web/account.js"),
+                .embedInCode("Web/broker.js"),
+                .embedInCode("Web/keys.js"),
+                .embedInCode("Web/sw.js"),
+                .embedInCode("Web/manifest.webmanifest"),
+                .embedInCode("Web/icon.svg"),
+                .embedInCode("Web/icon-192.png"),
+                .embedInCode("Web/icon-512.png"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CountersignBroker",
             dependencies: [
+                "CountersignApprover",
                 "CountersignCore",
                 "CountersignSenders",
                 "CountersignStore",

@@ -10,7 +10,10 @@ struct WebDriver {
 
     static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
 
-    static func start() async throws -> WebDriver {
+    /// A browser with a window of `width` × `height` (a phone's, by
+    /// default), keeping its profile (IndexedDB, service workers) in
+    /// `profile` if given, so that a second browser on it finds them.
+    static func start(width: Int = 390, height: Int = 844, profile: URL? = nil) async throws -> WebDriver {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver") else {
             throw ProcessFailure("chromedriver is not installed: apt-get install chromium chromium-driver")
         }
@@ -30,7 +33,9 @@ struct WebDriver {
                     "browserName": "chrome",
                     "goog:chromeOptions": [
                         "binary": "/usr/bin/chromium",
-                        "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844"],
+                        "args": [
+                            "--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=\(width),\(height)",
+                        ] + (profile.map { ["--user-data-dir=\($0.path)"] } ?? []),
                     ],
                 ]
             ]
@@ -63,6 +68,41 @@ struct WebDriver {
     func click(_ css: String) async throws {
         let id = try await element(css)
         _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
+    }
+
+    /// The element's rendered text.
+    func text(_ css: String) async throws -> String {
+        let id = try await element(css)
+        return try await Self.call(base, .GET, "/session/\(session)/element/\(id)/text")["value"] as? String ?? ""
+    }
+
+    /// Runs `script` in the page (its last statement's `return` is the
+    /// value); with `async`, the script calls `arguments[0]` with its value.
+    func execute(_ script: String, async: Bool = false) async throws -> Any? {
+        let path = async ? "/execute/async" : "/execute/sync"
+        return try await Self.call(
+            base, .POST, "/session/\(session)\(path)", ["script": script, "args": [Any]()])["value"]
+    }
+
+    /// Accepts the page's `confirm()` dialog.
+    func acceptDialog() async throws {
+        _ = try await Self.call(base, .POST, "/session/\(session)/alert/accept", [String: Any]())
+    }
+
+    /// A PNG of the window.
+    func screenshot() async throws -> Data {
+        let value = try await Self.call(base, .GET, "/session/\(session)/screenshot")["value"] as? String ?? ""
+        return Data(base64Encoded: value) ?? Data()
+    }
+
+    /// Waits until an element matching `css` is on the page.
+    func waitFor(element css: String, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if (try? await element(css)) != nil { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessFailure("the page never had \(css):\n\(try await source)")
     }
 
     var currentURL: String {

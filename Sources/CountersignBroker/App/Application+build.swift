@@ -65,6 +65,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let push = PushController(environment: environment)
     open.get("api/v1/push/vapid-key", use: push.vapidKey)
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
+    ApproverController().register(on: open)
     open.addRoutes(OAuthController(environment: environment).endpoints)
     // An app's key id, without a device: enrolling, redeeming a verification.
     var appAuthenticating = lifecycle

@@ -1,0 +1,498 @@
+// The web approver: a trusted device in a browser. Everything the broker
+// or a requester wrote is put on the page as text (textContent), never as
+// HTML; the page's CSP allows no inline script and no other origin.
+
+import { forgetAccount, loadAccount, saveAccount } from "./account.js";
+import { Broker, BrokerError } from "./broker.js";
+import { fingerprint, fromBase64url, newKeyPair, publicJWK, thumbprint } from "./keys.js";
+
+const broker = new Broker(location.origin);
+const $ = (id) => document.getElementById(id);
+let account = null;
+const cards = new Map(); // event id -> { item, element, ended }
+let focusEventID = null;
+let inboxWake = null;
+
+function show(...ids) {
+  for (const section of document.querySelectorAll("main > section")) section.hidden = !ids.includes(section.id);
+}
+
+function status(text, isError = false) {
+  $("status").textContent = text;
+  $("status").classList.toggle("error", isError);
+}
+
+function element(tag, { text, className, attributes } = {}, children = []) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (className) node.className = className;
+  for (const [name, value] of Object.entries(attributes ?? {})) node.setAttribute(name, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function secondsLeft(expiresAt) {
+  return Math.max(0, Math.floor(Date.parse(expiresAt) / 1000 - broker.now()));
+}
+
+function formatLeft(seconds) {
+  return seconds >= 60 ? `${Math.floor(seconds / 60)} min ${seconds % 60} s left` : `${seconds} s left`;
+}
+
+function defaultDeviceName() {
+  const agent = navigator.userAgent;
+  const system = /Android/.test(agent) ? "Android" : /iPhone|iPad/.test(agent) ? "iPhone" : /Mac/.test(agent) ? "Mac"
+    : /Windows/.test(agent) ? "Windows" : /Linux/.test(agent) ? "Linux" : "";
+  const browser = /Firefox\//.test(agent) ? "Firefox" : /Edg\//.test(agent) ? "Edge"
+    : /Chrom(e|ium)\//.test(agent) ? "Chrome" : /Safari\//.test(agent) ? "Safari" : "Browser";
+  return system ? `${browser} on ${system}` : browser;
+}
+
+// MARK: What the link asks for
+
+/** The fragment's parameters, then the fragment gone from the address bar and history. */
+function takeFragment() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (location.hash) history.replaceState(null, "", location.pathname);
+  return fragment;
+}
+
+// MARK: Becoming a trusted device
+
+function askForDevice({ apiKey, user, token }) {
+  show("setup");
+  $("setup-title").textContent = token ? "Add this browser as a trusted device" : "Pair this browser with a trusted device";
+  $("setup-lead").textContent = token
+    ? `It will approve sign-ins for ${user}.`
+    : `It will approve sign-ins for ${user} once a device you already trust confirms it.`;
+  $("setup-button").textContent = token ? "Add this device" : "Start pairing";
+  $("device-name").value = defaultDeviceName();
+  $("setup-form").onsubmit = async (submit) => {
+    submit.preventDefault();
+    $("setup-button").disabled = true;
+    try {
+      await becomeDevice({ apiKey, user, token, name: $("device-name").value.trim() });
+    } catch (error) {
+      status(error.message, true);
+    } finally {
+      $("setup-button").disabled = false;
+    }
+  };
+}
+
+async function becomeDevice({ apiKey, user, token, name }) {
+  const keys = await newKeyPair();
+  const jwk = await publicJWK(keys.publicKey);
+  const deviceID = await thumbprint(jwk);
+  const candidate = { apiKey, user, name, jwk, deviceID, privateKey: keys.privateKey };
+  if (token) {
+    status("Adding this device…");
+    await broker.enroll({ ...candidate, token });
+  } else if (!(await pair(candidate))) {
+    return;
+  }
+  account = { deviceID, apiKey, user, name, privateKey: keys.privateKey, publicKey: keys.publicKey, added: Date.now() };
+  await saveAccount(account);
+  status(`This browser is now a trusted device of ${user}.`);
+  await startApprover();
+}
+
+/** Asks a trusted device to add this key; true once approved. */
+async function pair(candidate) {
+  status("Asking your trusted devices…");
+  const ticket = await broker.requestPairing(candidate);
+  show("pairing");
+  status("");
+  $("pairing-code").textContent = ticket.match_number;
+  $("pairing-fingerprint").textContent = await fingerprint(candidate.deviceID);
+  const stop = new AbortController();
+  $("pairing-cancel").onclick = () => stop.abort();
+  const countdown = () => {
+    $("pairing-left").textContent = formatLeft(secondsLeft(ticket.event.expires_at));
+  };
+  countdown();
+  const timer = setInterval(countdown, 250);
+  try {
+    let event = ticket.event;
+    while (event.status === "pending") {
+      try {
+        event = await broker.pollEvent(event.ID, ticket.requester_token, 25, stop.signal);
+      } catch (error) {
+        if (error.name === "AbortError") {
+          await broker.withdraw(ticket.event.ID, ticket.requester_token).catch(() => {});
+          status("Pairing cancelled.");
+          show("welcome");
+          return false;
+        }
+        if (error.status !== 0 && error.status < 500) throw error;
+        if (secondsLeft(ticket.event.expires_at) === 0) break;
+        await sleep(1000);
+      }
+    }
+    if (event.status === "approved") return true;
+    show("welcome");
+    status(
+      event.status === "rejected"
+        ? "Your trusted device refused the pairing."
+        : "The pairing expired before a trusted device confirmed it. Start again.",
+      true,
+    );
+    return false;
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+// MARK: Requests
+
+const TITLES = {
+  LOGIN: "Log-in request",
+  TRANSACTION: "Transaction to confirm",
+  ENROLL_NEW_TRUSTED_DEVICE: "Add a new device",
+};
+
+function requestCard(item) {
+  const event = item.event;
+  const pairing = event.event === "ENROLL_NEW_TRUSTED_DEVICE" && item.new_device;
+  const rows = [
+    ["App", item.app],
+    ["From", `${event.requester_name ?? "an unnamed machine"} (${event.ip}${event.location && event.location !== "Unknown" ? ", " + event.location : ""})`],
+    ["Requested", new Date(event.CreatedAt).toLocaleString()],
+  ];
+  if (event.details) rows.push(["Details", event.details]);
+  if (pairing) {
+    rows.push(["Device", `${item.new_device.name} (${item.new_device.type})`]);
+    rows.push(["Fingerprint", item.new_device.fingerprint]);
+  }
+  rows.push(["Event id", event.ID]);
+  const list = element("dl");
+  for (const [label, value] of rows) list.append(element("dt", { text: label }), element("dd", { text: value }));
+
+  const left = element("span", { className: "left muted" });
+  const error = element("p", { className: "error", attributes: { role: "alert" } });
+  const outcome = element("p", { className: "outcome", attributes: { role: "status" } });
+  const fieldID = `match-${event.ID}`;
+  const number = element("input", {
+    className: "number",
+    attributes: {
+      id: fieldID, name: "match", inputmode: "numeric", autocomplete: "one-time-code", pattern: "[0-9]*",
+      maxlength: pairing ? "6" : "2", required: "",
+    },
+  });
+  const approve = element("button", { text: "Approve", attributes: { type: "submit", name: "approve" } });
+  const reject = element("button", { text: "Reject", className: "reject", attributes: { type: "button", name: "reject" } });
+  const form = element("form", {}, [
+    ...(item.match_required
+      ? [element("label", {
+          text: pairing ? "Pairing code shown on the new device" : "Number shown on the requesting machine",
+          attributes: { for: fieldID },
+        }), number]
+      : []),
+    element("div", { className: "actions" }, [approve, reject]),
+  ]);
+  const card = element("article", { className: "card", attributes: { "data-event-id": event.ID } }, [
+    element("div", { className: "card-title" }, [element("h3", { text: TITLES[event.event] ?? `${event.event} request` }), left]),
+    list,
+    form,
+    error,
+    outcome,
+  ]);
+  const entry = { item, element: card, ended: false, left, form, error, outcome, number };
+  form.onsubmit = (submit) => {
+    submit.preventDefault();
+    answer(entry, "approve");
+  };
+  reject.onclick = () => answer(entry, "reject");
+  return entry;
+}
+
+function end(entry, text, kind) {
+  entry.ended = true;
+  entry.form.hidden = true;
+  entry.left.hidden = true;
+  entry.error.textContent = "";
+  entry.outcome.textContent = text;
+  entry.outcome.className = `outcome ${kind}`;
+  entry.element.dataset.state = kind;
+  // Kept a while so the person sees what happened, then cleared.
+  setTimeout(() => {
+    entry.element.remove();
+    cards.delete(entry.item.event.ID);
+    updateEmpty();
+  }, 60_000);
+}
+
+async function answer(entry, verdict) {
+  if (entry.ended) return;
+  const match = entry.number.value.trim();
+  if (verdict === "approve" && entry.item.match_required && !/^[0-9]+$/.test(match)) {
+    entry.error.textContent = "Type the number the requesting machine shows.";
+    entry.number.focus();
+    return;
+  }
+  for (const button of entry.form.querySelectorAll("button")) button.disabled = true;
+  entry.error.textContent = "";
+  try {
+    await broker.decide(account, entry.item, verdict, match);
+    end(
+      entry,
+      verdict === "approve" ? "Approved. The requesting machine goes ahead." : "Rejected. The requesting machine is told so.",
+      verdict === "approve" ? "approved" : "rejected",
+    );
+  } catch (error) {
+    if (!(error instanceof BrokerError)) {
+      entry.error.textContent = `Could not sign the answer: ${error.message}`;
+    } else if (error.code === "wrong_match") {
+      entry.error.textContent = `Wrong number: ${error.message}.`;
+      entry.number.value = "";
+      entry.number.focus();
+    } else if (error.code === "too_many_wrong_matches") {
+      end(entry, "Rejected: that was the third wrong number.", "rejected");
+    } else if (error.code === "device_revoked") {
+      showRemoved();
+    } else if (["already_decided", "expired", "withdrawn"].includes(error.code)) {
+      end(entry, `No longer waiting: ${error.message}.`, "ended");
+    } else {
+      entry.error.textContent = error.message;
+    }
+  } finally {
+    for (const button of entry.form.querySelectorAll("button")) button.disabled = false;
+  }
+}
+
+function updateEmpty() {
+  $("no-requests").hidden = cards.size > 0;
+}
+
+function render(items) {
+  const waiting = new Set(items.map((item) => item.event.ID));
+  for (const item of items) {
+    if (cards.has(item.event.ID)) continue;
+    const entry = requestCard(item);
+    cards.set(item.event.ID, entry);
+    $("request-list").prepend(entry.element);
+  }
+  for (const [id, entry] of cards) {
+    if (!entry.ended && !waiting.has(id)) {
+      end(entry, "No longer waiting: answered on another device, withdrawn by the requester, or expired.", "ended");
+    }
+  }
+  tick();
+  if (focusEventID && cards.has(focusEventID)) {
+    const card = cards.get(focusEventID).element;
+    card.classList.add("highlight");
+    card.scrollIntoView({ block: "center" });
+    focusEventID = null;
+  }
+  updateEmpty();
+}
+
+function tick() {
+  for (const entry of cards.values()) {
+    if (entry.ended) continue;
+    const left = secondsLeft(entry.item.event.expires_at);
+    entry.left.textContent = formatLeft(left);
+    if (left === 0) end(entry, "Expired: nobody answered in time.", "ended");
+  }
+}
+
+async function watchInbox() {
+  let retry = 1000;
+  while (account && !account.removed) {
+    try {
+      const items = await broker.inbox(account, 25);
+      retry = 1000;
+      if ($("status").classList.contains("error")) status("");
+      render(items);
+      if (items.length > 0) {
+        // The broker answers at once while something waits: look again in
+        // a few seconds, or at once when a push says something new came.
+        await new Promise((resolve) => {
+          inboxWake = resolve;
+          setTimeout(resolve, 3000);
+        });
+      }
+    } catch (error) {
+      if (error.code === "device_revoked") return showRemoved();
+      status(`${error.message}. Trying again…`, true);
+      await sleep(retry);
+      retry = Math.min(retry * 2, 30_000);
+    }
+  }
+}
+
+// MARK: Devices
+
+async function refreshDevices() {
+  let list;
+  try {
+    list = await broker.devices(account);
+  } catch (error) {
+    if (error.code === "device_revoked") showRemoved();
+    return;
+  }
+  const items = list.devices
+    .filter((device) => !device.revoked_at)
+    .map((device) => {
+      const self = device.id === list.this_device;
+      const name = element("span", { className: "device-name", text: device.name });
+      const about = element("span", {
+        className: "muted",
+        text: `${self ? "this device · " : ""}${device.type} · added ${new Date(device.created_at).toLocaleDateString()}${device.push ? " · notifications" : ""}`,
+      });
+      const remove = element("button", { text: "Remove", className: "reject", attributes: { type: "button" } });
+      remove.onclick = async () => {
+        const question = self
+          ? "Remove this device? It will no longer be able to approve anything."
+          : `Remove ${device.name}? It will no longer be able to approve anything.`;
+        if (!confirm(question)) return;
+        try {
+          await broker.removeDevice(account, device.id);
+          if (self) return showRemoved();
+          status(`${device.name} was removed.`);
+        } catch (error) {
+          status(error.message, true);
+        }
+        refreshDevices();
+      };
+      return element("li", { attributes: { "data-device-id": device.id } }, [
+        element("div", {}, [name, element("br"), about]),
+        remove,
+      ]);
+    });
+  $("device-list").replaceChildren(...items);
+}
+
+function showRemoved() {
+  if (account) account.removed = true;
+  show("removed");
+  status("");
+  $("account").textContent = account ? `${account.name}, removed from ${account.user}` : "";
+  $("forget").onclick = async () => {
+    await forgetAccount(account.deviceID);
+    account = null;
+    location.replace(location.pathname);
+  };
+}
+
+// MARK: Notifications
+
+async function pushRegistration() {
+  if (!("serviceWorker" in navigator) || !("PushManager" in window) || !("Notification" in window)) return null;
+  return navigator.serviceWorker.ready;
+}
+
+async function refreshNotifications() {
+  const registration = await pushRegistration();
+  $("notifications").hidden = false;
+  if (!registration) {
+    $("notifications-state").textContent = "This browser cannot show notifications; keep this page open to see requests.";
+    return;
+  }
+  const subscription = await registration.pushManager.getSubscription();
+  const on = subscription && Notification.permission === "granted" && account.pushKeyID;
+  $("notifications-state").textContent = on
+    ? "On: new requests are announced even when this page is closed."
+    : Notification.permission === "denied"
+      ? "Blocked in this browser's settings; keep this page open to see requests."
+      : "Off: requests show only while this page is open.";
+  $("notifications-on").hidden = Boolean(on) || Notification.permission === "denied";
+  $("notifications-off").hidden = !on;
+  if (on) {
+    // After a VAPID key rotation, subscribe again with the new key.
+    const key = await broker.vapidKey().catch(() => null);
+    if (key && key.key_id !== account.pushKeyID) await subscribe(registration, key).catch(() => {});
+  }
+}
+
+async function subscribe(registration, key) {
+  const existing = await registration.pushManager.getSubscription();
+  if (existing) await existing.unsubscribe();
+  const subscription = await registration.pushManager.subscribe({
+    userVisibleOnly: true,
+    applicationServerKey: fromBase64url(key.public_key),
+  });
+  await broker.subscribePush(account, subscription, key.key_id);
+  account.pushKeyID = key.key_id;
+  await saveAccount(account);
+}
+
+async function notificationsOn() {
+  try {
+    if ((await Notification.requestPermission()) !== "granted") {
+      status("Notifications were not allowed.", true);
+    } else {
+      await subscribe(await pushRegistration(), await broker.vapidKey());
+      status("Notifications are on.");
+    }
+  } catch (error) {
+    status(`Notifications are not available here: ${error.message}`, true);
+  }
+  refreshNotifications();
+}
+
+async function notificationsOff() {
+  try {
+    const registration = await pushRegistration();
+    const subscription = await registration?.pushManager.getSubscription();
+    await subscription?.unsubscribe();
+    await broker.unsubscribePush(account);
+    account.pushKeyID = null;
+    await saveAccount(account);
+    status("Notifications are off.");
+  } catch (error) {
+    status(error.message, true);
+  }
+  refreshNotifications();
+}
+
+// MARK: Start
+
+async function startApprover() {
+  show("requests", "devices", "notifications");
+  $("account").textContent = `${account.name}, trusted device of ${account.user}`;
+  try {
+    await broker.whoAmI(account);
+  } catch (error) {
+    if (error.code === "device_revoked" || error.status === 401) return showRemoved();
+  }
+  $("notifications-on").onclick = notificationsOn;
+  $("notifications-off").onclick = notificationsOff;
+  setInterval(tick, 250);
+  setInterval(() => account && !account.removed && refreshDevices(), 60_000);
+  refreshDevices();
+  refreshNotifications().catch(() => {});
+  updateEmpty();
+  watchInbox();
+}
+
+async function start() {
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.register("sw.js", { scope: "./" }).catch(() => {});
+    navigator.serviceWorker.addEventListener("message", (message) => {
+      if (message.data?.type !== "push") return;
+      if (typeof message.data.event_id === "string") focusEventID = message.data.event_id;
+      inboxWake?.();
+    });
+  }
+  const fragment = takeFragment();
+  focusEventID = fragment.get("event");
+  account = await loadAccount();
+  if (account) return startApprover();
+  const apiKey = fragment.get("api_key");
+  const user = fragment.get("user");
+  if (apiKey && user && (fragment.has("enroll") || fragment.has("pair"))) {
+    return askForDevice({ apiKey, user, token: fragment.get("enroll") || null });
+  }
+  show("welcome");
+  $("manual-pairing").onsubmit = (submit) => {
+    submit.preventDefault();
+    askForDevice({ apiKey: $("manual-api-key").value.trim(), user: $("manual-user").value.trim(), token: null });
+  };
+}
+
+start().catch((error) => status(`The approver could not start: ${error.message}`, true));

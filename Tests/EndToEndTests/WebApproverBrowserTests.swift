@@ -1,0 +1,188 @@
+import CountersignClient
+import CountersignCore
+import Foundation
+import Testing
+
+/// The web approver in a real headless Chromium, against a real broker and
+/// real `device-agent` processes.
+@Suite("end to end: the web approver in a real browser", .serialized)
+struct WebApproverBrowserTests {
+    /// Where the screenshots go, for a person to look at.
+    static let screenshots = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+        "countersign-approver-screenshots")
+
+    static func save(_ browser: WebDriver, _ name: String) async throws {
+        try FileManager.default.createDirectory(at: screenshots, withIntermediateDirectories: true)
+        try await browser.screenshot().write(to: screenshots.appendingPathComponent(name + ".png"))
+    }
+
+    /// A card's CSS selector.
+    static func card(_ eventID: String) -> String { "article[data-event-id='\(eventID)']" }
+
+    /// Answers a request on the page: the number (if any), then a button.
+    static func answer(_ browser: WebDriver, _ eventID: String, number: String?, button: String) async throws {
+        try await browser.waitFor(element: card(eventID))
+        if let number { try await browser.type(number, into: "#match-\(eventID)") }
+        try await browser.click("\(card(eventID)) button[name=\(button)]")
+    }
+
+    /// Waits until the card's outcome says `text`.
+    static func waitForOutcome(_ browser: WebDriver, _ eventID: String, _ text: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(90)
+        while ContinuousClock.now < deadline {
+            let shown = (try? await browser.text("\(card(eventID)) .outcome")) ?? ""
+            if shown.contains(text) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessFailure("the card of \(eventID) never said \(text):\n\(try await browser.source)")
+    }
+
+    @Test(
+        "pairs with a CLI device, approves a CLI login with its number, keeps its key over a browser restart, and the key cannot be exported"
+    )
+    func pairAndApprove() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let profile = try temporaryDirectory("chromium-profile")
+        var browser = try await WebDriver.start(profile: profile)
+        do {
+            try await browser.open("\(broker.url)/approve/#pair&api_key=\(broker.apiKeyID)&user=alice")
+            try await browser.waitFor(text: "Pair this browser with a trusted device")
+            #expect(try await browser.currentURL == broker.url + "/approve/", "the fragment is gone from the address")
+            try await browser.click("#setup-button")
+            try await browser.waitFor(element: "#pairing-code:not(:empty)")
+            let code = try await browser.text("#pairing-code")
+            let fingerprint = try await browser.text("#pairing-fingerprint")
+            #expect(code.count == 6, "a 6-digit pairing code, not \(code)")
+            try await Self.save(browser, "phone-pairing")
+
+            // The CLI device sees the same fingerprint and is given the code.
+            let pairing = try #require(
+                try await broker.backend.events(user: "alice", status: .pending).first {
+                    $0.event == EventName.enrollNewTrustedDevice
+                })
+            let approve = try broker.agent(
+                ["approve", "--event", pairing.ID, "--yes", "--match", code], configDirectory: laptop)
+            #expect(try await approve.exitCode() == 0, "\(approve.text)")
+            #expect(approve.text.contains(fingerprint), "the CLI shows the fingerprint the phone shows")
+            try await browser.waitFor(text: "trusted device of alice")
+
+            // A login from a machine that is not trusted, approved on the page.
+            let machine = try temporaryDirectory("machine-B").appendingPathComponent("countersign")
+            let (login, eventID, number) = try await broker.startLogin(machine: machine, name: "machine-B")
+            try await browser.waitFor(element: "\(Self.card(eventID)) .left:not(:empty)")
+            let card = try await browser.text(Self.card(eventID))
+            #expect(card.contains("Log-in request") && card.contains("machine-B (127.0.0.1)") && card.contains("demo"))
+            #expect(card.contains("s left"), "a live countdown")
+            try await Self.save(browser, "phone-request")
+            try await Self.answer(browser, eventID, number: number, button: "approve")
+            try await Self.waitForOutcome(browser, eventID, "Approved")
+            #expect(try await login.exitCode() == 0, "the CLI wakes with its token:\n\(login.text)")
+            #expect(try await broker.backend.event(id: eventID).status == .approved)
+
+            // The private key is in IndexedDB, and not even the page's own script can read it.
+            let export = try await browser.execute(
+                """
+                const done = arguments[0];
+                const request = indexedDB.open("countersign-approver");
+                request.onsuccess = () => {
+                  const get = request.result.transaction("accounts").objectStore("accounts").getAll();
+                  get.onsuccess = async () => {
+                    const key = get.result[0].privateKey;
+                    try {
+                      await crypto.subtle.exportKey("jwk", key);
+                      done("exported");
+                    } catch (error) {
+                      done(`${key.extractable}:${error.name}`);
+                    }
+                  };
+                };
+                """, async: true)
+            #expect(export as? String == "false:InvalidAccessError", "export refused: \(String(describing: export))")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+
+        // The same profile in a new browser still holds the key, and it still signs.
+        browser = try await WebDriver.start(profile: profile)
+        do {
+            try await browser.open("\(broker.url)/approve/")
+            try await browser.waitFor(text: "trusted device of alice")
+            let machine = try temporaryDirectory("machine-C").appendingPathComponent("countersign")
+            let (login, eventID, number) = try await broker.startLogin(machine: machine, name: "machine-C")
+            try await Self.answer(browser, eventID, number: number, button: "approve")
+            try await Self.waitForOutcome(browser, eventID, "Approved")
+            #expect(try await login.exitCode() == 0, "\(login.text)")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
+    @Test("enrolled by a backend link: shows markup as text, and each state: rejected, wrong number, expired, removed")
+    func states() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "30s"])
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        _ = laptop
+        let token = try await broker.backend.createEnrollmentToken(user: "alice").token
+        let browser = try await WebDriver.start(width: 1280, height: 900)
+        do {
+            try await browser.open("\(broker.url)/approve/#enroll=\(token)&user=alice&api_key=\(broker.apiKeyID)")
+            try await browser.waitFor(text: "Add this browser as a trusted device")
+            try await browser.click("#setup-button")
+            try await browser.waitFor(text: "trusted device of alice")
+
+            // Markup and script in every field a requester or backend writes stay text.
+            let markup = #"<b>Pay</b> <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>"#
+            let rejected = try await broker.backend.requestApproval(user: "alice", details: markup)
+            try await browser.waitFor(element: Self.card(rejected.event.ID))
+            #expect(try await browser.text("\(Self.card(rejected.event.ID)) dl").contains(markup))
+            let injected = try await browser.execute(
+                "return [document.querySelectorAll('article b, article img, article script').length, String(window.pwned)]"
+            )
+            #expect(
+                (injected as? [Any])?.map { "\($0)" } == ["0", "undefined"],
+                "nothing ran: \(String(describing: injected))")
+            try await Self.save(browser, "desktop-request")
+            try await Self.answer(browser, rejected.event.ID, number: nil, button: "reject")
+            try await Self.waitForOutcome(browser, rejected.event.ID, "Rejected")
+            #expect(try await broker.backend.event(id: rejected.event.ID).status == .rejected)
+
+            // A wrong number is refused, counted, and the request still waits.
+            let wrong = try await broker.backend.requestApproval(user: "alice", details: "Pay 10 EUR")
+            let number = try #require(wrong.matchNumber)
+            let other = number == "10" ? "11" : "10"
+            try await Self.answer(browser, wrong.event.ID, number: other, button: "approve")
+            try await browser.waitFor(text: "Wrong number")
+            #expect(try await browser.text("\(Self.card(wrong.event.ID)) .error").contains("2 tries left"))
+            #expect(try await broker.backend.event(id: wrong.event.ID).status == .pending)
+
+            // Nobody answers: the card says it expired.
+            try await Self.waitForOutcome(browser, wrong.event.ID, "Expired")
+
+            // Another device of the user, removed from the page.
+            try await browser.waitFor(text: "laptop")
+            let devices = try await broker.backend.devices(user: "alice")
+            let laptopID = try #require(devices.first { $0.name == "laptop" }?.id)
+            try await browser.click("li[data-device-id='\(laptopID)'] button")
+            try await browser.acceptDialog()
+            try await browser.waitFor(text: "laptop was removed")
+            #expect(try await broker.backend.devices(user: "alice").first { $0.id == laptopID }?.revokedAt != nil)
+
+            // The backend removes this device: the page says so.
+            let selfID = try #require(devices.first { $0.type == "browser" }?.id)
+            _ = try await broker.backend.revokeDevice(user: "alice", deviceID: selfID)
+            try await browser.waitFor(text: "This device was removed", timeout: .seconds(60))
+            try await Self.save(browser, "desktop-removed")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+}
