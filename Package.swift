@@ -175,9 +175,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Debian's libqrencode, for the QR codes the agent prints.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .executableTarget(
             name: "device-agent",
             dependencies: [
+                "CQREncode",
                 "CountersignClient",
                 "CountersignCore",
                 "CountersignOTP",

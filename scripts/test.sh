@@ -32,6 +32,18 @@ if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests
 fi
 python3 scripts/check-openapi.py
 
+# The agent draws QR codes with Debian's libqrencode, and the tests read them
+# back with zbar.
+if [ ! -f /usr/include/qrencode.h ] || ! command -v zbarimg >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libqrencode-dev zbar-tools >/dev/null
+    else
+        echo "error: building the agent needs Debian's libqrencode-dev, and its tests zbar-tools" >&2
+        exit 1
+    fi
+fi
+
 # The hosted page is tested in a real headless browser, driven over WebDriver.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = 0 ]; then

@@ -6,8 +6,8 @@ import Foundation
 extension DeviceAgent {
     struct Devices: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the user's trusted devices, or remove one.",
-            subcommands: [List.self, Remove.self], defaultSubcommand: List.self)
+            abstract: "List the user's trusted devices, add a phone, or remove one.",
+            subcommands: [List.self, AddPhone.self, Remove.self], defaultSubcommand: List.self)
 
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(

@@ -143,14 +143,15 @@ struct LiveBroker {
     var backend: CountersignBackend { CountersignBackend(broker: url, apiKeyID: apiKeyID, apiSecretKey: apiSecret) }
 
     /// Runs `device-agent` with this broker's account options.
-    func agent(_ arguments: [String], configDirectory: URL, user: String? = "alice", stdin: String? = nil) throws
-        -> RunningProcess
-    {
+    func agent(
+        _ arguments: [String], configDirectory: URL, user: String? = "alice", stdin: String? = nil,
+        keepingInputOpen: Bool = false
+    ) throws -> RunningProcess {
         try RunningProcess(
             "device-agent",
             arguments + ["--broker", url, "--api-key", apiKeyID, "--config-dir", configDirectory.path]
                 + (user.map { ["--user", $0] } ?? []),
-            stdin: stdin)
+            stdin: stdin, keepingInputOpen: keepingInputOpen)
     }
 
     /// A device key of `user`, enrolled through the SDK with a token the

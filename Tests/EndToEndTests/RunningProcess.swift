@@ -8,8 +8,11 @@ final class RunningProcess: Sendable {
     let name: String
 
     /// Starts `executable` (a product of this package) with `arguments`.
-    init(_ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws
-    {
+    /// With `keepingInputOpen`, standard input stays open for ``send(_:)``.
+    init(
+        _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+        keepingInputOpen: Bool = false
+    ) throws {
         let process = Process()
         process.executableURL =
             executable.hasPrefix("/")
@@ -37,9 +40,17 @@ final class RunningProcess: Sendable {
                 output.append(data)
             }
         }
+        self.input = input.fileHandleForWriting
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
+        if !keepingInputOpen { try input.fileHandleForWriting.close() }
+    }
+
+    private let input: FileHandle
+
+    /// Writes to the process's standard input (kept open at the start).
+    func send(_ text: String) {
+        input.write(Data(text.utf8))
     }
 
     /// Everything printed so far (standard output and error together).

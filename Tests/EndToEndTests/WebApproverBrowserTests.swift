@@ -123,6 +123,41 @@ struct WebApproverBrowserTests {
         await browser.quit()
     }
 
+    @Test("devices add-phone: its QR code (read by zbar) opens the approver, and it confirms the phone's pairing")
+    func addPhone() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let addPhone = try broker.agent(["devices", "add-phone"], configDirectory: laptop, keepingInputOpen: true)
+        defer { addPhone.stop() }
+        let link = try await addPhone.waitFor(#"Or open: (\S+)"#)
+        #expect(link == "\(broker.url)/approve/#pair&api_key=\(broker.apiKeyID)&user=alice")
+        let reader = try RunningProcess(
+            "/usr/bin/env", ["python3", scriptsDirectory.appendingPathComponent("read-terminal-qr.py").path],
+            stdin: addPhone.text)
+        #expect(try await reader.exitCode() == 0, "\(reader.text)")
+        #expect(reader.text.trimmingCharacters(in: .whitespacesAndNewlines) == link, "the QR code says the link")
+
+        let browser = try await WebDriver.start()
+        do {
+            try await browser.open(link)
+            try await browser.click("#setup-button")
+            try await browser.waitFor(element: "#pairing-code:not(:empty)")
+            let code = try await browser.text("#pairing-code")
+            let fingerprint = try await browser.text("#pairing-fingerprint")
+            _ = try await addPhone.waitFor("Approve this request")
+            #expect(addPhone.text.contains("fingerprint: \(fingerprint)"), "the terminal shows the phone's fingerprint")
+            addPhone.send("y\n\(code)\n")
+            #expect(try await addPhone.exitCode() == 0, "\(addPhone.text)")
+            try await browser.waitFor(text: "trusted device of alice")
+            #expect(try await broker.backend.devices(user: "alice").contains { $0.type == "browser" })
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
     @Test("enrolled by a backend link: shows markup as text, and each state: rejected, wrong number, expired, removed")
     func states() async throws {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "30s"])
