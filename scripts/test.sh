@@ -25,21 +25,26 @@ scripts/check-format.sh
 # authlib runs the OAuth flow as a third-party client would, and aiosmtpd is
 # the real mail server the SMTP sender is tested against. pyte is the
 # terminal emulator that shows what a person at the approver's terminal reads.
-# http_ece and py_vapid are the push service's side of Web Push.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid" 2>/dev/null; then
+# http_ece and py_vapid are the push service's side of Web Push; dbus-next
+# is the desktop's notification server.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next" 2>/dev/null; then
     python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte \
-        http-ece py-vapid
+        http-ece py-vapid dbus-next
 fi
 python3 scripts/check-openapi.py
 
 # The agent draws QR codes with Debian's libqrencode, and the tests read them
-# back with zbar.
-if [ ! -f /usr/include/qrencode.h ] || ! command -v zbarimg >/dev/null; then
+# back with zbar. Desktop notifications go over a real D-Bus session bus
+# (dbus-daemon, GLib's gdbus), and systemd-analyze checks the user unit.
+if [ ! -f /usr/include/qrencode.h ] || ! command -v zbarimg >/dev/null || ! command -v dbus-daemon >/dev/null \
+    || ! command -v gdbus >/dev/null || ! command -v systemd-analyze >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libqrencode-dev zbar-tools >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libqrencode-dev zbar-tools dbus libglib2.0-bin \
+            systemd >/dev/null
     else
-        echo "error: building the agent needs Debian's libqrencode-dev, and its tests zbar-tools" >&2
+        echo "error: building the agent needs Debian's libqrencode-dev; its tests zbar-tools, dbus," \
+            "libglib2.0-bin and systemd" >&2
         exit 1
     fi
 fi

@@ -40,6 +40,9 @@ extension DeviceAgent {
         @Option(help: "How long to wait for a request, in seconds (without --watch).")
         var timeout = 60
 
+        @Flag(help: "Also raise a desktop notification for each new request (see `device-agent watch`).")
+        var notify = false
+
         func validate() throws {
             guard !(yes && reject) else { throw ValidationError("choose --yes or --reject, not both") }
             if yes || reject, event == nil { throw ValidationError("--yes and --reject need --event ID") }
@@ -55,6 +58,8 @@ extension DeviceAgent {
                     + "\(watch ? "" : ", up to \(timeout) s") (Ctrl-C to stop)…")
             flushOutput()
             var seen = Set<String>()
+            let notifier = notify ? DesktopNotifier() : nil
+            var notified = Set<String>()
             let deadline = Date() + TimeInterval(timeout)
             var idle = 0
             var lost = 0
@@ -74,6 +79,12 @@ extension DeviceAgent {
                     continue
                 }
                 let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
+                if let notifier {
+                    for item in chosen where notified.insert(item.event.ID).inserted {
+                        let (title, body) = RequestText.notification(of: item, user: credential.clientUserID)
+                        await notifier.notify(title: title, body: body)
+                    }
+                }
                 // The inbox answers at once while the user has pending
                 // requests, even ones this run does not show (already seen,
                 // or not the --event asked for): wait a little before asking

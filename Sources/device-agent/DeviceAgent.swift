@@ -17,7 +17,8 @@ struct DeviceAgent: AsyncParsableCommand {
             """,
         version: CountersignVersion.current,
         subcommands: [
-            Enroll.self, Login.self, Approve.self, Code.self, Devices.self, Push.self, Status.self, RecoveryCodes.self,
+            Enroll.self, Login.self, Approve.self, Watch.self, Code.self, Devices.self, Push.self, Service.self,
+            Status.self, RecoveryCodes.self,
             PIN.self,
         ]
     )

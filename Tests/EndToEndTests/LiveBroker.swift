@@ -145,13 +145,13 @@ struct LiveBroker {
     /// Runs `device-agent` with this broker's account options.
     func agent(
         _ arguments: [String], configDirectory: URL, user: String? = "alice", stdin: String? = nil,
-        keepingInputOpen: Bool = false
+        keepingInputOpen: Bool = false, environment: [String: String] = [:]
     ) throws -> RunningProcess {
         try RunningProcess(
             "device-agent",
             arguments + ["--broker", url, "--api-key", apiKeyID, "--config-dir", configDirectory.path]
                 + (user.map { ["--user", $0] } ?? []),
-            stdin: stdin, keepingInputOpen: keepingInputOpen)
+            stdin: stdin, environment: environment, keepingInputOpen: keepingInputOpen)
     }
 
     /// A device key of `user`, enrolled through the SDK with a token the
