@@ -3,46 +3,62 @@ import CountersignStore
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// This instance's one delivery worker: it claims due messages from the
 /// store's outbox, attempts each, and records how it went. Instances
 /// sharing a store each run one; the store's claims keep any message with
 /// one of them at a time, so each is sent once per attempt.
 ///
-/// It is rung (``WakeKey/outbox``) when this instance queues a message,
-/// and looks again every ``pollInterval`` for retries that came due and
+/// Attempts run side by side, up to ``maxInFlight``, and a freed slot is
+/// filled at once: a receiver that is slow to answer holds one slot for at
+/// most an attempt's deadline, never the others. The worker is rung
+/// (``WakeKey/outbox``) when this instance queues a message or an attempt
+/// ends, and looks every ``pollInterval`` for retries that came due and
 /// messages other instances queued. Nothing here runs on a request's path.
 struct OutboxWorker: Service {
     let environment: BrokerEnvironment
     let push: PushSettings?
     let logger: Logger
-    /// How long a claimed message is nobody else's: longer than any attempt
-    /// takes (the sender's own timeouts end one within 20 s).
-    var lease: TimeInterval = 60
-    var batchSize = 16
+    /// How long a claimed message is nobody else's: twice the longest an
+    /// attempt takes (``WebPushSender/attemptDeadline``), so an instance
+    /// that dies mid-attempt delays its messages by this much at most.
+    var lease: TimeInterval = 25
+    var maxInFlight = 64
     var pollInterval: Duration = .seconds(1)
 
     func run() async throws {
-        while !Task.isShuttingDownGracefully, !Task.isCancelled {
-            let bell = environment.hub.subscribe([WakeKey.outbox])
-            let claimed: [ClaimedOutboxMessage]
-            do {
-                claimed = try await environment.store.claimOutboxMessages(
-                    limit: batchSize, lease: lease, now: environment.now())
-            } catch {
-                logger.warning("could not read the outbox", metadata: ["error": "\(error)"])
-                await bell.wait(timeout: .seconds(5))
-                continue
-            }
-            if claimed.isEmpty {
-                await bell.wait(timeout: pollInterval)
-                continue
-            }
-            await withTaskGroup(of: Void.self) { group in
-                for message in claimed {
-                    group.addTask { await deliver(message) }
+        let inFlight = AttemptCount()
+        await withDiscardingTaskGroup { group in
+            while !Task.isShuttingDownGracefully, !Task.isCancelled {
+                let bell = environment.hub.subscribe([WakeKey.outbox])
+                let room = maxInFlight - inFlight.current
+                guard room > 0 else {
+                    await bell.wait(timeout: pollInterval)
+                    continue
                 }
+                let claimed: [ClaimedOutboxMessage]
+                do {
+                    claimed = try await environment.store.claimOutboxMessages(
+                        limit: room, lease: lease, now: environment.now())
+                } catch {
+                    logger.warning("could not read the outbox", metadata: ["error": "\(error)"])
+                    await bell.wait(timeout: .seconds(5))
+                    continue
+                }
+                for message in claimed {
+                    inFlight.add(1)
+                    group.addTask {
+                        await deliver(message)
+                        inFlight.add(-1)
+                        environment.hub.notify(WakeKey.outbox)
+                    }
+                }
+                // Everything due was taken: wait for more, or a freed slot.
+                if claimed.count < room { await bell.wait(timeout: pollInterval) }
             }
+            // Attempts under way finish (each within its deadline) before the
+            // store closes.
         }
     }
 
@@ -52,7 +68,7 @@ struct OutboxWorker: Service {
         do {
             outcome = try await attempt(message)
         } catch {
-            outcome = DeliveryBackoff.push.afterFailure(
+            outcome = message.kind.backoff.afterFailure(
                 attempts: message.attempts + 1, reason: "the broker could not attempt it: \(error)",
                 deliverUntil: message.deliverUntil, now: environment.now())
         }
@@ -90,4 +106,11 @@ struct OutboxWorker: Service {
             return try await WebPushDelivery(environment: environment, push: push).attempt(message)
         }
     }
+}
+
+/// The attempts under way, shared with the tasks that make them.
+private final class AttemptCount: Sendable {
+    private let count = Mutex(0)
+    var current: Int { count.withLock { $0 } }
+    func add(_ change: Int) { count.withLock { $0 += change } }
 }

@@ -77,6 +77,8 @@ struct PushController {
             throw APIError.badRequest(error.message)
         } catch let error as SenderFailure {
             throw APIError.badRequest(error.description)
+        } catch let error as PushEndpointGuard.Unresolved {
+            throw APIError.badRequest(error.description)
         }
         try await environment.store.setPushSubscription(subscription, deviceID: context.device.id)
         var device = context.device

@@ -11,6 +11,13 @@ public struct OutboxMessage: Sendable, Equatable {
         /// A Web Push (RFC 8030) to the device ``OutboxMessage/target``;
         /// the payload is a ``PushNotice``.
         case webPush = "web_push"
+
+        /// How the kind's messages are retried.
+        public var backoff: DeliveryBackoff {
+            switch self {
+            case .webPush: .push
+            }
+        }
     }
 
     /// Where a message stands.

@@ -46,15 +46,43 @@ public struct WebPushSender: Sendable {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
+    /// The longest one attempt takes, from resolving the host to the last
+    /// byte of the answer: a push service that trickles its answer cannot
+    /// hold a delivery slot longer.
+    public static let attemptDeadline: Duration = .seconds(12)
+
     /// Sends `payload` to `subscription`, to be kept by the push service for
     /// at most `ttl` seconds (the time the event has left).
     public func send(
         _ payload: Data, to subscription: PushSubscription, signedWith key: VAPIDKey, ttl: Int, now: Date
     ) async -> Result {
+        await withTaskGroup(of: Result?.self) { group in
+            group.addTask { await attempt(payload, to: subscription, signedWith: key, ttl: ttl, now: now) }
+            group.addTask {
+                try? await Task.sleep(for: Self.attemptDeadline)
+                return nil
+            }
+            // The first to finish wins; the other is cancelled (a cancelled
+            // request is torn down by the HTTP client).
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .retry("the push service took longer than \(Self.attemptDeadline)", retryAfter: nil)
+        }
+    }
+
+    private func attempt(
+        _ payload: Data, to subscription: PushSubscription, signedWith key: VAPIDKey, ttl: Int, now: Date
+    ) async -> Result {
+        do {
+            try await endpointGuard.check(subscription.endpoint)
+        } catch let failure as PushEndpointGuard.Unresolved {
+            return .retry(failure.description, retryAfter: nil)
+        } catch {
+            return .refused(String(describing: error))
+        }
         let body: Data
         let authorization: String
         do {
-            try await endpointGuard.check(subscription.endpoint)
             guard let audience = subscription.origin else { return .refused("the endpoint has no origin") }
             body = try WebPushEncryption.encrypt(payload, p256dh: subscription.p256dh, auth: subscription.auth)
             authorization = try await key.authorization(audience: audience, contact: contact, now: now)
@@ -70,9 +98,9 @@ public struct WebPushSender: Sendable {
         request.headers.add(name: "Authorization", value: authorization)
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
-            let response = try await client.execute(request, timeout: .seconds(15))
-            // A push service answers briefly; more is not read.
-            let answer = (try? await response.body.collect(upTo: 4096)).map { String(buffer: $0) } ?? ""
+            let response = try await client.execute(request, timeout: .seconds(10))
+            // A push service answers briefly; a few hundred bytes say why.
+            let answer = (try? await response.body.collect(upTo: 512)).map { String(buffer: $0) } ?? ""
             return Self.result(
                 status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
                 answer: answer)
@@ -83,7 +111,11 @@ public struct WebPushSender: Sendable {
 
     /// What a push service's status means.
     static func result(status: Int, retryAfter: String?, answer: String) -> Result {
-        let said = "the push service answered \(status)" + (answer.isEmpty ? "" : ": \(answer.prefix(200))")
+        // Its words reach the log and the outbox: written out, never obeyed
+        // (a line break or an escape sequence in them forges nothing).
+        let said =
+            "the push service answered \(status)"
+            + (answer.isEmpty ? "" : ": \(DisplayText.escaped(String(answer.prefix(200))))")
         switch status {
         case 200..<300: return .accepted
         case 404, 410: return .gone(said)
