@@ -25,7 +25,14 @@ public struct PushEndpointGuard: Sendable {
         self.allowPrivateAddresses = allowPrivateAddresses
     }
 
-    /// Throws a sentence for the device's user unless the endpoint may be used.
+    /// The host could not be resolved now (no answer, a resolver error):
+    /// worth trying again, unlike an address that is not public.
+    public struct Unresolved: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Throws a sentence for the device's user unless the endpoint may be
+    /// used: ``Unresolved`` if its host does not resolve now.
     public func check(_ endpoint: String) async throws {
         guard !allowPrivateAddresses else { return }
         guard let host = URLComponents(string: endpoint)?.host, !host.isEmpty else {
@@ -33,7 +40,9 @@ public struct PushEndpointGuard: Sendable {
         }
         let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let addresses = try await Self.resolve(name)
-        guard !addresses.isEmpty else { throw SenderFailure("the push endpoint's host \(host) does not resolve") }
+        guard !addresses.isEmpty else {
+            throw Unresolved(description: "the push endpoint's host \(host) does not resolve")
+        }
         if let inner = addresses.first(where: { !NetworkAddress.isPublic($0) }) {
             throw SenderFailure(
                 "the push endpoint's host \(host) is a private address (\(NetworkAddress.text(inner))); "
@@ -78,20 +87,32 @@ public struct PushEndpointGuard: Sendable {
 /// Which addresses are on the public internet.
 enum NetworkAddress {
     /// False for loopback, private, shared, link-local, multicast, reserved
-    /// and documentation ranges, in IPv4 and IPv6 (and IPv4 carried in IPv6).
+    /// and documentation ranges, in IPv4 and IPv6; an IPv6 address that
+    /// carries an IPv4 one (mapped, compatible, SIIT, NAT64, 6to4) is judged
+    /// by the IPv4 address, and transition ranges whose IPv4 address cannot
+    /// be read off (Teredo, local-use NAT64) are refused.
     static func isPublic(_ bytes: [UInt8]) -> Bool {
         if bytes.count == 4 { return isPublicV4(bytes) }
         guard bytes.count == 16 else { return false }
-        let prefix12 = Array(bytes[0..<12])
-        if prefix12 == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] { return isPublicV4(Array(bytes[12...])) }
-        // NAT64 (64:ff9b::/96) reaches the IPv4 address inside it.
-        if prefix12 == [0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] { return isPublicV4(Array(bytes[12...])) }
-        if bytes[0..<15].allSatisfy({ $0 == 0 }) { return false }  // :: and ::1
-        if bytes[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
-        if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link-local
+        func starts(_ prefix: [UInt8]) -> Bool { bytes.starts(with: prefix) }
+        let embedded = Array(bytes[12...])
+        // ::/96 (IPv4-compatible; :: and ::1 fall in 0.0.0.0/8), ::ffff:0:0/96
+        // (mapped), ::ffff:0:0:0/96 (SIIT), 64:ff9b::/96 (NAT64).
+        if starts([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]) || starts([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF])
+            || starts([0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0])
+            || starts([0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0])
+        {
+            return isPublicV4(embedded)
+        }
+        // 6to4 (2002::/16) carries its IPv4 address in bytes 2 to 5.
+        if starts([0x20, 0x02]) { return isPublicV4(Array(bytes[2..<6])) }
+        if starts([0, 0x64, 0xFF, 0x9B, 0, 0x01]) { return false }  // 64:ff9b:1::/48, local-use NAT64
+        if starts([0x20, 0x01, 0, 0]) { return false }  // 2001::/32, Teredo
+        if starts([0x20, 0x01, 0x0D, 0xB8]) { return false }  // 2001:db8::/32, documentation
+        if starts([0x01, 0, 0, 0, 0, 0, 0, 0]) { return false }  // 100::/64, discard-only
+        if bytes[0] & 0xFE == 0xFC { return false }  // fc00::/7, unique local
+        if bytes[0] == 0xFE && bytes[1] & 0xC0 != 0 { return false }  // fe80::/10 link-local, fec0::/10 site-local
         if bytes[0] == 0xFF { return false }  // multicast
-        // 2001:db8::/32, documentation.
-        if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0D && bytes[3] == 0xB8 { return false }
         return true
     }
 
