@@ -89,7 +89,9 @@ def check_vapid(header: str, origin: str) -> dict:
     if claims.get("aud") != origin:
         raise ValueError(f"aud is {claims.get('aud')!r}, not this push service's origin {origin!r}")
     now = time.time()
-    if not now < claims.get("exp", 0) <= now + 86400:
+    if not isinstance(claims.get("exp"), int):
+        raise ValueError(f"exp {claims.get('exp')!r} is not an integer (NumericDate, as push services parse it)")
+    if not now < claims["exp"] <= now + 86400:
         raise ValueError(f"exp {claims.get('exp')} is not within the next 24 hours")
     if not str(claims.get("sub", "")).startswith(("mailto:", "https:")):
         raise ValueError(f"sub {claims.get('sub')!r} is not a mailto: or https: URL")

@@ -27,10 +27,12 @@ public struct VAPIDKey: Sendable {
     /// hour is plenty for a message that is sent at once.
     public static let tokenLifetime: TimeInterval = 3600
 
+    /// Plain values, not jwt-kit's claim types: its dates encode as
+    /// fractional seconds, and push services parse `exp` as an integer.
     struct Claims: JWTPayload {
-        var aud: AudienceClaim
-        var exp: ExpirationClaim
-        var sub: SubjectClaim
+        var aud: String
+        var exp: Int
+        var sub: String
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
@@ -40,9 +42,7 @@ public struct VAPIDKey: Sendable {
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: try ES256PrivateKey(backing: key))
         let token = try await keys.sign(
-            Claims(
-                aud: AudienceClaim(value: [audience]), exp: ExpirationClaim(value: now + Self.tokenLifetime),
-                sub: SubjectClaim(value: contact)),
+            Claims(aud: audience, exp: Int((now + Self.tokenLifetime).timeIntervalSince1970), sub: contact),
             header: ["typ": "JWT"])
         // No space after the comma: RFC 7235 allows one, but some push
         // services and libraries split on the bare comma.
