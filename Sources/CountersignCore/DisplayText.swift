@@ -24,7 +24,14 @@ public enum DisplayText {
         case hiddenCharacter(Unicode.Scalar, offset: Int)
         /// Not an IPv4 or IPv6 address.
         case notAnAddress
+        /// More than ``maxStackedMarks`` combining marks on one character,
+        /// at this offset: they pile up over the text around it.
+        case stackedMarks(offset: Int)
     }
+
+    /// The most combining marks taken on one character: writing systems
+    /// stack up to three or four; more only smear over neighbouring text.
+    public static let maxStackedMarks = 4
 
     /// What a field takes.
     public struct Field: Sendable {
@@ -52,16 +59,33 @@ public enum DisplayText {
         public static let appName = Field(name: "name", maximumLength: 128)
     }
 
-    /// The text as stored (without leading and trailing white space), or
-    /// why it is refused.
+    /// The text as stored (without leading and trailing white space, each
+    /// run of white space inside made one space, so that padding cannot push
+    /// what follows out of sight), or why it is refused.
     public static func check(_ text: String, as field: Field) -> Result<String, Refusal> {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var trimmed = ""
+        var spacing = false
+        for scalar in text.trimmingCharacters(in: .whitespacesAndNewlines).unicodeScalars {
+            // Spaces of any width, in a run or alone, become one plain space;
+            // line breaks and tabs are left for the check below to refuse.
+            if scalar.properties.generalCategory == .spaceSeparator {
+                if !spacing { trimmed.unicodeScalars.append(" ") }
+                spacing = true
+            } else {
+                trimmed.unicodeScalars.append(scalar)
+                spacing = false
+            }
+        }
         guard !trimmed.isEmpty else { return .failure(.empty) }
         guard trimmed.unicodeScalars.count <= field.maximumLength else {
             return .failure(.tooLong(maximum: field.maximumLength))
         }
-        if let (offset, scalar) = trimmed.unicodeScalars.enumerated().first(where: { isHidden($0.element) }) {
-            return .failure(.hiddenCharacter(scalar, offset: offset))
+        var stacked = 0
+        for (offset, scalar) in trimmed.unicodeScalars.enumerated() {
+            if isHidden(scalar) { return .failure(.hiddenCharacter(scalar, offset: offset)) }
+            let category = scalar.properties.generalCategory
+            stacked = category == .nonspacingMark || category == .enclosingMark ? stacked + 1 : 0
+            if stacked > maxStackedMarks { return .failure(.stackedMarks(offset: offset)) }
         }
         return .success(trimmed)
     }
@@ -79,11 +103,13 @@ public enum DisplayText {
     }
 
     /// Whether `scalar` is not shown as itself: control (Cc), format (Cf),
-    /// line or paragraph separator, private use, surrogate or unassigned.
+    /// line or paragraph separator, private use, surrogate or unassigned,
+    /// or one of the letters and symbols that draw nothing (``blanks``).
     /// The zero-width joiner and non-joiner are format characters that
     /// Persian and Indic writing and emoji sequences need, and hide nothing.
     public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         if scalar == "\u{200C}" || scalar == "\u{200D}" { return false }
+        if blanks.contains(scalar.value) { return true }
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned:
             return true
@@ -91,6 +117,12 @@ public enum DisplayText {
             return false
         }
     }
+
+    /// Characters Unicode counts as letters, symbols or marks that draw
+    /// nothing, so that a name padded with them looks blank: the Hangul
+    /// fillers, the Braille blank, the combining grapheme joiner, and
+    /// Khmer's two invisible vowels.
+    static let blanks: Set<UInt32> = [0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F, 0x17B4, 0x17B5]
 
     /// `text` with every hidden character written out as `\u{…}` (and a
     /// backslash as `\\`), so that a terminal shows exactly what was sent
@@ -122,6 +154,8 @@ extension DisplayText.Refusal {
                 + "(U+\(String(scalar.value, radix: 16, uppercase: true)) at \(offset)): "
                 + "control, format and invisible characters are refused"
         case .notAnAddress: "\(field) must be an IPv4 or IPv6 address"
+        case .stackedMarks(let offset):
+            "\(field) stacks more than \(DisplayText.maxStackedMarks) combining marks on one character (at \(offset))"
         }
     }
 }

@@ -50,6 +50,27 @@ struct DisplayTextTests {
         }
     }
 
+    @Test(
+        "letters that draw nothing are refused; runs of spaces become one; more than four marks on a letter are refused"
+    )
+    func blanksAndPadding() {
+        for blank in ["\u{3164}", "\u{115F}", "\u{1160}", "\u{FFA0}", "\u{2800}", "\u{034F}", "\u{17B4}"] {
+            let text = "MacBook (10.0.0.7, Berlin) " + blank
+            guard case .failure(.hiddenCharacter) = DisplayText.check(text, as: .requesterName) else {
+                Issue.record("U+\(String(blank.unicodeScalars.first!.value, radix: 16)) was taken")
+                continue
+            }
+        }
+        let padded = "MacBook (10.0.0.7, Berlin)" + String(repeating: " ", count: 80) + "\u{00A0}\u{2003}x"
+        #expect(DisplayText.check(padded, as: .requesterName) == .success("MacBook (10.0.0.7, Berlin) x"))
+        #expect(DisplayText.check("Ti\u{1EBF}ng Vi\u{1EC7}t", as: .details) == .success("Ti\u{1EBF}ng Vi\u{1EC7}t"))
+        let four = "a" + String(repeating: "\u{0301}", count: 4)
+        #expect(DisplayText.check(four, as: .details) == .success(four), "four marks are writing")
+        #expect(
+            DisplayText.check("a" + String(repeating: "\u{0301}", count: 5) + "b", as: .details)
+                == .failure(.stackedMarks(offset: 5)))
+    }
+
     @Test("an address must be an IPv4 or IPv6 address")
     func addresses() {
         for good in ["192.0.2.7", "2001:db8::1", "::1", "::ffff:192.0.2.7"] {

@@ -158,11 +158,15 @@ const TITLES = {
 function requestCard(item) {
   const event = item.event;
   const pairing = event.event === "ENROLL_NEW_TRUSTED_DEVICE" && item.new_device;
+  // What the requester wrote (its machine's name) and what the broker saw
+  // (its address) on rows of their own: a name cannot pass for an address.
   const rows = [
     ["App", item.app],
-    ["From", `${event.requester_name ?? "an unnamed machine"} (${event.ip}${event.location && event.location !== "Unknown" ? ", " + event.location : ""})`],
-    ["Requested", new Date(event.CreatedAt).toLocaleString()],
+    ["Machine", event.requester_name ?? "an unnamed machine"],
+    ["Address", event.ip],
   ];
+  if (event.location && event.location !== "Unknown") rows.push(["Place", event.location]);
+  rows.push(["Requested", new Date(event.CreatedAt).toLocaleString()]);
   if (event.details) rows.push(["Details", event.details]);
   if (pairing) {
     rows.push(["Device", `${item.new_device.name} (${item.new_device.type})`]);
@@ -210,8 +214,16 @@ function requestCard(item) {
   return entry;
 }
 
+/** Closes the notifications of a request that no longer waits. */
+function closeNotifications(eventID) {
+  navigator.serviceWorker?.getRegistration().then((registration) =>
+    registration?.getNotifications({ tag: eventID }).then((shown) => shown.forEach((notice) => notice.close())),
+  ).catch(() => {});
+}
+
 function end(entry, text, kind) {
   entry.ended = true;
+  closeNotifications(entry.item.event.ID);
   entry.form.hidden = true;
   entry.left.hidden = true;
   entry.error.textContent = "";
@@ -252,7 +264,7 @@ async function answer(entry, verdict) {
       entry.number.focus();
     } else if (error.code === "too_many_wrong_matches") {
       end(entry, "Rejected: that was the third wrong number.", "rejected");
-    } else if (error.code === "device_revoked") {
+    } else if (isRemoved(error)) {
       showRemoved();
     } else if (["already_decided", "expired", "withdrawn"].includes(error.code)) {
       end(entry, `No longer waiting: ${error.message}.`, "ended");
@@ -317,7 +329,7 @@ async function watchInbox() {
         });
       }
     } catch (error) {
-      if (error.code === "device_revoked") return showRemoved();
+      if (isRemoved(error)) return showRemoved();
       status(`${error.message}. Trying again…`, true);
       await sleep(retry);
       retry = Math.min(retry * 2, 30_000);
@@ -332,7 +344,7 @@ async function refreshDevices() {
   try {
     list = await broker.devices(account);
   } catch (error) {
-    if (error.code === "device_revoked") showRemoved();
+    if (isRemoved(error)) showRemoved();
     return;
   }
   const items = list.devices
@@ -365,6 +377,11 @@ async function refreshDevices() {
       ]);
     });
   $("device-list").replaceChildren(...items);
+}
+
+/** Whether the broker said this device is gone (removed, or its app). */
+function isRemoved(error) {
+  return error instanceof BrokerError && ["device_revoked", "unknown_device"].includes(error.code);
 }
 
 function showRemoved() {
@@ -458,7 +475,9 @@ async function startApprover() {
   try {
     await broker.whoAmI(account);
   } catch (error) {
-    if (error.code === "device_revoked" || error.status === 401) return showRemoved();
+    // Only the broker saying so: a clock that is off or a lost connection
+    // must never lead anyone to forget a key that cannot be recovered.
+    if (isRemoved(error)) return showRemoved();
   }
   $("notifications-on").onclick = notificationsOn;
   $("notifications-off").onclick = notificationsOff;
@@ -482,7 +501,15 @@ async function start() {
   const fragment = takeFragment();
   focusEventID = fragment.get("event");
   account = await loadAccount();
-  if (account) return startApprover();
+  if (account) {
+    if (fragment.has("enroll") || fragment.has("pair")) {
+      status(
+        `This browser is already a trusted device of ${account.user}; the link was not used. ` +
+          "To use it for another account, forget this device first (remove it in the list below).",
+      );
+    }
+    return startApprover();
+  }
   const apiKey = fragment.get("api_key");
   const user = fragment.get("user");
   if (apiKey && user && (fragment.has("enroll") || fragment.has("pair"))) {

@@ -67,8 +67,17 @@ export class Broker {
   }
 
   async asDevice(account, method, path, { query = "", body, signal } = {}) {
-    const headers = { "Device-Proof": await this.proof(account, method, path) };
-    return this.request(method, path + query, { headers, body, signal });
+    for (let attempt = 1; ; attempt += 1) {
+      const headers = { "Device-Proof": await this.proof(account, method, path) };
+      try {
+        return await this.request(method, path + query, { headers, body, signal });
+      } catch (error) {
+        // A refused proof changed nothing; the refusal's Date header has
+        // set the clock offset, so a proof signed now is on time.
+        if (attempt === 1 && error.code === "invalid_proof") continue;
+        throw error;
+      }
+    }
   }
 
   enroll({ apiKey, user, token, name, jwk, deviceID, privateKey }) {
