@@ -84,6 +84,12 @@ struct PushServiceProcess {
         try await call(.GET, "/control/received", as: [Received].self)
     }
 
+    /// The decrypted payloads as the service read them, every member kept.
+    func rawPayloads() async throws -> [[String: String]] {
+        struct Raw: Decodable { let payload: [String: String]? }
+        return try await call(.GET, "/control/received", as: [Raw].self).compactMap(\.payload)
+    }
+
     /// Waits (generously: a busy machine) until what arrived satisfies `done`.
     func waitUntil(
         _ what: String, timeout: Duration = .seconds(90), _ done: ([Received]) -> Bool

@@ -68,9 +68,10 @@ struct WebPushEndToEndTests {
         #expect(ttl > 0 && ttl <= 300, "kept no longer than the request waits")
         #expect(arrived.payload?.app == "demo")
         #expect(arrived.payload?.title == "Sign-in request")
-        // Only the id, the app and a title: no requester name, address or number.
-        let raw = try await push.received().description
-        #expect(!raw.contains("machine-B") && !raw.contains("127.0.0.1,"))
+        // Only the id, the app, a title and the expiry: no requester name, address or number.
+        let plaintext = try await push.rawPayloads()
+        #expect(plaintext.count == 1 && Set(plaintext[0].keys) == ["type", "event_id", "app", "title", "expires_at"])
+        #expect(!plaintext[0].values.contains { $0.contains("machine-B") || $0.contains("127.0.0.1") })
         #expect(received.count == 1, "one push: only the subscribed device gets one")
     }
 
@@ -95,6 +96,29 @@ struct WebPushEndToEndTests {
         }
         #expect(received.filter { $0.payload?.event_id == ticket.event.ID }.count == 1)
         #expect(received.allSatisfy { $0.refused == nil })
+    }
+
+    @Test("a push not sent before the request is decided is cancelled, never sent late")
+    func cancelledOnceDecided() async throws {
+        let broker = try await LiveBroker.start(arguments: Self.brokerArguments)
+        defer { broker.stop() }
+        var push = try await PushServiceProcess.start(broker: broker.url)
+        let device = try await broker.enrollDevice()
+        let client = CountersignClient(for: device)
+        let subscription = try await push.subscribe()
+        _ = try await client.subscribePush(
+            PushEndpoint(endpoint: subscription.endpoint, p256dh: subscription.p256dh, auth: subscription.auth),
+            credential: device)
+        push.stop()
+        let ticket = try await broker.backend.requestApproval(user: "alice", numberMatching: false)
+        try await Self.waitForCount(broker, "retried", atLeast: 1)
+        let item = try #require(try await client.inbox(device, wait: 0).first { $0.event.ID == ticket.event.ID })
+        _ = try await client.decide(item, verdict: .reject, match: nil, credential: device)
+        push = try await push.restarted()
+        defer { push.stop() }
+        try await Self.waitForCount(broker, "cancelled", atLeast: 1)
+        #expect(try await push.received().isEmpty, "nothing reached the push service")
+        #expect(try await Self.outboxCount(broker, "delivered") == 0)
     }
 
     @Test("a push service's 410 removes the subscription: later requests queue no push for that device")
