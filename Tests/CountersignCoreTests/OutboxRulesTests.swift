@@ -1,4 +1,5 @@
 import CountersignCore
+import Crypto
 import Foundation
 import Testing
 
@@ -55,5 +56,37 @@ struct OutboxRulesTests {
         for secret in ["203.0.113.7", "Somewhere", "Pay", "evil-laptop"] {
             #expect(!json.values.contains { $0.contains(secret) }, "\(secret) is not in the push")
         }
+    }
+
+    @Test("a queued push is sent only while its event waits, to an unrevoked device that still has a subscription")
+    func pushVerdicts() {
+        let event = ApprovalEvent.pending(
+            issuer: "ck_app", user: "alice", name: EventName.login, ip: "203.0.113.7", location: "Unknown",
+            details: nil, requesterName: nil, matchNumber: "42", requesterTokenDigest: Data(), newDevice: nil, now: now,
+            window: 60)
+        let subscription = PushSubscription(
+            endpoint: "https://push.example/a", p256dh: Data(count: 65), auth: Data(count: 16), vapidKeyID: "v1",
+            updatedAt: now)
+        var device = TrustedDevice(
+            publicKey: DevicePublicKey(P256.Signing.PrivateKey().publicKey), issuer: "ck_app", clientUserID: "alice",
+            name: "phone",
+            type: "browser", createdAt: now)
+        #expect(PushRules.recipients(of: [device]).isEmpty, "no subscription, no push")
+        device.push = subscription
+        #expect(PushRules.recipients(of: [device]).map(\.id) == [device.id])
+        #expect(PushRules.attempt(event: event, device: device, now: now + 20.5) == .send(subscription, ttl: 40))
+        guard case .cancel = PushRules.attempt(event: event, device: device, now: now + 60) else {
+            Issue.record("an expired event's push was sent")
+            return
+        }
+        var decided = event
+        decided.storedStatus = .approved
+        #expect(PushRules.attempt(event: decided, device: device, now: now) != .send(subscription, ttl: 60))
+        #expect(PushRules.attempt(event: nil, device: device, now: now) != .send(subscription, ttl: 60))
+        var revoked = device
+        revoked.revokedAt = now
+        #expect(PushRules.recipients(of: [revoked]).isEmpty)
+        #expect(PushRules.attempt(event: event, device: revoked, now: now) != .send(subscription, ttl: 60))
+        #expect(PushRules.attempt(event: event, device: nil, now: now) != .send(subscription, ttl: 60))
     }
 }

@@ -16,7 +16,7 @@ struct WebPushDelivery {
         -> [OutboxMessage]
     {
         let payload = Data(PushNotice(for: event, app: app).wireJSON())
-        return devices.filter { $0.revokedAt == nil && $0.push != nil }.map {
+        return PushRules.recipients(of: devices).map {
             OutboxMessage(
                 kind: .webPush, target: $0.id, eventID: event.id, payload: payload, createdAt: now,
                 deliverUntil: event.expiresAt)
@@ -25,26 +25,29 @@ struct WebPushDelivery {
 
     func attempt(_ message: OutboxMessage) async throws -> OutboxOutcome {
         let now = environment.now()
-        guard let eventID = message.eventID, let event = try await environment.store.event(id: eventID),
-            event.status(at: now) == .pending
-        else { return .cancelled(reason: "the event no longer waits for an answer") }
-        guard let device = try await environment.store.device(id: message.target), device.revokedAt == nil,
-            let subscription = device.push
-        else { return .cancelled(reason: "the device has no push subscription any more") }
+        var event: ApprovalEvent? = nil
+        if let eventID = message.eventID { event = try await environment.store.event(id: eventID) }
+        let device = try await environment.store.device(id: message.target)
+        let subscription: PushSubscription
+        let ttl: Int
+        switch PushRules.attempt(event: event, device: device, now: now) {
+        case .cancel(let reason): return .cancelled(reason: reason)
+        case .send(let to, let left): (subscription, ttl) = (to, left)
+        }
         guard let key = try await push.keys.key(id: subscription.vapidKeyID) else {
             return .failed(reason: "the subscription's VAPID key \(subscription.vapidKeyID) is gone")
         }
-        let ttl = Int(event.expiresAt.timeIntervalSince(now).rounded(.up))
         switch await push.sender.send(message.payload, to: subscription, signedWith: key, ttl: ttl, now: now) {
         case .accepted:
             return .delivered
         case .gone(let reason):
-            try await environment.store.removePushSubscription(deviceID: device.id, endpoint: subscription.endpoint)
+            try await environment.store.removePushSubscription(
+                deviceID: message.target, endpoint: subscription.endpoint)
             return .cancelled(reason: "subscription removed: \(reason)")
         case .refused(let reason):
             return .failed(reason: reason)
         case .retry(let reason, let retryAfter):
-            return DeliveryBackoff.push.afterFailure(
+            return message.kind.backoff.afterFailure(
                 attempts: message.attempts + 1, reason: reason, retryAfter: retryAfter,
                 deliverUntil: message.deliverUntil, now: environment.now())
         }
