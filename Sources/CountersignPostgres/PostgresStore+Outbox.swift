@@ -23,6 +23,26 @@ extension PostgresStore {
             """)
     }
 
+    public func retireVAPIDKey(id: String) async throws -> Int {
+        let logger = logger
+        return try await write { db in
+            let ids = try await db.rows("SELECT id FROM vapid_keys ORDER BY created_at, id", logger: logger).map {
+                try $0.value("id", as: String.self)
+            }
+            guard ids.contains(id) else { throw StoreError(.notFound, "no such VAPID key") }
+            guard ids.last != id else { throw StoreError(.conflict, "the newest VAPID key cannot be retired") }
+            let removed = try await db.run(
+                """
+                UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_vapid_key = NULL,
+                    push_updated_at = NULL
+                WHERE push_vapid_key = \(id)
+                RETURNING 1
+                """, logger: logger)
+            try await db.run("DELETE FROM vapid_keys WHERE id = \(id)", logger: logger)
+            return removed
+        }
+    }
+
     public func setPushSubscription(_ subscription: PushSubscription?, deviceID: String) async throws {
         let logger = logger
         try await readCommittedWrite { db in
@@ -65,7 +85,7 @@ extension PostgresStore {
         }
     }
 
-    public func claimOutboxMessages(limit: Int, lease: TimeInterval, now: Date) async throws
+    public func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
         -> [ClaimedOutboxMessage]
     {
         let leaseUntil = now + lease
@@ -74,8 +94,7 @@ extension PostgresStore {
         // them from everyone else until the attempt is recorded.
         let rows = try await writeStatement(
             """
-            UPDATE outbox SET claim = md5(random()::text || clock_timestamp()::text || id),
-                lease_until = \(leaseUntil.seconds)
+            UPDATE outbox SET claim = \(claim), lease_until = \(leaseUntil.seconds)
             WHERE id IN (
                 SELECT id FROM outbox
                 WHERE state = 'queued' AND next_attempt_at <= \(now.seconds)

@@ -232,7 +232,8 @@ extension SQLiteStore {
                     CREATE TABLE outbox (
                         id TEXT PRIMARY KEY, kind TEXT NOT NULL, target TEXT NOT NULL, event_id TEXT,
                         payload BLOB NOT NULL, created_at REAL NOT NULL, deliver_until REAL NOT NULL,
-                        next_attempt_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL,
+                        next_attempt_at REAL NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                        state TEXT NOT NULL CHECK (state IN ('queued', 'delivered', 'failed', 'cancelled')),
                         last_error TEXT, finished_at REAL, claim TEXT, lease_until REAL)
                     """)
             try db.execute(sql: "CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE state = 'queued'")

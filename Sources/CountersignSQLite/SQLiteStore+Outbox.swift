@@ -26,6 +26,18 @@ extension SQLiteStore {
         }
     }
 
+    public func retireVAPIDKey(id: String) async throws -> Int {
+        try await write { db in
+            let ids = try String.fetchAll(db, sql: "SELECT id FROM vapid_keys ORDER BY created_at, id")
+            guard ids.contains(id) else { throw StoreError(.notFound, "no such VAPID key") }
+            guard ids.last != id else { throw StoreError(.conflict, "the newest VAPID key cannot be retired") }
+            try db.execute(sql: "UPDATE devices SET \(Self.noPush) WHERE push_vapid_key = ?", arguments: [id])
+            let removed = db.changesCount
+            try db.execute(sql: "DELETE FROM vapid_keys WHERE id = ?", arguments: [id])
+            return removed
+        }
+    }
+
     public func setPushSubscription(_ subscription: PushSubscription?, deviceID: String) async throws {
         try await write { db in
             if let subscription {
@@ -77,7 +89,7 @@ extension SQLiteStore {
         }
     }
 
-    public func claimOutboxMessages(limit: Int, lease: TimeInterval, now: Date) async throws
+    public func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
         -> [ClaimedOutboxMessage]
     {
         // The worker asks every second; an idle broker answers from a
@@ -104,7 +116,6 @@ extension SQLiteStore {
                 arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, limit])
             let leaseUntil = now + lease
             return try rows.map { row in
-                let claim = SecretToken.generate(bytes: 16)
                 try db.cachedStatement(sql: "UPDATE outbox SET claim = ?, lease_until = ? WHERE id = ?")
                     .execute(arguments: [claim, leaseUntil.timeIntervalSince1970, row["id"] as String])
                 return ClaimedOutboxMessage(

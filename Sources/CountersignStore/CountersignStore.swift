@@ -248,6 +248,12 @@ public protocol CountersignStore: Sendable {
     func vapidKeys() async throws -> [BrokerSigningKey]
     /// Adds a VAPID key; `alreadyExists` if the id is taken.
     func insertVAPIDKey(_ key: BrokerSigningKey) async throws
+    /// Deletes a VAPID key and, in the same transaction, every push
+    /// subscription made with it (their devices subscribe again with a
+    /// current key); returns how many subscriptions went. `notFound` for an
+    /// unknown id, `conflict` for the newest key (rotate first).
+    @discardableResult
+    func retireVAPIDKey(id: String) async throws -> Int
 
     /// Replaces a device's push subscription, or with nil removes it.
     /// `notFound` for an unknown device, `conflict` for a revoked one (a
@@ -259,10 +265,11 @@ public protocol CountersignStore: Sendable {
     func removePushSubscription(deviceID: String, endpoint: String) async throws -> Bool
 
     /// Claims up to `limit` queued messages due at `now` (their next
-    /// attempt time reached, no lease running), the longest due first, each
-    /// for `lease` seconds under a new claim. Two callers, in any instances,
-    /// never hold one message at once.
-    func claimOutboxMessages(limit: Int, lease: TimeInterval, now: Date) async throws -> [ClaimedOutboxMessage]
+    /// attempt time reached, no lease running), the longest due first, for
+    /// `lease` seconds under `claim` (a new random token per call). Two
+    /// callers, in any instances, never hold one message at once.
+    func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
+        -> [ClaimedOutboxMessage]
     /// Records one attempt of a message claimed with `claim`: counts it and
     /// applies `outcome` (queued again for a retry, or finished at `now`).
     /// `conflict` and nothing changes if the message is no longer queued

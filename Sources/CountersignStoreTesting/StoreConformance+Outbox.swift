@@ -51,6 +51,26 @@ extension StoreConformance {
             try check(try await store.signingKeys() == [], "kept apart from the token signing keys")
             try await checkThrows(.alreadyExists, "a duplicate VAPID key id") { try await store.insertVAPIDKey(old) }
         },
+        Case(name: "VAPID keys: retiring one removes the subscriptions made with it; never the newest") { store in
+            try await store.insertVAPIDKey(
+                BrokerSigningKey(id: "vapid-1", privateKeyPEM: "pem1", createdAt: Fixture.t0))
+            try await store.insertVAPIDKey(
+                BrokerSigningKey(id: "vapid-2", privateKeyPEM: "pem2", createdAt: Fixture.t0 + 10))
+            let old = try await Fixture.enrolled(in: store)
+            let new = try await Fixture.enrolled(in: store)
+            try await store.setPushSubscription(Fixture.subscription("https://push.example/old"), deviceID: old.id)
+            var current = Fixture.subscription("https://push.example/new")
+            current.vapidKeyID = "vapid-2"
+            try await store.setPushSubscription(current, deviceID: new.id)
+            try await checkThrows(.conflict, "retiring the newest key") {
+                try await store.retireVAPIDKey(id: "vapid-2")
+            }
+            try await checkThrows(.notFound, "retiring an unknown key") { try await store.retireVAPIDKey(id: "nope") }
+            try check(try await store.retireVAPIDKey(id: "vapid-1") == 1, "one subscription was made with it")
+            try check(try await store.vapidKeys().map(\.id) == ["vapid-2"], "the key is gone")
+            try check(try await store.device(id: old.id)?.push == nil, "so is its subscription")
+            try check(try await store.device(id: new.id)?.push == current, "the other stays")
+        },
         Case(name: "outbox: messages announced with a pending event are written with it, or not at all") { store in
             let limits = PendingLimits(perUser: 1)
             let event = Fixture.event()
@@ -74,13 +94,17 @@ extension StoreConformance {
             later.nextAttemptAt = Fixture.t0 + 30
             try await store.insertPendingEvent(
                 event, by: .backend, limits: PendingLimits(perUser: 5), announcing: [due, later], now: Fixture.t0)
-            let claimed = try await store.claimOutboxMessages(limit: 10, lease: 20, now: Fixture.t0)
+            let claimed = try await store.claimOutboxMessages(
+                limit: 10, lease: 20, claim: SecretToken.generate(), now: Fixture.t0)
             try check(claimed.map(\.message) == [due], "only the due message")
             try check(claimed.first?.leaseUntil == Fixture.t0 + 20, "leased for the time asked")
             try check(
-                try await store.claimOutboxMessages(limit: 10, lease: 20, now: Fixture.t0 + 19).isEmpty,
+                try await store.claimOutboxMessages(
+                    limit: 10, lease: 20, claim: SecretToken.generate(), now: Fixture.t0 + 19
+                ).isEmpty,
                 "nobody else takes it while the lease runs")
-            let again = try await store.claimOutboxMessages(limit: 10, lease: 20, now: Fixture.t0 + 20)
+            let again = try await store.claimOutboxMessages(
+                limit: 10, lease: 20, claim: SecretToken.generate(), now: Fixture.t0 + 20)
             try check(again.map(\.message.id) == [due.id], "a lease that ran out lets it be claimed again")
             try check(again.first?.claim != claimed.first?.claim, "under a new claim")
             try await checkThrows(.conflict, "an attempt under the claim that ran out") {
@@ -106,7 +130,8 @@ extension StoreConformance {
             let messages = (0..<3).map { _ in Fixture.message(for: event) }
             try await store.insertPendingEvent(
                 event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages, now: Fixture.t0)
-            let claimed = try await store.claimOutboxMessages(limit: 10, lease: 20, now: Fixture.t0)
+            let claimed = try await store.claimOutboxMessages(
+                limit: 10, lease: 20, claim: SecretToken.generate(), now: Fixture.t0)
             try check(Set(claimed.map(\.message.id)) == Set(messages.map(\.id)), "all three")
             let byID = Dictionary(uniqueKeysWithValues: claimed.map { ($0.message.id, $0.claim) })
             try await store.finishOutboxAttempt(
@@ -123,9 +148,12 @@ extension StoreConformance {
             try check(queued.first?.attempts == 1, "with the attempt counted")
             try check(queued.first?.lastError == "503 from the push service", "and why it failed")
             try check(
-                try await store.claimOutboxMessages(limit: 10, lease: 20, now: Fixture.t0 + 4).isEmpty,
+                try await store.claimOutboxMessages(
+                    limit: 10, lease: 20, claim: SecretToken.generate(), now: Fixture.t0 + 4
+                ).isEmpty,
                 "not due before its time, though no lease runs")
-            let retried = try await store.claimOutboxMessages(limit: 10, lease: 20, now: Fixture.t0 + 5)
+            let retried = try await store.claimOutboxMessages(
+                limit: 10, lease: 20, claim: SecretToken.generate(), now: Fixture.t0 + 5)
             try check(retried.map(\.message.id) == [messages[0].id], "due at its time")
             try check(
                 try await store.outboxMessages(state: .failed, limit: 10).map(\.lastError) == ["403"],
@@ -137,7 +165,8 @@ extension StoreConformance {
             let messages = (0..<2).map { _ in Fixture.message(for: event) }
             try await store.insertPendingEvent(
                 event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages, now: Fixture.t0)
-            let claimed = try await store.claimOutboxMessages(limit: 1, lease: 20, now: Fixture.t0)
+            let claimed = try await store.claimOutboxMessages(
+                limit: 1, lease: 20, claim: SecretToken.generate(), now: Fixture.t0)
             try await store.finishOutboxAttempt(
                 id: claimed[0].message.id, claim: claimed[0].claim, outcome: .delivered, now: Fixture.t0 + 1)
             try await store.garbageCollect(now: Fixture.t0 + 10, eventsEndedBefore: Fixture.t0)
@@ -157,7 +186,8 @@ extension StoreConformance {
                     group.addTask {
                         var mine: [String] = []
                         while true {
-                            let batch = try await store.claimOutboxMessages(limit: 3, lease: 60, now: Fixture.t0)
+                            let batch = try await store.claimOutboxMessages(
+                                limit: 3, lease: 60, claim: SecretToken.generate(), now: Fixture.t0)
                             if batch.isEmpty { return mine }
                             mine += batch.map(\.message.id)
                         }

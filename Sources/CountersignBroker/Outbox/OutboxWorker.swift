@@ -40,7 +40,7 @@ struct OutboxWorker: Service {
                 let claimed: [ClaimedOutboxMessage]
                 do {
                     claimed = try await environment.store.claimOutboxMessages(
-                        limit: room, lease: lease, now: environment.now())
+                        limit: room, lease: lease, claim: SecretToken.generate(bytes: 16), now: environment.now())
                 } catch {
                     logger.warning("could not read the outbox", metadata: ["error": "\(error)"])
                     await bell.wait(timeout: .seconds(5))

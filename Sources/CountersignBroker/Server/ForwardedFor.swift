@@ -31,11 +31,12 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 
     /// The 4 or 16 bytes of an address; an IPv4-mapped IPv6 address reads as IPv4.
     static func parse(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
-        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        // Plain byte buffers, not in_addr: which C module that type comes
+        // from depends on the order the compiler loads NIO's and Glibc's.
+        var v4 = [UInt8](repeating: 0, count: 4)
+        if inet_pton(AF_INET, text, &v4) == 1 { return v4 }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        guard inet_pton(AF_INET6, text, &bytes) == 1 else { return nil }
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
             return Array(bytes[12...])
         }
