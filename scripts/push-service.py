@@ -11,7 +11,8 @@ answered 400 and recorded as refused, with why.
 
 Control API (JSON): POST /control/subscriptions makes one and returns
 {id, endpoint, p256dh, auth}; POST /control/subscriptions/ID/status with
-{"status": 410} makes its pushes answer that status from then on;
+{"status": 410} makes its pushes answer that status from then on (0: take
+the push, record it as hanging, and never answer);
 GET /control/received lists what arrived.
 
 Usage: push-service.py --broker URL --state FILE [--port N]
@@ -155,6 +156,12 @@ class Handler(BaseHTTPRequestHandler):
             subscription = state["subscriptions"].get(sid)
         if subscription is None:
             return self.answer(404)
+        if subscription["status"] == 0:
+            with lock:
+                state["received"].append({"subscription": sid, "at": time.time(), "status": 0, "hanging": True})
+                save()
+            time.sleep(3600)
+            return
         record = {
             "subscription": sid, "at": time.time(), "ttl": self.headers.get("TTL"),
             "urgency": self.headers.get("Urgency"), "content_encoding": self.headers.get("Content-Encoding"),

@@ -10,7 +10,7 @@ struct VAPIDKeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vapid-key",
         abstract: "List or rotate the VAPID keys (RFC 8292) that Web Push messages are sent with.",
-        subcommands: [List.self, Rotate.self])
+        subcommands: [List.self, Rotate.self, Retire.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -34,8 +34,9 @@ struct VAPIDKeyCommand: AsyncParsableCommand {
             abstract: "Add a new VAPID key for new subscriptions.",
             discussion: """
                 Push services bind each subscription to the key it was made with, so existing \
-                subscriptions keep being sent with their own key; web approvers re-subscribe with the \
-                new one when they next open. Rotate when a key may have leaked.
+                subscriptions keep being sent with their own key; web approvers subscribe again with \
+                the new one when they next open. To stop using an old key (one that may have leaked), \
+                rotate, then retire the old one.
                 """)
 
         @OptionGroup var store: StoreOptions
@@ -44,6 +45,27 @@ struct VAPIDKeyCommand: AsyncParsableCommand {
             let key = VAPIDKeyring.newKey(now: Date())
             try await store.withStore { try await $0.insertVAPIDKey(key) }
             print("New VAPID key \(key.id); new subscriptions get it from now on.")
+        }
+    }
+
+    struct Retire: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an old VAPID key and the push subscriptions made with it.",
+            discussion: """
+                Its devices get no pushes until they subscribe again: the web approver does when it \
+                next opens; a UnifiedPush subscription must be given again with `device-agent push \
+                subscribe`. The newest key cannot be retired: rotate first.
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Argument(help: "The key id, as `vapid-key list` shows it.")
+        var id: String
+
+        func run() async throws {
+            let removed = try await store.withStore { try await $0.retireVAPIDKey(id: id) }
+            let subscriptions = removed == 1 ? "subscription" : "subscriptions"
+            print("Retired VAPID key \(id); \(removed) push \(subscriptions) made with it removed.")
         }
     }
 }

@@ -152,6 +152,8 @@ struct PushSubscriptionTests {
             #expect(try await Self.subscribe(client, broker, early.device, Self.body()).status == .ok)
             let first = try await broker.store.vapidKeys()
             try await broker.store.insertVAPIDKey(VAPIDKeyring.newKey(now: broker.clock.now + 1))
+            // Running brokers read their VAPID keys again every 30 s.
+            broker.clock.advance(by: 31)
             let published = try await client.execute(uri: "/api/v1/push/vapid-key", method: .get) {
                 try decode([String: String].self, $0)
             }

@@ -50,7 +50,8 @@ struct TestBroker {
             store: store, policy: policy, issuer: Self.origin, origins: [Origin(url: Self.origin)!],
             keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, vault: vault,
             codeLimits: codeLimits, trustedProxies: trustedProxies,
-            push: try await push?.settings(store: store, issuer: Self.origin, logger: Logger(label: "test-broker")),
+            push: try await push?.settings(
+                store: store, issuer: Self.origin, logger: Logger(label: "test-broker"), now: { clock.now }),
             now: { clock.now })
     }
 

@@ -166,6 +166,28 @@ struct WebPushEndToEndTests {
         #expect(received.count == 1 && received[0].refused == nil)
     }
 
+    @Test("a broker killed with SIGKILL in the middle of an attempt: once its lease runs out, the push goes out")
+    func killedMidAttempt() async throws {
+        var broker = try await LiveBroker.start(arguments: Self.brokerArguments)
+        let push = try await PushServiceProcess.start(broker: broker.url)
+        defer { push.stop() }
+        let device = try await broker.enrollDevice()
+        let subscription = try await push.subscribe()
+        _ = try await CountersignClient(for: device).subscribePush(
+            PushEndpoint(endpoint: subscription.endpoint, p256dh: subscription.p256dh, auth: subscription.auth),
+            credential: device)
+        try await push.answer(subscription, with: 0)
+        let ticket = try await broker.backend.requestApproval(user: "alice")
+        _ = try await push.waitUntil("the push it holds unanswered") { $0.contains { $0.status == 0 } }
+        broker = try await broker.killAndRestart()
+        defer { broker.stop() }
+        try await push.answer(subscription, with: 201)
+        let received = try await push.waitUntil("the push after the lease") {
+            $0.contains { $0.payload?.event_id == ticket.event.ID }
+        }
+        #expect(received.map(\.status) == [0, 201], "the held attempt, then one delivery")
+    }
+
     @Test("two instances on PostgreSQL send each push exactly once")
     func twoInstancesSendOnce() async throws {
         let database = try await TestPostgres.createDatabase()

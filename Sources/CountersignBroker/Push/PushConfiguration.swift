@@ -1,6 +1,6 @@
 import CountersignSenders
 public import CountersignStore
-import Foundation
+public import Foundation
 public import Logging
 
 /// What `device-broker serve` is told about Web Push.
@@ -20,13 +20,21 @@ public struct PushConfiguration: Sendable {
 
     /// The settings the broker runs with: its VAPID keys (the first one made
     /// now if the store has none) and a sender.
-    public func settings(store: any CountersignStore, issuer: String, logger: Logger) async throws -> PushSettings {
+    public func settings(
+        store: any CountersignStore, issuer: String, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) async throws -> PushSettings {
         if let contact, !(contact.hasPrefix("mailto:") || contact.hasPrefix("https://")) {
             throw BrokerSetupError("--push-contact must be a mailto: or https: URL, not \(contact)")
         }
+        if contact == nil, !issuer.hasPrefix("https://") {
+            logger.notice(
+                "Web Push names \(issuer) as the VAPID contact; push services want a mailto: or https: URL: give --push-contact"
+            )
+        }
         let endpointGuard = PushEndpointGuard(allowPrivateAddresses: allowPrivateEndpoints)
         return PushSettings(
-            keys: try await VAPIDKeyring.load(from: store, now: Date(), logger: logger),
+            keys: try await VAPIDKeyring.load(from: store, logger: logger, now: now),
             endpointGuard: endpointGuard,
             sender: WebPushSender(contact: contact ?? issuer, endpointGuard: endpointGuard))
     }

@@ -2,8 +2,7 @@ public import CountersignSenders
 import Foundation
 
 /// How the broker reaches devices by Web Push: its VAPID keys, the check
-/// on endpoints, and the sender (whose HTTP client the delivery worker
-/// shuts down).
+/// on endpoints, and the sender.
 public struct PushSettings: Sendable {
     public let keys: VAPIDKeyring
     public let endpointGuard: PushEndpointGuard
