@@ -142,6 +142,7 @@ struct WebApproverBrowserTests {
         let browser = try await WebDriver.start()
         do {
             try await browser.open(link)
+            try await browser.waitFor(text: "Pair this browser with a trusted device")
             try await browser.click("#setup-button")
             try await browser.waitFor(element: "#pairing-code:not(:empty)")
             let code = try await browser.text("#pairing-code")
@@ -152,6 +153,63 @@ struct WebApproverBrowserTests {
             #expect(try await addPhone.exitCode() == 0, "\(addPhone.text)")
             try await browser.waitFor(text: "trusted device of alice")
             #expect(try await broker.backend.devices(user: "alice").contains { $0.type == "browser" })
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
+    @Test(
+        "a push reaches the page's service worker: it shows the broker's notice as a notification, closed once answered"
+    )
+    func serviceWorkerNotification() async throws {
+        let broker = try await LiveBroker.start(arguments: WebPushEndToEndTests.brokerArguments)
+        defer { broker.stop() }
+        // The broker's own push, caught and decrypted by the independent push
+        // service for a CLI device of the same user: the plaintext a browser's
+        // push service hands the service worker (none is reachable here).
+        let push = try await PushServiceProcess.start(broker: broker.url)
+        defer { push.stop() }
+        let cli = try await broker.enrollDevice()
+        let subscription = try await push.subscribe()
+        _ = try await CountersignClient(for: cli).subscribePush(
+            PushEndpoint(endpoint: subscription.endpoint, p256dh: subscription.p256dh, auth: subscription.auth),
+            credential: cli)
+        let token = try await broker.backend.createEnrollmentToken(user: "alice").token
+        let browser = try await WebDriver.start()
+        do {
+            try await browser.open("\(broker.url)/approve/#enroll=\(token)&user=alice&api_key=\(broker.apiKeyID)")
+            try await browser.waitFor(element: "#setup:not([hidden]) #setup-button")
+            try await browser.click("#setup-button")
+            try await browser.waitFor(text: "trusted device of alice")
+            try await browser.cdp("Browser.grantPermissions", ["permissions": ["notifications"], "origin": broker.url])
+            let ticket = try await broker.backend.requestApproval(user: "alice", numberMatching: false)
+            _ = try await push.waitUntil("the broker's push") {
+                $0.contains { $0.payload?.event_id == ticket.event.ID }
+            }
+            let plaintext = try #require(try await push.rawPayloads().first { $0["event_id"] == ticket.event.ID })
+            let data = String(decoding: try JSONSerialization.data(withJSONObject: plaintext), as: UTF8.self)
+            try await browser.deliverPush(data, origin: broker.url)
+            try await browser.waitUntil("a notification") { try await !browser.notifications().isEmpty }
+            let shown = try await browser.notifications()
+            #expect(
+                shown.count == 1 && shown.first?.title == "Confirm a transaction"
+                    && shown.first?.tag == ticket.event.ID, "\(shown)")
+            #expect(shown.first?.body == "demo asks you to approve a request. Tap to review it.")
+            try await Self.answer(browser, ticket.event.ID, number: nil, button: "approve")
+            try await Self.waitForOutcome(browser, ticket.event.ID, "Approved")
+            try await browser.waitUntil("the notification closed") { try await browser.notifications().isEmpty }
+
+            // What a push carries is never taken as markup or as part of a URL.
+            let title = String(repeating: "T", count: 200)
+            try await browser.deliverPush(
+                #"{"event_id":"x\"><img src=x onerror=alert(1)>","title":"\#(title)","app":"<b>"}"#,
+                origin: broker.url)
+            try await browser.waitUntil("the odd notification") { try await !browser.notifications().isEmpty }
+            let odd = try #require(try await browser.notifications().first)
+            #expect(odd.tag == "countersign", "an event id that is not one is not used")
+            #expect(odd.title.count == 80 && odd.body.hasPrefix("<b> asks you"), "plain text, capped")
         } catch {
             await browser.quit()
             throw error
@@ -170,6 +228,7 @@ struct WebApproverBrowserTests {
         do {
             try await browser.open("\(broker.url)/approve/#enroll=\(token)&user=alice&api_key=\(broker.apiKeyID)")
             try await browser.waitFor(text: "Add this browser as a trusted device")
+            try await browser.waitFor(element: "#setup:not([hidden]) #setup-button")
             try await browser.click("#setup-button")
             try await browser.waitFor(text: "trusted device of alice")
 

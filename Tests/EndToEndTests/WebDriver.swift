@@ -84,6 +84,50 @@ struct WebDriver {
             base, .POST, "/session/\(session)\(path)", ["script": script, "args": [Any]()])["value"]
     }
 
+    /// A Chrome DevTools Protocol command, through chromedriver.
+    @discardableResult
+    func cdp(_ command: String, _ parameters: [String: Any] = [:]) async throws -> [String: Any] {
+        try await Self.call(
+            base, .POST, "/session/\(session)/goog/cdp/execute", ["cmd": command, "params": parameters])
+    }
+
+    /// Hands `data` to the service worker of `origin` as a push message,
+    /// as the browser does with what its push service delivers. CDP wants
+    /// the registration's id, which nothing reads out; Chromium numbers a
+    /// new profile's registrations from 0, and a push to an id that is not
+    /// registered does nothing, so the first few are tried.
+    func deliverPush(_ data: String, origin: String) async throws {
+        try await cdp("ServiceWorker.enable")
+        for registration in 0..<8 {
+            try await cdp(
+                "ServiceWorker.deliverPushMessage",
+                ["origin": origin, "registrationId": String(registration), "data": data])
+        }
+    }
+
+    /// The notifications the page's service worker shows now.
+    func notifications() async throws -> [(title: String, body: String, tag: String)] {
+        let shown = try await execute(
+            """
+            const done = arguments[0];
+            navigator.serviceWorker.ready.then((registration) => registration.getNotifications())
+              .then((shown) => done(shown.map((notice) => [notice.title, notice.body, notice.tag])));
+            """, async: true)
+        return (shown as? [[String]] ?? []).map { (title: $0[0], body: $0[1], tag: $0[2]) }
+    }
+
+    /// Waits (generously) until `condition` holds.
+    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool)
+        async throws
+    {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ProcessFailure("the page never got to this: \(what)")
+    }
+
     /// Accepts the page's `confirm()` dialog.
     func acceptDialog() async throws {
         _ = try await Self.call(base, .POST, "/session/\(session)/alert/accept", [String: Any]())
