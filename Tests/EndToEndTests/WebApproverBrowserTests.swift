@@ -272,7 +272,9 @@ struct WebApproverBrowserTests {
             // The backend removes this device: the page says so.
             let selfID = try #require(devices.first { $0.type == "browser" }?.id)
             _ = try await broker.backend.revokeDevice(user: "alice", deviceID: selfID)
-            try await browser.waitFor(text: "This device was removed", timeout: .seconds(60))
+            // The section is in the page from the start, hidden: wait for it to show.
+            try await browser.waitFor(element: "#removed:not([hidden])", timeout: .seconds(60))
+            #expect(try await browser.text("#removed h2") == "This device was removed")
             try await Self.save(browser, "desktop-removed")
         } catch {
             await browser.quit()
