@@ -86,8 +86,8 @@ def main():
                 "--no-color",
             ]
             result = subprocess.run(command, text=True, capture_output=True, cwd=scratch)
-            print(result.stdout[-6000:])
             if result.returncode != 0:
+                print(result.stdout[-6000:])
                 print(result.stderr[-3000:], file=sys.stderr)
                 sys.exit(f"error: schemathesis found contract failures (exit {result.returncode})")
         finally:
