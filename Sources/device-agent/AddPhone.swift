@@ -13,7 +13,12 @@ extension DeviceAgent.Devices {
                 phone with this account filled in. The phone makes its own key and asks to be paired; \
                 this command then shows the phone's request with its fingerprint and asks for the \
                 6-digit pairing code the phone shows, as `device-agent approve` does for any pairing. \
-                The phone needs to reach the broker at the URL in the link.
+                The phone needs to reach the broker at the URL in the link. That is the broker URL \
+                this agent uses, unless --approver-url names the address the phone reaches it at (an \
+                agent on the broker's own machine talks to 127.0.0.1, which a phone cannot open).
+
+                Exit codes: 0 the phone was added; 1 error; 3 the pairing was refused here (or after \
+                three wrong codes); 5 no pairing request arrived in time.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -21,15 +26,35 @@ extension DeviceAgent.Devices {
         @Option(help: "How long to wait for the phone's pairing request, in seconds.")
         var timeout = 600
 
+        @Option(
+            help: ArgumentHelp(
+                "The broker's URL as the phone reaches it (default: the broker URL this agent uses).",
+                valueName: "url"))
+        var approverURL: String?
+
         func validate() throws {
             guard timeout > 0 else { throw ValidationError("--timeout must be > 0") }
+            if let approverURL {
+                guard let url = URL(string: approverURL), ["http", "https"].contains(url.scheme), url.host != nil,
+                    url.query == nil, url.fragment == nil
+                else {
+                    throw ValidationError("--approver-url must be an http or https URL, e.g. https://broker.example")
+                }
+            }
         }
 
         func run() async throws {
             let credential = try account.enrolledCredential()
             let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
+            let base = approverURL ?? credential.broker
             let link = WebApproverLink.pairing(
-                broker: credential.broker, apiKeyID: credential.apiKeyID, user: credential.clientUserID)
+                broker: base, apiKeyID: credential.apiKeyID, user: credential.clientUserID)
+            if let host = URL(string: base)?.host, ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host) {
+                FileHandle.standardError.write(
+                    Data(
+                        ("Note: the link names \(host), this machine itself, which a phone cannot open; give "
+                            + "--approver-url with the broker's address on your network.\n").utf8))
+            }
             print(
                 "Scan this with the phone's camera to open the approver and pair it with \(shown(credential.clientUserID)):"
             )
@@ -55,10 +80,19 @@ extension DeviceAgent.Devices {
                     continue
                 }
                 seen.insert(item.event.ID)
-                let answered = try await Answering(
+                switch try await Answering(
                     item: item, client: client, credential: credential, verdict: nil, match: nil
-                ).run()
-                if answered { return }
+                ).run() {
+                case .approved:
+                    print("The phone is now a trusted device of \(shown(credential.clientUserID)).")
+                    return
+                case .rejected:
+                    FileHandle.standardError.write(Data("The pairing was refused; the phone was not added.\n".utf8))
+                    throw ExitCode(3)
+                case .gone:
+                    // The phone gave up or started again: wait for its next request.
+                    continue
+                }
             }
             FileHandle.standardError.write(Data("No pairing request arrived within \(timeout) s.\n".utf8))
             throw ExitCode(5)

@@ -100,12 +100,12 @@ extension DeviceAgent {
                     let item = try await pick(from: queue)
                     queue.removeAll { $0.event.ID == item.event.ID }
                     seen.insert(item.event.ID)
-                    let answered = try await Answering(
+                    let outcome = try await Answering(
                         item: item, client: client, credential: credential,
                         verdict: yes ? .approve : reject ? .reject : nil,
                         match: match
                     ).run()
-                    if answered, !watch { return }
+                    if outcome != .gone, !watch { return }
                     if watch {
                         print("")
                         print("Waiting for more requests (Ctrl-C to stop)…")
@@ -195,8 +195,14 @@ struct Answering {
     let verdict: Verdict?
     let match: String?
 
-    /// Whether the request was answered here (false: it ended first).
-    func run() async throws -> Bool {
+    /// How a request shown here ended.
+    enum Outcome {
+        case approved, rejected
+        /// It expired, was withdrawn, or another device answered it first.
+        case gone
+    }
+
+    func run() async throws -> Outcome {
         let live = LiveLine(interactive: Console.isInteractive)
         show(live)
         live.start(until: item.event.expiresAt)
@@ -211,7 +217,7 @@ struct Answering {
                 expired
                     ? "This request expired before it was answered."
                     : "This request is gone: the requesting machine withdrew it, or another device answered it.")
-            return false
+            return .gone
         }
     }
 
@@ -268,7 +274,7 @@ struct Answering {
         return reply
     }
 
-    private func answer(live: LiveLine) async throws -> Bool {
+    private func answer(live: LiveLine) async throws -> Outcome {
         var verdict = self.verdict
         while verdict == nil {
             guard let reply = try await ask("Approve this request? [y/n] ", live: live)?.lowercased()
@@ -299,7 +305,7 @@ struct Answering {
                 let decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
                 live.stop()
                 print(decided.status == .approved ? "Approved." : "Rejected.")
-                return true
+                return decided.status == .approved ? .approved : .rejected
             } catch let error as CountersignError where error.code == "wrong_match" && self.verdict == nil {
                 // Asked again while tries remain; the broker counts them and
                 // rejects the request after the last.
@@ -308,13 +314,13 @@ struct Answering {
             } catch let error as CountersignError where error.code == "too_many_wrong_matches" {
                 live.stop()
                 print("Rejected: that was the third wrong number. The requesting machine is told so.")
-                return true
+                return .rejected
             } catch let error as CountersignError
                 where ["expired", "withdrawn", "already_decided"].contains(error.code)
             {
                 live.stop()
                 print("Not answered: \(shown(error.message)).")
-                return false
+                return .gone
             }
         }
     }

@@ -45,8 +45,14 @@ extension DeviceAgent {
                     print("Start it with: systemctl --user enable --now \(unit.name)")
                     return
                 }
-                try UserUnit.systemctl(["daemon-reload"])
-                try UserUnit.systemctl(["enable", "--now", unit.name])
+                do {
+                    try UserUnit.systemctl(["daemon-reload"])
+                    try UserUnit.systemctl(["enable", "--now", unit.name])
+                } catch let failure as AgentFailure {
+                    throw AgentFailure(
+                        "\(failure.description) The unit is written; start it later with: "
+                            + "systemctl --user enable --now \(unit.name)")
+                }
                 print("Started \(unit.name): requests for \(shown(stored.clientUserID)) now raise notifications.")
             }
         }
@@ -145,7 +151,7 @@ struct UserUnit {
         guard process.terminationStatus == 0 else {
             throw AgentFailure(
                 "systemctl --user \(arguments.joined(separator: " ")) failed; is a systemd user manager running "
-                    + "for you? The unit is written; start it later with systemctl --user enable --now")
+                    + "for you?")
         }
     }
 }

@@ -66,7 +66,7 @@ struct ConnectionLimitsEndToEndTests {
         raiseOwnOpenFileLimit()
         let broker = try await LiveBroker.start(
             arguments: [
-                "--max-connections", "100000", "--max-connections-per-address", "40", "--request-read-timeout", "20s",
+                "--max-connections", "100000", "--max-connections-per-address", "40", "--request-read-timeout", "5m",
             ], openFileLimit: 256)
         defer { broker.stop() }
         #expect(

@@ -70,7 +70,7 @@ struct LiveBroker {
                 instance.process = try await launch(port: port, arguments: arguments)
                 return instance
             } catch let failure as ProcessFailure
-                where attempt < 3 && failure.description.contains("Address already in use")
+                where attempt < 3 && failure.description.contains("already in use")
             {
                 // Another test's process took the port between freePort() and the bind.
                 continue

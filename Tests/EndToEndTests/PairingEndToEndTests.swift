@@ -17,6 +17,39 @@ struct PairingEndToEndTests {
         return (broker, pairing, eventID, machineA, machineB)
     }
 
+    @Test(
+        "devices add-phone: a link on the address the phone reaches, a refused pairing exits 3 and adds nothing, none in time exits 5"
+    )
+    func addPhoneOutcomes() async throws {
+        let (broker, pairing, _, machineA, _) = try await startPairing()
+        defer { broker.stop() }
+        let addPhone = try broker.agent(
+            ["devices", "add-phone", "--approver-url", "https://auth.example.com"], configDirectory: machineA,
+            keepingInputOpen: true)
+        defer { addPhone.stop() }
+        let link = try await addPhone.waitFor(#"Or open: (\S+)"#)
+        #expect(link == "https://auth.example.com/approve/#pair&api_key=\(broker.apiKeyID)&user=alice")
+        _ = try await addPhone.waitFor("Approve this request")
+        #expect(!addPhone.text.contains("a phone cannot open"), "no loopback note for a reachable address")
+        addPhone.send("n\n")
+        #expect(try await addPhone.exitCode() == 3, "\(addPhone.text)")
+        #expect(addPhone.text.contains("The pairing was refused; the phone was not added."))
+        #expect(try await pairing.exitCode() != 0, "the refused machine is told: \(pairing.text)")
+        #expect(try await broker.backend.devices(user: "alice").map(\.name) == ["laptop-A"])
+
+        // On the broker's loopback URL the command warns that a phone cannot open the link.
+        let unanswered = try broker.agent(["devices", "add-phone", "--timeout", "1"], configDirectory: machineA)
+        #expect(try await unanswered.exitCode() == 5, "\(unanswered.text)")
+        #expect(unanswered.text.contains("this machine itself, which a phone cannot open"), "\(unanswered.text)")
+        #expect(unanswered.text.contains("No pairing request arrived within 1 s."))
+
+        for bad in ["ftp://auth.example.com", "https://auth.example.com/?x=1", "auth.example.com"] {
+            let refused = try broker.agent(["devices", "add-phone", "--approver-url", bad], configDirectory: machineA)
+            #expect(try await refused.exitCode() == 64, "\(bad): \(refused.text)")
+            #expect(refused.text.contains("--approver-url must be an http or https URL"), "\(refused.text)")
+        }
+    }
+
     @Test("pair B from A, approve a login with B, remove A: A's approvals are refused, A is no longer trusted")
     func pairApproveRemove() async throws {
         // B asks to be added; A checks the fingerprint and types the code.

@@ -133,6 +133,7 @@ struct WebApproverBrowserTests {
         defer { addPhone.stop() }
         let link = try await addPhone.waitFor(#"Or open: (\S+)"#)
         #expect(link == "\(broker.url)/approve/#pair&api_key=\(broker.apiKeyID)&user=alice")
+        #expect(addPhone.text.contains("give --approver-url"), "a loopback link is pointed out: \(addPhone.text)")
         let reader = try RunningProcess(
             "/usr/bin/env", ["python3", scriptsDirectory.appendingPathComponent("read-terminal-qr.py").path],
             stdin: addPhone.text)
@@ -151,6 +152,7 @@ struct WebApproverBrowserTests {
             #expect(addPhone.text.contains("fingerprint: \(fingerprint)"), "the terminal shows the phone's fingerprint")
             addPhone.send("y\n\(code)\n")
             #expect(try await addPhone.exitCode() == 0, "\(addPhone.text)")
+            #expect(addPhone.text.contains("The phone is now a trusted device of alice."))
             try await browser.waitFor(text: "trusted device of alice")
             #expect(try await broker.backend.devices(user: "alice").contains { $0.type == "browser" })
         } catch {

@@ -31,7 +31,9 @@ struct WebPushEndToEndTests {
             if try await outboxCount(broker, outcome) >= count { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw ProcessFailure("the broker never counted \(count) \(outcome) push message(s)")
+        throw ProcessFailure(
+            "the broker never counted \(count) \(outcome) push message(s); it said:\n\(broker.process.text.suffix(4000))"
+        )
     }
 
     @Test("a new request reaches the subscribed device by push: encrypted, VAPID-signed, and none of its details")

@@ -46,7 +46,7 @@ public struct PushEndpointGuard: Sendable {
         if let inner = addresses.first(where: { !NetworkAddress.isPublic($0) }) {
             throw SenderFailure(
                 "the push endpoint's host \(host) is a private address (\(NetworkAddress.text(inner))); "
-                    + "the broker's operator can allow private push endpoints")
+                    + "the broker's operator can allow them with `device-broker serve --allow-private-push-endpoints`")
         }
     }
 
