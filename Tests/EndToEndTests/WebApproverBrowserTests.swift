@@ -57,6 +57,18 @@ struct WebApproverBrowserTests {
             #expect(code.count == 6, "a 6-digit pairing code, not \(code)")
             try await Self.save(browser, "phone-pairing")
 
+            // A reload while the pairing waits waits for the same one: the
+            // key the trusted device approves is the key the page keeps.
+            _ = try await browser.execute("document.getElementById('pairing-code').textContent = ''; location.reload()")
+            try await browser.waitUntil("the same pairing after a reload") {
+                let shownCode = try? await browser.text("#pairing-code")
+                let shownFingerprint = try? await browser.text("#pairing-fingerprint")
+                return shownCode == code && shownFingerprint == fingerprint
+            }
+            #expect(
+                try await broker.backend.events(user: "alice", status: .pending).count == 1,
+                "no second pairing request")
+
             // The CLI device sees the same fingerprint and is given the code.
             let pairing = try #require(
                 try await broker.backend.events(user: "alice", status: .pending).first {

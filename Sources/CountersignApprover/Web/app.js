@@ -2,7 +2,7 @@
 // or a requester wrote is put on the page as text (textContent), never as
 // HTML; the page's CSP allows no inline script and no other origin.
 
-import { forgetAccount, loadAccount, saveAccount } from "./account.js";
+import { forgetAccount, forgetPairing, loadAccount, loadPairing, saveAccount, savePairing } from "./account.js";
 import { Broker, BrokerError } from "./broker.js";
 import { fingerprint, fromBase64url, newKeyPair, publicJWK, thumbprint } from "./keys.js";
 
@@ -67,8 +67,8 @@ function askForDevice({ apiKey, user, token }) {
   show("setup");
   $("setup-title").textContent = token ? "Add this browser as a trusted device" : "Pair this browser with a trusted device";
   $("setup-lead").textContent = token
-    ? `It will approve sign-ins for ${user}.`
-    : `It will approve sign-ins for ${user} once a device you already trust confirms it.`;
+    ? `It will approve log-ins and other requests for ${user}.`
+    : `It will approve log-ins and other requests for ${user} once a device you already trust confirms it.`;
   $("setup-button").textContent = token ? "Add this device" : "Start pairing";
   $("device-name").value = defaultDeviceName();
   $("setup-form").onsubmit = async (submit) => {
@@ -89,26 +89,38 @@ async function becomeDevice({ apiKey, user, token, name }) {
   const jwk = await publicJWK(keys.publicKey);
   const deviceID = await thumbprint(jwk);
   const candidate = { apiKey, user, name, jwk, deviceID, privateKey: keys.privateKey };
+  const device = { apiKey, user, name, deviceID, privateKey: keys.privateKey, publicKey: keys.publicKey };
   if (token) {
     status("Adding this device…");
     await broker.enroll({ ...candidate, token });
-  } else if (!(await pair(candidate))) {
-    return;
+    return becomeTrusted(device);
   }
-  account = { deviceID, apiKey, user, name, privateKey: keys.privateKey, publicKey: keys.publicKey, added: Date.now() };
+  status("Asking your trusted devices…");
+  const ticket = await broker.requestPairing(candidate);
+  const pending = { ...device, ticket };
+  await savePairing(pending);
+  await waitForPairing(pending);
+}
+
+async function becomeTrusted({ deviceID, apiKey, user, name, privateKey, publicKey }) {
+  account = { deviceID, apiKey, user, name, privateKey, publicKey, added: Date.now() };
   await saveAccount(account);
+  await forgetPairing();
   status(`This browser is now a trusted device of ${user}.`);
   await startApprover();
 }
 
-/** Asks a trusted device to add this key; true once approved. */
-async function pair(candidate) {
-  status("Asking your trusted devices…");
-  const ticket = await broker.requestPairing(candidate);
+/**
+ * Shows the pairing code and waits for a trusted device's answer; this
+ * browser becomes the device once approved. The pairing is kept until it
+ * ends, so a reload or another tab waits for the same one.
+ */
+async function waitForPairing(pending) {
+  const ticket = pending.ticket;
   show("pairing");
   status("");
   $("pairing-code").textContent = ticket.match_number;
-  $("pairing-fingerprint").textContent = await fingerprint(candidate.deviceID);
+  $("pairing-fingerprint").textContent = await fingerprint(pending.deviceID);
   const stop = new AbortController();
   $("pairing-cancel").onclick = () => stop.abort();
   const countdown = () => {
@@ -116,35 +128,40 @@ async function pair(candidate) {
   };
   countdown();
   const timer = setInterval(countdown, 250);
+  let event = ticket.event;
   try {
-    let event = ticket.event;
     while (event.status === "pending") {
       try {
         event = await broker.pollEvent(event.ID, ticket.requester_token, 25, stop.signal);
       } catch (error) {
         if (error.name === "AbortError") {
           await broker.withdraw(ticket.event.ID, ticket.requester_token).catch(() => {});
+          await forgetPairing();
           status("Pairing cancelled.");
           show("welcome");
-          return false;
+          return;
         }
-        if (error.status !== 0 && error.status < 500) throw error;
+        if (error.status !== 0 && error.status < 500) {
+          await forgetPairing();
+          show("welcome");
+          status(`The pairing ended: ${error.message}`, true);
+          return;
+        }
         if (secondsLeft(ticket.event.expires_at) === 0) break;
         await sleep(1000);
       }
     }
-    if (event.status === "approved") return true;
-    show("welcome");
-    status(
-      event.status === "rejected"
-        ? "Your trusted device refused the pairing."
-        : "The pairing expired before a trusted device confirmed it. Start again.",
-      true,
-    );
-    return false;
   } finally {
     clearInterval(timer);
   }
+  if (event.status === "approved") return becomeTrusted(pending);
+  await forgetPairing();
+  show("welcome");
+  const why = {
+    rejected: "Your trusted device refused the pairing.",
+    withdrawn: "The pairing was cancelled.",
+  };
+  status(why[event.status] ?? "The pairing expired before a trusted device confirmed it. Start again.", true);
 }
 
 // MARK: Requests
@@ -205,7 +222,7 @@ function requestCard(item) {
     error,
     outcome,
   ]);
-  const entry = { item, element: card, ended: false, left, form, error, outcome, number };
+  const entry = { item, element: card, ended: false, list, left, form, error, outcome, number };
   form.onsubmit = (submit) => {
     submit.preventDefault();
     answer(entry, "approve");
@@ -226,6 +243,8 @@ function end(entry, text, kind) {
   closeNotifications(entry.item.event.ID);
   entry.form.hidden = true;
   entry.left.hidden = true;
+  // Only the title and what happened stay: nothing left to read or answer.
+  entry.list.hidden = true;
   entry.error.textContent = "";
   entry.outcome.textContent = text;
   entry.outcome.className = `outcome ${kind}`;
@@ -438,16 +457,30 @@ async function subscribe(registration, key) {
   await saveAccount(account);
 }
 
+/** Rejects once `ms` pass: a browser's push service may never answer. */
+function within(ms, promise, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 async function notificationsOn() {
+  $("notifications-on").disabled = true;
   try {
     if ((await Notification.requestPermission()) !== "granted") {
       status("Notifications were not allowed.", true);
     } else {
-      await subscribe(await pushRegistration(), await broker.vapidKey());
+      status("Turning notifications on…");
+      await within(30_000, (async () => subscribe(await pushRegistration(), await broker.vapidKey()))(),
+        "The browser's push service");
       status("Notifications are on.");
     }
   } catch (error) {
     status(`Notifications are not available here: ${error.message}`, true);
+  } finally {
+    $("notifications-on").disabled = false;
   }
   refreshNotifications();
 }
@@ -498,6 +531,11 @@ async function start() {
       inboxWake?.();
     });
   }
+  // The welcome section is also where a failed or cancelled pairing returns.
+  $("manual-pairing").onsubmit = (submit) => {
+    submit.preventDefault();
+    askForDevice({ apiKey: $("manual-api-key").value.trim(), user: $("manual-user").value.trim(), token: null });
+  };
   const fragment = takeFragment();
   focusEventID = fragment.get("event");
   account = await loadAccount();
@@ -512,14 +550,20 @@ async function start() {
   }
   const apiKey = fragment.get("api_key");
   const user = fragment.get("user");
-  if (apiKey && user && (fragment.has("enroll") || fragment.has("pair"))) {
+  const linked = apiKey && user && (fragment.has("enroll") || fragment.has("pair"));
+  const pending = await loadPairing();
+  if (pending) {
+    // The same pairing link again (a reload, the QR code scanned twice)
+    // waits for the pairing under way; another link starts afresh.
+    const same = !linked || (fragment.has("pair") && pending.apiKey === apiKey && pending.user === user);
+    if (same) return waitForPairing(pending);
+    await broker.withdraw(pending.ticket.event.ID, pending.ticket.requester_token).catch(() => {});
+    await forgetPairing();
+  }
+  if (linked) {
     return askForDevice({ apiKey, user, token: fragment.get("enroll") || null });
   }
   show("welcome");
-  $("manual-pairing").onsubmit = (submit) => {
-    submit.preventDefault();
-    askForDevice({ apiKey: $("manual-api-key").value.trim(), user: $("manual-user").value.trim(), token: null });
-  };
 }
 
 start().catch((error) => status(`The approver could not start: ${error.message}`, true));
