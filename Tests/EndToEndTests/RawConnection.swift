@@ -7,7 +7,11 @@ final class RawConnection {
     let socketFD: Int32
 
     init(port: Int, from source: String = "127.0.0.1", receiveTimeout: Int = 10) throws {
-        socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // The descriptor becomes the object's only once connected: a
+        // throwing initializer of a fully initialized object runs deinit,
+        // which would close the number again, by then perhaps another
+        // test's socket.
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE) }
         var timeout = timeval(tv_sec: receiveTimeout, tv_usec: 0)
         setsockopt(socketFD, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -29,9 +33,11 @@ final class RawConnection {
             }
         }
         guard connected else {
+            let failure = errno
             close(socketFD)
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ECONNREFUSED)
+            throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .ECONNREFUSED)
         }
+        self.socketFD = socketFD
     }
 
     deinit { close(socketFD) }
