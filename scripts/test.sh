@@ -44,10 +44,11 @@ scripts/check-format.sh
 # the real mail server the SMTP sender is tested against. pyte is the
 # terminal emulator that shows what a person at the approver's terminal reads.
 # http_ece and py_vapid are the push service's side of Web Push; dbus-next
-# is the desktop's notification server.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next" 2>/dev/null; then
+# is the desktop's notification server; standardwebhooks is the app
+# backend's side of webhooks.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks" 2>/dev/null; then
     python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte \
-        http-ece py-vapid dbus-next
+        http-ece py-vapid dbus-next standardwebhooks
 fi
 python3 scripts/check-openapi.py
 

@@ -170,6 +170,25 @@ enum PostgresMigrations {
                 "CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state <> 'queued'",
             ]
         ),
+        (
+            "v13-webhooks",
+            [
+                """
+                CREATE TABLE webhook_endpoints (
+                    id text PRIMARY KEY, api_key_id text NOT NULL REFERENCES api_keys (id), url text NOT NULL,
+                    types text NOT NULL, secret text NOT NULL, previous_secret text,
+                    previous_until double precision, created_at double precision NOT NULL,
+                    failing_since double precision, disabled_at double precision, disabled_reason text)
+                """,
+                "CREATE INDEX webhook_endpoints_key ON webhook_endpoints (api_key_id)",
+                "CREATE INDEX outbox_target ON outbox (target, created_at)",
+                "ALTER TABLE events ADD COLUMN expiry_announced boolean NOT NULL DEFAULT false",
+                """
+                CREATE INDEX events_unannounced_expiry ON events (expires_at)
+                WHERE status = 'pending' AND NOT expiry_announced AND withdrawn_at IS NULL
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

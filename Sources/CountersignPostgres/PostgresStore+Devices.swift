@@ -145,6 +145,7 @@ extension PostgresStore {
             VALUES (\(change.issuer), \(change.clientUserID), \(change.deviceID), \(change.deviceName),
                     \(change.action.rawValue), \(change.author.actor), \(change.author.ip), \(change.at.seconds))
             """, logger: logger)
+        try await announce(WebhookNotice.device(change), into: db, logger: logger)
     }
 
     /// Adds a trusted device and records its enrollment by `author`; a

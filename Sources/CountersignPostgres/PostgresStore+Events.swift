@@ -24,6 +24,7 @@ extension PostgresStore {
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
             try await Self.insert(announcing, into: db, logger: logger)
+            try await Self.announce(WebhookNotice.created(event, now: now), into: db, logger: logger)
         }
     }
 
@@ -61,13 +62,9 @@ extension PostgresStore {
 
     public func insertEvent(_ event: ApprovalEvent) async throws {
         let logger = logger
-        do {
-            // One statement: atomic by itself, one round trip.
-            try await withConnection { db in
-                try await Self.insert(event, into: db, requestedBy: .backend, logger: logger)
-            }
-        } catch {
-            throw mapped(error)
+        try await readCommittedWrite { db in
+            try await Self.insert(event, into: db, requestedBy: .backend, logger: logger)
+            try await Self.announce(WebhookNotice.created(event, now: event.updatedAt), into: db, logger: logger)
         }
     }
 
@@ -148,19 +145,19 @@ extension PostgresStore {
             }
             return nil
         }
-        guard decision.status == .approved, let device = decision.enrolls else {
-            // One statement, so its own transaction: one round trip to
-            // PostgreSQL instead of five.
-            if let event = try settled(try await writeStatement(settle).first) { return event }
-            return try await read { db in try await Self.refusal(ofChangeTo: id, in: db, logger: logger) }
-        }
+        // A transaction, not the one statement alone: the webhook messages
+        // the decision makes are written with it.
         return try await readCommittedWrite { db in
             guard let event = try settled(try await db.row(settle, logger: logger)) else {
                 try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
             }
-            // A duplicate key throws alreadyExists and rolls the decision back.
-            try await Self.enroll(
-                device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db, logger: logger)
+            try await Self.announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
+            if decision.status == .approved, let device = decision.enrolls {
+                // A duplicate key throws alreadyExists and rolls the decision back.
+                try await Self.enroll(
+                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db,
+                    logger: logger)
+            }
             return event
         }
     }
@@ -182,6 +179,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            try await Self.announce(WebhookNotice.decided(after, now: now), into: db, logger: logger)
             try await db.notify(WakeKey.event(id), logger: logger)
             return after
         }
@@ -198,6 +196,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            try await Self.announce(WebhookNotice.decided(after, now: now), into: db, logger: logger)
             try await db.notify(WakeKey.event(id), logger: logger)
             return after
         }

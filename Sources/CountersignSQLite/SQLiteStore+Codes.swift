@@ -80,7 +80,9 @@ extension SQLiteStore {
                 arguments: [
                     AuthMethod.totp.rawValue, deviceID, t, t, eventID, t, device.issuer, device.clientUserID,
                 ])
-            return try Self.afterConditionalWrite(id: eventID, in: db)
+            let settled = try Self.afterConditionalWrite(id: eventID, in: db)
+            try Self.announce(WebhookNotice.decided(settled, now: now), into: db)
+            return settled
         }
     }
 

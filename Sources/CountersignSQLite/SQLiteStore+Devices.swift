@@ -126,6 +126,7 @@ extension SQLiteStore {
                 change.issuer, change.clientUserID, change.deviceID, change.deviceName, change.action.rawValue,
                 change.author.actor, change.author.ip, change.at.timeIntervalSince1970,
             ])
+        try announce(WebhookNotice.device(change), into: db)
     }
 
     public func markDeviceSeen(id: String, now: Date) async throws {

@@ -13,6 +13,7 @@ extension SQLiteStore {
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester)
             try Self.insert(announcing, into: db)
+            try Self.announce(WebhookNotice.created(event, now: now), into: db)
         }
     }
 
@@ -42,7 +43,10 @@ extension SQLiteStore {
     }
 
     public func insertEvent(_ event: ApprovalEvent) async throws {
-        try await write { db in try Self.insert(event, into: db, requestedBy: .backend) }
+        try await write { db in
+            try Self.insert(event, into: db, requestedBy: .backend)
+            try Self.announce(WebhookNotice.created(event, now: event.updatedAt), into: db)
+        }
     }
 
     public func event(id: String) async throws -> ApprovalEvent? {
@@ -114,6 +118,7 @@ extension SQLiteStore {
                     now.timeIntervalSince1970, id, now.timeIntervalSince1970, decision.deviceID,
                 ])
             let settled = try Self.afterConditionalWrite(id: id, in: db)
+            try Self.announce(WebhookNotice.decided(settled, now: now), into: db)
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
                 try Self.enroll(
@@ -140,7 +145,9 @@ extension SQLiteStore {
                     now.timeIntervalSince1970, maxWrong, maxWrong, now.timeIntervalSince1970, id,
                     now.timeIntervalSince1970,
                 ])
-            return try Self.afterConditionalWrite(id: id, in: db)
+            let after = try Self.afterConditionalWrite(id: id, in: db)
+            try Self.announce(WebhookNotice.decided(after, now: now), into: db)
+            return after
         }
     }
 
@@ -155,7 +162,9 @@ extension SQLiteStore {
                     now.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970, id,
                     now.timeIntervalSince1970,
                 ])
-            return try Self.afterConditionalWrite(id: id, in: db)
+            let after = try Self.afterConditionalWrite(id: id, in: db)
+            try Self.announce(WebhookNotice.decided(after, now: now), into: db)
+            return after
         }
     }
 

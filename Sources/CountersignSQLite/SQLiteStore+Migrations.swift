@@ -239,6 +239,25 @@ extension SQLiteStore {
             try db.execute(sql: "CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE state = 'queued'")
             try db.execute(sql: "CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state <> 'queued'")
         }
+        migrator.registerMigration("v13-webhooks") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE webhook_endpoints (
+                        id TEXT PRIMARY KEY, api_key_id TEXT NOT NULL REFERENCES api_keys (id), url TEXT NOT NULL,
+                        types TEXT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_until REAL,
+                        created_at REAL NOT NULL, failing_since REAL, disabled_at REAL, disabled_reason TEXT)
+                    """)
+            try db.execute(sql: "CREATE INDEX webhook_endpoints_key ON webhook_endpoints (api_key_id)")
+            try db.execute(sql: "CREATE INDEX outbox_target ON outbox (target, created_at)")
+            // Whether the event's expiry was announced: pending events that
+            // expire are found by this index until they are.
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN expiry_announced INTEGER NOT NULL DEFAULT 0")
+            try db.execute(
+                sql: """
+                    CREATE INDEX events_unannounced_expiry ON events (expires_at)
+                    WHERE status = 'pending' AND expiry_announced = 0 AND withdrawn_at IS NULL
+                    """)
+        }
         return migrator
     }
 }

@@ -146,6 +146,10 @@ public protocol CountersignStore: Sendable {
     ///
     /// `announcing` is written to the outbox in the same transaction (the
     /// pushes that tell the user's devices), or not at all.
+    ///
+    /// Every change to an event or a device writes its ``WebhookNotice``
+    /// to the outbox in its transaction, one message per enabled endpoint
+    /// of the app that wants its type.
     func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
         now: Date
@@ -278,6 +282,46 @@ public protocol CountersignStore: Sendable {
     /// Outbox messages, newest first, at most `limit`; with `state`, those
     /// in it.
     func outboxMessages(state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage]
+
+    /// Requeues a failed message for another round of attempts from `now`
+    /// (as long as a new message has), keeping its id; `conflict` unless it
+    /// failed, `notFound` for an unknown id. Returns it as requeued.
+    func resendOutboxMessage(id: String, now: Date) async throws -> OutboxMessage
+    /// The outbox message with this id, or nil.
+    func outboxMessage(id: String) async throws -> OutboxMessage?
+    /// The messages to these targets, newest first, at most `limit`; with
+    /// `state`, those in it.
+    func outboxMessages(targets: [String], state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage]
+
+    // MARK: Webhooks
+
+    /// Marks up to `limit` events whose window ran out by `now` with no
+    /// answer (not withdrawn) as announced, and writes their
+    /// `event.expired` notices, in one transaction; each event once, by
+    /// whichever instance gets to it first. Returns how many.
+    @discardableResult
+    func announceExpiredEvents(now: Date, limit: Int) async throws -> Int
+
+    /// Adds an endpoint; `notFound` for an unknown or revoked API key,
+    /// `alreadyExists` if its id is taken.
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    /// The endpoint with this id, or nil.
+    func webhookEndpoint(id: String) async throws -> WebhookEndpoint?
+    /// An API key's endpoints, oldest first, disabled ones too.
+    func webhookEndpoints(apiKeyID: String) async throws -> [WebhookEndpoint]
+    /// Writes an endpoint's URL, types, secrets and disabled state as
+    /// given; `notFound` for an unknown id.
+    func updateWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    /// Deletes an endpoint and cancels its queued messages; `notFound` for
+    /// an unknown id.
+    func deleteWebhookEndpoint(id: String, now: Date) async throws
+    /// Records how an attempt to an endpoint went, in one transaction as
+    /// ``WebhookHealth`` decides: a delivery clears its failures, a failure
+    /// counts from the first one, and a failure past the limit disables it.
+    /// Returns the change; nil for an unknown endpoint.
+    @discardableResult
+    func recordWebhookAttempt(endpointID: String, delivered: Bool, reason: String, now: Date) async throws
+        -> WebhookHealth.Change?
 
     /// Deletes replay-cache entries, enrollment tokens and refresh tokens
     /// expired before `now`, verifications older than a day, and settled or

@@ -9,7 +9,9 @@ extension DeviceBroker {
         static let configuration = CommandConfiguration(
             commandName: "apikey",
             abstract: "Manage the API keys apps use.",
-            subcommands: [Create.self, List.self, SetRedirectURLs.self, Rotate.self, Revoke.self, Audit.self])
+            subcommands: [
+                Create.self, List.self, SetRedirectURLs.self, SetWebhook.self, Rotate.self, Revoke.self, Audit.self,
+            ])
     }
 }
 

@@ -127,6 +127,15 @@ extension DeviceBroker {
             ))
         var allowPrivatePushEndpoints = false
 
+        @Flag(
+            name: .customLong("allow-private-webhook-endpoints"),
+            help: ArgumentHelp(
+                "Send webhooks to endpoints on loopback, private or link-local addresses.",
+                discussion:
+                    "For an app backend on your own network. Off by default: an app's API key chooses its webhook URL, and the broker would otherwise POST wherever it points inside your network. A broker whose public URL is on loopback (a development setup) allows them anyway."
+            ))
+        var allowPrivateWebhookEndpoints = false
+
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
             guard maxPending >= 1, maxRequesterPending >= 1, maxPendingPerAddress >= 1 else {
@@ -181,6 +190,7 @@ extension DeviceBroker {
             configuration.trustedProxies = trustedProxies.compactMap(IPNetwork.init)
             configuration.push = PushConfiguration(
                 contact: pushContact, allowPrivateEndpoints: allowPrivatePushEndpoints)
+            configuration.allowPrivateWebhookEndpoints = allowPrivateWebhookEndpoints
             var logger = Logger(label: "device-broker")
             logger.logLevel = logLevel
             configuration.connections = connectionLimits(

@@ -1,3 +1,4 @@
+import CountersignCore
 import CountersignSenders
 import Foundation
 import Testing

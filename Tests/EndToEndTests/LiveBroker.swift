@@ -78,10 +78,13 @@ struct LiveBroker {
         }
     }
 
-    /// `device-broker serve` on this broker's store and TOTP key.
+    /// `device-broker serve` on this broker's store and TOTP key; `{port}`
+    /// in an argument is the port it listens on.
     private func launch(port: Int, arguments: [String] = []) async throws -> RunningProcess {
         try await Self.serve(
-            port: port, arguments: storeArguments + ["--totp-key-file", totpKeyFile] + arguments,
+            port: port,
+            arguments: storeArguments + ["--totp-key-file", totpKeyFile]
+                + arguments.map { $0.replacingOccurrences(of: "{port}", with: String(port)) },
             openFileLimit: openFileLimit)
     }
 

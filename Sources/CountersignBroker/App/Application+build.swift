@@ -1,6 +1,7 @@
 import CountersignCore
 import CountersignPostgres
 import CountersignSQLite
+import CountersignSenders
 import CountersignStore
 import Foundation
 public import Hummingbird
@@ -42,7 +43,14 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     }
     app.addServices(GarbageCollector(environment: environment, retention: configuration.retention, logger: logger))
     app.addServices(KeyRefresher(environment: environment, logger: logger))
-    app.addServices(OutboxWorker(environment: environment, push: push, logger: logger))
+    // A broker whose own URL is on loopback is a developer's: its app's
+    // receiver runs on the same machine.
+    let developing = URLComponents(string: issuer)?.host.map(WebhookEndpoint.isLoopback) ?? false
+    let webhooks = StandardWebhookSender(
+        endpointGuard: EndpointGuard(
+            allowPrivateAddresses: configuration.allowPrivateWebhookEndpoints || developing,
+            what: "webhook endpoint", flag: "--allow-private-webhook-endpoints"))
+    app.addServices(OutboxWorker(environment: environment, push: push, webhooks: webhooks, logger: logger))
     return app
 }
 
@@ -87,6 +95,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     backend.addRoutes(EnrollmentController(environment: environment).backendEndpoints)
     backend.addRoutes(BackendController(environment: environment).endpoints)
     backend.addRoutes(APIKeyController(environment: environment).endpoints)
+    backend.addRoutes(WebhookController(environment: environment).endpoints)
     backend.addRoutes(codes.backendEndpoints)
     let device = authenticated.group(context: DeviceRequestContext.self)
     device.addRoutes(InboxController(environment: environment).endpoints)

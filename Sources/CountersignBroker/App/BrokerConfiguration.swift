@@ -50,6 +50,10 @@ public struct BrokerConfiguration: Sendable {
     public var connections = ConnectionLimits()
     /// Web Push to devices.
     public var push = PushConfiguration()
+    /// Sends webhooks to endpoints on loopback, private and link-local
+    /// addresses too (an app backend on the operator's own network); a
+    /// broker whose public URL is on loopback always does (development).
+    public var allowPrivateWebhookEndpoints = false
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",

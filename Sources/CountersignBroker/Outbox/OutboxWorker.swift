@@ -1,4 +1,5 @@
 import CountersignCore
+import CountersignSenders
 import CountersignStore
 import Foundation
 import Logging
@@ -14,14 +15,17 @@ import Synchronization
 /// filled at once: a receiver that is slow to answer holds one slot for at
 /// most an attempt's deadline, never the others. The worker is rung
 /// (``WakeKey/outbox``) when this instance queues a message or an attempt
-/// ends, and looks every ``pollInterval`` for retries that came due and
-/// messages other instances queued. Nothing here runs on a request's path.
+/// ends, and looks every ``pollInterval`` for retries that came due,
+/// messages other instances queued, and events that expired (their
+/// `event.expired` webhooks). Nothing here runs on a request's path.
 struct OutboxWorker: Service {
     let environment: BrokerEnvironment
     let push: PushSettings?
+    let webhooks: StandardWebhookSender
     let logger: Logger
-    /// How long a claimed message is nobody else's: twice the longest an
-    /// attempt takes (``WebPushSender/attemptDeadline``), so an instance
+    /// How long a claimed message is nobody else's: more than the longest
+    /// an attempt takes (``WebPushSender/attemptDeadline``,
+    /// ``StandardWebhookSender/attemptDeadline``), so an instance
     /// that dies mid-attempt delays its messages by this much at most.
     var lease: TimeInterval = 25
     var maxInFlight = 64
@@ -29,9 +33,14 @@ struct OutboxWorker: Service {
 
     func run() async throws {
         let inFlight = AttemptCount()
+        var lastSweep: ContinuousClock.Instant? = nil
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
                 let bell = environment.hub.subscribe([WakeKey.outbox])
+                if lastSweep.map({ ContinuousClock.now - $0 >= pollInterval }) ?? true {
+                    lastSweep = ContinuousClock.now
+                    await announceExpiries()
+                }
                 let room = maxInFlight - inFlight.current
                 guard room > 0 else {
                     await bell.wait(timeout: pollInterval)
@@ -59,6 +68,17 @@ struct OutboxWorker: Service {
             }
             // Attempts under way finish (each within its deadline) before the
             // store closes.
+        }
+    }
+
+    /// Writes the `event.expired` webhooks of events whose window just ran
+    /// out (a change no request makes: the clock does); the messages are
+    /// then claimed as any others.
+    private func announceExpiries() async {
+        do {
+            while try await environment.store.announceExpiredEvents(now: environment.now(), limit: 100) == 100 {}
+        } catch {
+            logger.warning("could not announce expired events", metadata: ["error": "\(error)"])
         }
     }
 
@@ -104,6 +124,8 @@ struct OutboxWorker: Service {
         case .webPush:
             guard let push else { return .failed(reason: "this broker has no Web Push set up") }
             return try await WebPushDelivery(environment: environment, push: push).attempt(message)
+        case .webhook:
+            return try await WebhookDelivery(environment: environment, sender: webhooks).attempt(message)
         }
     }
 }

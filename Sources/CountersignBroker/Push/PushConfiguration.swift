@@ -32,7 +32,7 @@ public struct PushConfiguration: Sendable {
                 "Web Push names \(issuer) as the VAPID contact; push services want a mailto: or https: URL: give --push-contact"
             )
         }
-        let endpointGuard = PushEndpointGuard(allowPrivateAddresses: allowPrivateEndpoints)
+        let endpointGuard = EndpointGuard(allowPrivateAddresses: allowPrivateEndpoints)
         return PushSettings(
             keys: try await VAPIDKeyring.load(from: store, logger: logger, now: now),
             endpointGuard: endpointGuard,

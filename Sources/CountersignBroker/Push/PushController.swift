@@ -77,7 +77,7 @@ struct PushController {
             throw APIError.badRequest(error.message)
         } catch let error as SenderFailure {
             throw APIError.badRequest(error.description)
-        } catch let error as PushEndpointGuard.Unresolved {
+        } catch let error as EndpointGuard.Unresolved {
             throw APIError.badRequest(error.description)
         }
         try await environment.store.setPushSubscription(subscription, deviceID: context.device.id)

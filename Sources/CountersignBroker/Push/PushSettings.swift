@@ -5,10 +5,10 @@ import Foundation
 /// on endpoints, and the sender.
 public struct PushSettings: Sendable {
     public let keys: VAPIDKeyring
-    public let endpointGuard: PushEndpointGuard
+    public let endpointGuard: EndpointGuard
     public let sender: WebPushSender
 
-    public init(keys: VAPIDKeyring, endpointGuard: PushEndpointGuard, sender: WebPushSender) {
+    public init(keys: VAPIDKeyring, endpointGuard: EndpointGuard, sender: WebPushSender) {
         self.keys = keys
         self.endpointGuard = endpointGuard
         self.sender = sender

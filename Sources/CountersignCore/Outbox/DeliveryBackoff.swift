@@ -21,6 +21,10 @@ public struct DeliveryBackoff: Sendable, Equatable {
     /// default): 1 s, 2 s, 4 s, … at most 15 s apart.
     public static let push = DeliveryBackoff(first: 1, longest: 15)
 
+    /// Webhooks live three days (``WebhookNotice/deliveryTime``): 5 s,
+    /// 10 s, 20 s, … at most 6 hours apart, about 25 attempts in all.
+    public static let webhook = DeliveryBackoff(first: 5, longest: 6 * 3600)
+
     /// The outcome of a failed attempt, the `attempts`-th. `jitter` is
     /// uniform in 0..<1 (injected, so that tests can pin it).
     public func afterFailure(

@@ -1,7 +1,7 @@
 public import Foundation
 
-/// A message the broker must send to somebody else (a push service, later
-/// an app backend's webhook), kept in the store's outbox from the moment
+/// A message the broker must send to somebody else (a push service, an
+/// app backend's webhook endpoint), kept in the store's outbox from the moment
 /// the change it announces commits: it is written in the same transaction,
 /// so a change is never made without its message, and a crash before the
 /// send only delays it. Its ``id`` stays the same on every attempt.
@@ -11,11 +11,15 @@ public struct OutboxMessage: Sendable, Equatable {
         /// A Web Push (RFC 8030) to the device ``OutboxMessage/target``;
         /// the payload is a ``PushNotice``.
         case webPush = "web_push"
+        /// A Standard Webhooks message to the endpoint
+        /// ``OutboxMessage/target``; the payload is its body.
+        case webhook
 
         /// How the kind's messages are retried.
         public var backoff: DeliveryBackoff {
             switch self {
             case .webPush: .push
+            case .webhook: .webhook
             }
         }
     }
@@ -35,7 +39,8 @@ public struct OutboxMessage: Sendable, Equatable {
     /// `msg_` and 128 random bits; the receiver can drop a repeat by it.
     public var id: String
     public var kind: Kind
-    /// Who it goes to; for ``Kind/webPush`` a device id.
+    /// Who it goes to: for ``Kind/webPush`` a device id, for
+    /// ``Kind/webhook`` an endpoint id.
     public var target: String
     /// The event it is about, if any.
     public var eventID: String?

@@ -24,11 +24,11 @@ public struct WebPushSender: Sendable {
 
     let client: HTTPClient
     let contact: String
-    let endpointGuard: PushEndpointGuard
+    let endpointGuard: EndpointGuard
 
     /// A sender whose VAPID `sub` is `contact`, a `mailto:` or `https:`
     /// URL where a push service's operator can reach the broker's.
-    public init(contact: String, endpointGuard: PushEndpointGuard, client: HTTPClient = WebPushSender.client) {
+    public init(contact: String, endpointGuard: EndpointGuard, client: HTTPClient = WebPushSender.client) {
         self.client = client
         self.contact = contact
         self.endpointGuard = endpointGuard
@@ -75,7 +75,7 @@ public struct WebPushSender: Sendable {
     ) async -> Result {
         do {
             try await endpointGuard.check(subscription.endpoint)
-        } catch let failure as PushEndpointGuard.Unresolved {
+        } catch let failure as EndpointGuard.Unresolved {
             return .retry(failure.description, retryAfter: nil)
         } catch {
             return .refused(String(describing: error))

@@ -9,20 +9,29 @@ import NIOPosix
     import Darwin
 #endif
 
-/// Keeps pushes off the broker's own network: a push endpoint is a URL a
-/// device chose, and without this the broker could be made to POST to
-/// addresses only it can reach (cloud metadata, an admin port on
-/// loopback). An endpoint's host must resolve only to public addresses,
-/// unless the operator allows private ones (a push service on the LAN).
+/// Keeps the broker's outgoing requests off its own network: a push
+/// endpoint is a URL a device chose, a webhook endpoint one an app backend
+/// chose, and without this the broker could be made to POST to addresses
+/// only it can reach (cloud metadata, an admin port on loopback). An
+/// endpoint's host must resolve only to public addresses, unless the
+/// operator allows private ones (a push service or an app on the LAN).
 ///
-/// Checked when a subscription is registered and again before each send;
+/// Checked when an endpoint is registered and again before each send;
 /// the HTTP client resolves the name once more to connect, so a name whose
 /// answers change in between is not caught (documented in the threat model).
-public struct PushEndpointGuard: Sendable {
+public struct EndpointGuard: Sendable {
     public let allowPrivateAddresses: Bool
+    /// What the endpoints are, as a sentence names them: "push endpoint".
+    public let what: String
+    /// The `serve` flag that allows private addresses.
+    public let flag: String
 
-    public init(allowPrivateAddresses: Bool) {
+    public init(
+        allowPrivateAddresses: Bool, what: String = "push endpoint", flag: String = "--allow-private-push-endpoints"
+    ) {
         self.allowPrivateAddresses = allowPrivateAddresses
+        self.what = what
+        self.flag = flag
     }
 
     /// The host could not be resolved now (no answer, a resolver error):
@@ -36,17 +45,17 @@ public struct PushEndpointGuard: Sendable {
     public func check(_ endpoint: String) async throws {
         guard !allowPrivateAddresses else { return }
         guard let host = URLComponents(string: endpoint)?.host, !host.isEmpty else {
-            throw SenderFailure("the push endpoint has no host")
+            throw SenderFailure("the \(what) has no host")
         }
         let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let addresses = try await Self.resolve(name)
         guard !addresses.isEmpty else {
-            throw Unresolved(description: "the push endpoint's host \(host) does not resolve")
+            throw Unresolved(description: "the \(what)'s host \(host) does not resolve")
         }
         if let inner = addresses.first(where: { !NetworkAddress.isPublic($0) }) {
             throw SenderFailure(
-                "the push endpoint's host \(host) is a private address (\(NetworkAddress.text(inner))); "
-                    + "the broker's operator can allow them with `device-broker serve --allow-private-push-endpoints`")
+                "the \(what)'s host \(host) is a private address (\(NetworkAddress.text(inner))); "
+                    + "the broker's operator can allow them with `device-broker serve \(flag)`")
         }
     }
 

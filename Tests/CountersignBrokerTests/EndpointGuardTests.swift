@@ -5,7 +5,7 @@ import Testing
 
 /// Which resolved addresses a push may go to.
 @Suite("push endpoints: only public addresses")
-struct PushEndpointGuardTests {
+struct EndpointGuardTests {
     static func bytes(_ text: String) -> [UInt8] {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
