@@ -8,6 +8,8 @@ makes the signatures, so the Swift tests that load these files check the
 broker against the written contract, not against itself. ECDSA signatures
 are randomised: regenerating changes the bytes, never the verdicts.
 Run only when proto/signing.md changes: python3 scripts/generate-vectors.py
+[--only FILE.json ...] (every file is made with new keys; --only rewrites
+just the files named, so the others keep theirs).
 """
 import sys
 
@@ -67,7 +69,16 @@ def swap_payload(token: str, claims: dict) -> str:
     return header + "." + b64url(json.dumps(claims).encode()) + "." + signature
 
 
+ONLY = [sys.argv[i + 1] for i, argument in enumerate(sys.argv[:-1]) if argument == "--only"]
+
+
+WRITTEN = []
+
+
 def write(name: str, document: dict) -> None:
+    if ONLY and name not in ONLY:
+        return
+    WRITTEN.append(name)
     for number, test in enumerate(document["tests"], start=1):
         test["tcId"] = number
     (OUT / name).write_text(json.dumps(document, indent=2) + "\n")
@@ -183,6 +194,16 @@ write("decisions.json", {
                       claims={"jkt": device_id}, pairing=True),
         decision_case("pairing rejection without jkt", "valid", claims={"decision": "reject", "match": None},
                       pairing=True),
+        decision_case("valid fraud report without match number", "valid",
+                      claims={"decision": "fraud", "match": None}),
+        decision_case("pairing reported as fraud without jkt", "valid", claims={"decision": "fraud", "match": None},
+                      pairing=True),
+        decision_case("fraud report turned into an approval under its signature", "invalid", error="bad_signature",
+                      token=swap_payload(
+                          jws({"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device_id},
+                              dict(reject_claims, decision="fraud", jti="flip-fraud"), device),
+                          dict(reject_claims, decision="approve", jti="flip-fraud"))),
+        decision_case("an unknown verdict", "invalid", error="malformed", claims={"decision": "maybe"}),
     ],
 })
 
@@ -342,4 +363,5 @@ write("codes.json", {
          "sealed": seal(bytes(32), TOTP_SECRET, device_id, bytes(12)), "result": "invalid"},
     ],
 })
-print("wrote", ", ".join(sorted(p.name for p in OUT.glob("*.json"))))
+WRITTEN.sort()
+print("wrote", ", ".join(WRITTEN))

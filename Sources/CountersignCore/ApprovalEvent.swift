@@ -17,6 +17,11 @@ public enum StatusReason: String, Codable, Sendable {
     case withdrawn
     /// The approver typed the wrong number too often (status `rejected`).
     case tooManyWrongMatches = "too_many_wrong_matches"
+    /// The approver answered "this wasn't me" (status `rejected`).
+    case fraudReported = "fraud_reported"
+    /// Rejected with no answer of its own: the user reported another
+    /// request as fraud while this one waited (status `rejected`).
+    case userProtected = "user_protected"
 }
 
 /// How an event was (or is to be) authenticated.
@@ -86,13 +91,16 @@ public struct ApprovalEvent: Sendable, Equatable {
     public var codeAttempts: Int
     /// When its requester withdrew it; its window closed then.
     public var withdrawnAt: Date?
+    /// Why it ended, when the store wrote that down (a fraud report);
+    /// ``statusReason`` derives the other reasons.
+    public var storedReason: StatusReason?
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
         location: String, method: AuthMethod, storedStatus: EventStatus, expiresAt: Date, details: String?,
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
         decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil,
-        codeAttempts: Int = 0, withdrawnAt: Date? = nil
+        codeAttempts: Int = 0, withdrawnAt: Date? = nil, storedReason: StatusReason? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -117,6 +125,7 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.newDevice = newDevice
         self.codeAttempts = codeAttempts
         self.withdrawnAt = withdrawnAt
+        self.storedReason = storedReason
     }
 
     /// The status at `now`: a pending event past its window is expired.
@@ -130,6 +139,7 @@ public struct ApprovalEvent: Sendable, Equatable {
     /// Why the event ended as it did, when that was neither a device's
     /// decision nor its window running out.
     public var statusReason: StatusReason? {
+        if let storedReason { return storedReason }
         if withdrawnAt != nil { return .withdrawn }
         if storedStatus == .rejected, decidedBy == nil, wrongMatches > 0 { return .tooManyWrongMatches }
         return nil

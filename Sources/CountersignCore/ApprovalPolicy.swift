@@ -22,6 +22,8 @@ public struct ApprovalPolicy: Sendable {
     public var eventTokenLifetime: TimeInterval
     /// The longest a long-poll is held.
     public var maxWait: TimeInterval
+    /// What a "this wasn't me" answer does to the user's requests.
+    public var fraudProtection = FraudProtection()
 
     public init(
         window: TimeInterval = 60, maxPendingPerUser: Int = 3, maxWrongMatches: Int = 3, proofLeeway: TimeInterval = 60,

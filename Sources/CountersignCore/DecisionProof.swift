@@ -6,6 +6,9 @@ public import JWTKit
 public enum Verdict: String, Codable, Sendable, CaseIterable {
     case approve
     case reject
+    /// "This wasn't me": a rejection that also protects the user for a
+    /// while (``FraudProtection``).
+    case fraud
 }
 
 /// Claims of a decision: a compact JWS a trusted device signs to approve or
@@ -15,7 +18,7 @@ public struct DecisionClaims: JWTPayload, Equatable {
     public var evt: String
     /// The per-event server nonce the broker showed in the inbox.
     public var nonce: String
-    /// `approve` or `reject`.
+    /// `approve`, `reject` or `fraud`.
     public var decision: Verdict
     /// The number the user typed from the requester's screen; required to
     /// approve an event that asks for number matching.

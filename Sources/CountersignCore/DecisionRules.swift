@@ -4,6 +4,8 @@ public import Foundation
 public enum DecisionOutcome: Sendable, Equatable {
     /// Record the verdict; the event is settled.
     case settle(EventStatus)
+    /// Reject the event as fraud, and protect its user (``FraudProtection``).
+    case reportFraud
     /// The number typed was wrong; count it, and reject the event if it was
     /// the last try.
     case wrongMatch
@@ -34,6 +36,8 @@ public enum DecisionRules {
         switch claims.decision {
         case .reject:
             return .settle(.rejected)
+        case .fraud:
+            return .reportFraud
         case .approve:
             guard let expected = event.matchNumber else { return .settle(.approved) }
             guard let given = claims.match else { return .refused(.matchRequired) }

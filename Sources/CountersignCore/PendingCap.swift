@@ -41,17 +41,26 @@ public enum PendingCap {
         public var userFromRequesters: [Date]
         /// From the same address, any user (empty for the backend).
         public var fromAddress: [Date]
+        /// Until when a fraud report protects the user, if it ever did.
+        public var protectedUntil: Date?
 
-        public init(sameRequester: [Date], userFromRequesters: [Date] = [], fromAddress: [Date] = []) {
+        public init(
+            sameRequester: [Date], userFromRequesters: [Date] = [], fromAddress: [Date] = [],
+            protectedUntil: Date? = nil
+        ) {
             self.sameRequester = sameRequester
             self.userFromRequesters = userFromRequesters
             self.fromAddress = fromAddress
+            self.protectedUntil = protectedUntil
         }
     }
 
     /// Which limit a new event would pass.
     public enum Limit: Sendable, Equatable {
         case perUser, perUserFromRequesters, perAddress
+        /// The user reported a request as fraud a short while ago
+        /// (``FraudProtection``): requesters wait.
+        case userProtected
 
         /// What the refusal says.
         public var message: String {
@@ -59,6 +68,8 @@ public enum PendingCap {
             case .perUser: "too many pending events for this user"
             case .perUserFromRequesters: "too many pending events for this user from requesters"
             case .perAddress: "too many pending events from this address"
+            case .userProtected:
+                "this user reported a request as not theirs; new requests are refused for a while"
             }
         }
     }
@@ -73,6 +84,9 @@ public enum PendingCap {
     public static func decide(_ open: Open, for requester: PendingRequester, limits: PendingLimits, now: Date)
         -> Verdict
     {
+        if case .requester = requester, let until = open.protectedUntil, until > now {
+            return .refuse(.userProtected, retryAfter: max(1, Int(until.timeIntervalSince(now).rounded(.up))))
+        }
         var checks: [(Limit, [Date], Int)] = [(.perUser, open.sameRequester, limits.perUser)]
         if case .requester = requester {
             checks += [

@@ -79,6 +79,16 @@ public enum WireJSON {
             close()
         }
 
+        public mutating func field(_ name: StaticString, _ values: [String]) {
+            key(name)
+            bytes.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                WireJSON.append(string: value, to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        }
+
         public mutating func field(_ name: StaticString, _ values: [some WireJSONWritable]) {
             key(name)
             bytes.append(UInt8(ascii: "["))

@@ -189,6 +189,17 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            "v14-fraud-reports",
+            [
+                "ALTER TABLE events ADD COLUMN status_reason text",
+                """
+                CREATE TABLE user_protections (
+                    issuer text NOT NULL, client_user_id text NOT NULL, until double precision NOT NULL,
+                    PRIMARY KEY (issuer, client_user_id))
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -50,14 +50,16 @@ extension PostgresStore {
                     AS same_requester,
                 array(SELECT expires_at FROM open WHERE \(address)::text IS NOT NULL AND issuer = \(event.issuer)
                     AND client_user_id = \(event.clientUserID)) AS user_from_requesters,
-                array(SELECT expires_at FROM open WHERE ip = \(address)) AS from_address
+                array(SELECT expires_at FROM open WHERE ip = \(address)) AS from_address,
+                (SELECT until FROM user_protections WHERE \(address)::text IS NOT NULL
+                    AND issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)) AS protected_until
             """, logger: logger)
         func dates(_ column: String) throws -> [Date] {
             try (row?.value(column, as: [Double].self) ?? []).map(Date.init(timeIntervalSince1970:))
         }
         return PendingCap.Open(
             sameRequester: try dates("same_requester"), userFromRequesters: try dates("user_from_requesters"),
-            fromAddress: try dates("from_address"))
+            fromAddress: try dates("from_address"), protectedUntil: try row?.optionalDate("protected_until"))
     }
 
     public func insertEvent(_ event: ApprovalEvent) async throws {
@@ -97,20 +99,81 @@ extension PostgresStore {
 
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         let logger = logger
+        // A transaction, not the one statement alone: the webhook messages
+        // the decision makes are written with it.
+        return try await readCommittedWrite { db in
+            let event = try await Self.settle(id: id, decision: decision, reason: nil, now: now, in: db, logger: logger)
+            try await Self.announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
+            if decision.status == .approved, let device = decision.enrolls {
+                // A duplicate key throws alreadyExists and rolls the decision back.
+                try await Self.enroll(
+                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db,
+                    logger: logger)
+            }
+            return event
+        }
+    }
+
+    public func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
+        -> FraudReport
+    {
+        let logger = logger
+        let t = now.seconds
+        return try await readCommittedWrite { db in
+            // The user's lock, which a new pending event of theirs takes
+            // too: none is opened between the rejections and the protection.
+            if let user = try await db.row(
+                "SELECT issuer, client_user_id FROM events WHERE id = \(id)", logger: logger)
+            {
+                let key =
+                    try user.value("issuer", as: String.self) + "\n" + user.value("client_user_id", as: String.self)
+                try await db.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
+            }
+            let reported = try await Self.settle(
+                id: id, decision: decision, reason: .fraudReported, now: now, in: db, logger: logger)
+            let rejected = try await db.rows(
+                """
+                UPDATE events SET status = 'rejected', status_reason = \(StatusReason.userProtected.rawValue),
+                    decided_at = \(t), updated_at = \(t)
+                WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID)
+                  AND status = 'pending' AND expires_at > \(t) AND withdrawn_at IS NULL
+                RETURNING *
+                """, logger: logger
+            ).map(Self.event(row:)).sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+            for event in rejected { try await db.notify(WakeKey.event(event.id), logger: logger) }
+            let until =
+                try await db.row(
+                    """
+                    INSERT INTO user_protections (issuer, client_user_id, until)
+                    VALUES (\(reported.issuer), \(reported.clientUserID), \(protectUntil.seconds))
+                    ON CONFLICT (issuer, client_user_id)
+                    DO UPDATE SET until = greatest(user_protections.until, excluded.until)
+                    RETURNING until
+                    """, logger: logger
+                )?.date("until") ?? protectUntil
+            let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
+            try await Self.announce(
+                [WebhookNotice.fraud(report, now: now)]
+                    + ([reported] + rejected).compactMap { WebhookNotice.decided($0, now: now) }, into: db,
+                logger: logger)
+            return report
+        }
+    }
+
+    /// A decision's conditional write, in the caller's transaction: the
+    /// decision's id spent first (nothing is settled by a replay), the
+    /// deciding device's row locked (a revocation in progress is waited for
+    /// and then seen), and the event changed only if it is still pending on
+    /// its newest version, so of two decisions only the first changes it.
+    /// The wake-up goes out at commit.
+    static func settle(
+        id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: PostgresConnection,
+        logger: Logger
+    ) async throws -> ApprovalEvent {
         let t = now.seconds
         let spends = decision.spends
-        // READ COMMITTED with row locks instead of SERIALIZABLE, whose
-        // page-level predicate locks made unrelated decisions fail each
-        // other, some of them on every retry. The decision's id is spent
-        // first, and nothing is settled by a replay. The device row is
-        // locked: a revocation in progress is waited for and then seen, and
-        // one that starts later waits for this decision. The UPDATE's
-        // condition is checked again on the newest version of the event
-        // row, so of two decisions on one event only the first changes it.
-        // The wake-up is sent only if it did, at commit. The one row says
-        // what happened: the event if it was settled, else whether the id
-        // was spent.
-        let settle: PostgresQuery = """
+        let row = try await db.row(
+            """
             WITH spent AS (
                 INSERT INTO proof_ids (device_id, jti, expires_at)
                 SELECT \(spends?.deviceID), \(spends?.jti), \(spends?.expiresAt.seconds) WHERE \(spends?.jti)::text IS NOT NULL
@@ -123,7 +186,7 @@ extension PostgresStore {
             ), settled AS (
                 UPDATE events
                 SET status = \(decision.status.rawValue), decided_by = \(decision.deviceID), decided_at = \(t),
-                    decision = \(decision.jws), updated_at = \(t)
+                    decision = \(decision.jws), updated_at = \(t), status_reason = \(reason?.rawValue)
                 FROM device
                 WHERE events.id = \(id) AND events.status = 'pending' AND events.expires_at > \(t)
                   AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id
@@ -134,32 +197,12 @@ extension PostgresStore {
             )
             SELECT settled.*, (SELECT count(*) FROM spent) AS spent, (SELECT count(*) FROM woken) AS notified
             FROM (SELECT 1) AS one LEFT JOIN settled ON true
-            """
-        /// The event if the statement settled it; nil if it settled
-        /// nothing, `replayed` if that was for a used decision id.
-        @Sendable func settled(_ row: PostgresRandomAccessRow?) throws -> ApprovalEvent? {
-            guard let row else { return nil }
-            if try row.value("id", as: String?.self) != nil { return try Self.event(row: row) }
-            if let spends, try row.value("spent", as: Int64.self) == 0 {
-                throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
-            }
-            return nil
+            """, logger: logger)
+        if let row, try row.value("id", as: String?.self) != nil { return try event(row: row) }
+        if let spends, let row, try row.value("spent", as: Int64.self) == 0 {
+            throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
         }
-        // A transaction, not the one statement alone: the webhook messages
-        // the decision makes are written with it.
-        return try await readCommittedWrite { db in
-            guard let event = try settled(try await db.row(settle, logger: logger)) else {
-                try await Self.refusal(ofChangeTo: id, in: db, logger: logger)
-            }
-            try await Self.announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
-            if decision.status == .approved, let device = decision.enrolls {
-                // A duplicate key throws alreadyExists and rolls the decision back.
-                try await Self.enroll(
-                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db,
-                    logger: logger)
-            }
-            return event
-        }
+        try await refusal(ofChangeTo: id, in: db, logger: logger)
     }
 
     public func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
@@ -265,6 +308,7 @@ extension PostgresStore {
             newDevice: try row.value("new_device", as: String?.self).map {
                 try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8))
             },
-            codeAttempts: try row.value("code_attempts"), withdrawnAt: try row.optionalDate("withdrawn_at"))
+            codeAttempts: try row.value("code_attempts"), withdrawnAt: try row.optionalDate("withdrawn_at"),
+            storedReason: try row.value("status_reason", as: String?.self).flatMap(StatusReason.init(rawValue:)))
     }
 }

@@ -186,6 +186,7 @@ extension PostgresStore {
                 RETURNING 1
                 """,
                 "DELETE FROM outbox WHERE state <> 'queued' AND finished_at < \(eventCutoff) RETURNING 1",
+                "DELETE FROM user_protections WHERE until < \(now.seconds) RETURNING 1",
             ] {
                 removed += try await db.run(query, logger: logger)
             }

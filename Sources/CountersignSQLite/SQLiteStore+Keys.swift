@@ -164,6 +164,9 @@ extension SQLiteStore {
                 sql: "DELETE FROM outbox WHERE state <> 'queued' AND finished_at < ?",
                 arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
             removed += db.changesCount
+            try db.execute(
+                sql: "DELETE FROM user_protections WHERE until < ?", arguments: [now.timeIntervalSince1970])
+            removed += db.changesCount
             return removed
         }
     }

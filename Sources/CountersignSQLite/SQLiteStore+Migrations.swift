@@ -258,6 +258,16 @@ extension SQLiteStore {
                     WHERE status = 'pending' AND expiry_announced = 0 AND withdrawn_at IS NULL
                     """)
         }
+        migrator.registerMigration("v14-fraud-reports") { db in
+            // Why an event ended, when that is written rather than derived.
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN status_reason TEXT")
+            try db.execute(
+                sql: """
+                    CREATE TABLE user_protections (
+                        issuer TEXT NOT NULL, client_user_id TEXT NOT NULL, until REAL NOT NULL,
+                        PRIMARY KEY (issuer, client_user_id))
+                    """)
+        }
         return migrator
     }
 }

@@ -140,7 +140,8 @@ public protocol CountersignStore: Sendable {
     /// Inserts a pending event asked for by `requester`, unless the pending
     /// events unexpired at `now` that ``PendingCap`` counts it with are at a
     /// limit; then throws `limitReached(retryAfter:)` with the seconds until
-    /// there is room. Instances sharing the store share the limits: the
+    /// there is room. A requester's event for a user protected by a fraud
+    /// report is refused with `userProtected(retryAfter:)`. Instances sharing the store share the limits: the
     /// count and the insert are one step for the user and the address.
     /// A requester's event is counted by its `ip`, which is the address.
     ///
@@ -177,6 +178,18 @@ public protocol CountersignStore: Sendable {
     /// the event cannot be settled (`conflict`, `notFound`) the id may stay
     /// recorded; such an event can never be settled by it anyway.
     func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent
+
+    /// Rejects a pending event as fraud ("this wasn't me"), in one
+    /// transaction: the same conditions and spent id as
+    /// ``settleEvent(id:decision:now:)`` (`decision.status` is `rejected`),
+    /// its reason `fraud_reported`; every other pending, unexpired event of
+    /// the user is rejected too (reason `user_protected`, no deciding
+    /// device), and the user is protected until `protectUntil` (or later,
+    /// if an earlier report said so): ``insertPendingEvent`` refuses
+    /// requesters' events for them with `userProtected` until then.
+    /// Wakes every rejected event's waiters.
+    func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
+        -> FraudReport
 
     /// Counts one wrong match number on a pending, unexpired event; the
     /// `maxWrong`-th one rejects it (with no deciding device). `conflict` if
@@ -326,8 +339,8 @@ public protocol CountersignStore: Sendable {
     /// Deletes replay-cache entries, enrollment tokens and refresh tokens
     /// expired before `now`, verifications older than a day, and settled or
     /// expired events whose window ended before `eventsEndedBefore`, and
-    /// outbox messages that finished before `eventsEndedBefore`.
-    /// Returns how many rows went.
+    /// outbox messages that finished before `eventsEndedBefore`, and fraud
+    /// protections that ended before `now`. Returns how many rows went.
     @discardableResult
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
 }

@@ -12,7 +12,11 @@ extension ChallengeStart {
 
 extension PendingCap.Verdict {
     public func orThrow() throws {
-        if case .refuse(let limit, let retryAfter) = self {
+        switch self {
+        case .admit: return
+        case .refuse(.userProtected, let retryAfter):
+            throw StoreError(.userProtected(retryAfter: retryAfter), PendingCap.Limit.userProtected.message)
+        case .refuse(let limit, let retryAfter):
             throw StoreError(.limitReached(retryAfter: retryAfter), limit.message)
         }
     }

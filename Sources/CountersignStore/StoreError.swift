@@ -18,6 +18,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case conflict
         /// A per-user limit is reached; retry after the given seconds.
         case limitReached(retryAfter: Int)
+        /// The user reported fraud a short while ago; requesters retry
+        /// after the given seconds.
+        case userProtected(retryAfter: Int)
         /// The database itself failed; the message says how.
         case backend
     }

@@ -253,13 +253,16 @@ extension Fixture {
     }
 
     /// The webhook messages to an endpoint, oldest first: each one's type,
-    /// and the id of the event or device it is about.
+    /// and the id of the event (for a fraud report, the reported one) or
+    /// device it is about.
     static func webhooks(in store: any CountersignStore, to endpointID: String) async throws
         -> [(type: String, subject: String, at: Date)]
     {
         struct Body: Decodable {
             struct Data: Decodable {
+                struct Event: Decodable { let ID: String }
                 let ID: String?
+                let reported: Event?
                 let device_id: String?
             }
             let type: String
@@ -267,7 +270,7 @@ extension Fixture {
         }
         return try await store.outboxMessages(targets: [endpointID], state: nil, limit: 100).reversed().map {
             let body = try JSONDecoder().decode(Body.self, from: $0.payload)
-            return (body.type, body.data.ID ?? body.data.device_id ?? "", $0.createdAt)
+            return (body.type, body.data.ID ?? body.data.reported?.ID ?? body.data.device_id ?? "", $0.createdAt)
         }
     }
 }

@@ -14,7 +14,11 @@ extension DeviceAgent {
                 requests are listed to choose from, newest last. A request that is withdrawn or \
                 expires while you are asked is dropped, and said so. `--watch` keeps waiting for \
                 more, and rides out a broker restart or a dropped connection. `--event ID --yes \
-                --match N` (or `--reject`) answers without asking.
+                --match N` (or `--reject`, `--report-fraud`) answers without asking.
+
+                Answer f ("this wasn't me") to a request you did not make: it is rejected, every \
+                other request waiting for you is rejected too, and for a while (15 minutes by \
+                default) nobody can send you new ones with only the app's key id; the app is told.
 
                 Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
                 5 no pending request arrived in time; 64 bad command line.
@@ -34,6 +38,9 @@ extension DeviceAgent {
         @Flag(help: "Reject without asking (with --event).")
         var reject = false
 
+        @Flag(help: "Reject as \"this wasn't me\" without asking (with --event); see above.")
+        var reportFraud = false
+
         @Option(help: "The number the requesting machine shows.")
         var match: String?
 
@@ -44,8 +51,12 @@ extension DeviceAgent {
         var notify = false
 
         func validate() throws {
-            guard !(yes && reject) else { throw ValidationError("choose --yes or --reject, not both") }
-            if yes || reject, event == nil { throw ValidationError("--yes and --reject need --event ID") }
+            guard [yes, reject, reportFraud].filter({ $0 }).count <= 1 else {
+                throw ValidationError("choose one of --yes, --reject and --report-fraud")
+            }
+            if yes || reject || reportFraud, event == nil {
+                throw ValidationError("--yes, --reject and --report-fraud need --event ID")
+            }
             guard timeout >= 0 else { throw ValidationError("--timeout must be ≥ 0") }
         }
 
@@ -102,7 +113,7 @@ extension DeviceAgent {
                     seen.insert(item.event.ID)
                     let outcome = try await Answering(
                         item: item, client: client, credential: credential,
-                        verdict: yes ? .approve : reject ? .reject : nil,
+                        verdict: yes ? .approve : reject ? .reject : reportFraud ? .fraud : nil,
                         match: match
                     ).run()
                     if outcome != .gone, !watch { return }
@@ -277,11 +288,14 @@ struct Answering {
     private func answer(live: LiveLine) async throws -> Outcome {
         var verdict = self.verdict
         while verdict == nil {
-            guard let reply = try await ask("Approve this request? [y/n] ", live: live)?.lowercased()
-            else { throw AgentFailure("no answer on standard input; use --event ID --yes|--reject") }
+            guard
+                let reply = try await ask(
+                    "Approve this request? [y]es, [n]o, or [f] this wasn't me: ", live: live)?.lowercased()
+            else { throw AgentFailure("no answer on standard input; use --event ID --yes|--reject|--report-fraud") }
             if ["y", "yes"].contains(reply) { verdict = .approve }
             if ["n", "no"].contains(reply) { verdict = .reject }
-            if verdict == nil { live.say("Please answer y or n.") }
+            if ["f", "fraud"].contains(reply) { verdict = .fraud }
+            if verdict == nil { live.say("Please answer y, n or f.") }
         }
         let pairing = item.newDevice != nil
         let prompt = pairing ? "Pairing code shown on the new machine: " : "Number shown on the requesting machine: "
@@ -304,7 +318,14 @@ struct Answering {
             do {
                 let decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
                 live.stop()
-                print(decided.status == .approved ? "Approved." : "Rejected.")
+                if decided.statusReason == .fraudReported {
+                    print(
+                        "Rejected and reported as not yours. Your other waiting requests are rejected too, and "
+                            + "new ones from requesters are refused for a while. If someone has your password, "
+                            + "change it.")
+                } else {
+                    print(decided.status == .approved ? "Approved." : "Rejected.")
+                }
                 return decided.status == .approved ? .approved : .rejected
             } catch let error as CountersignError where error.code == "wrong_match" && self.verdict == nil {
                 // Asked again while tries remain; the broker counts them and

@@ -22,7 +22,8 @@ extension DeviceAgent {
                 Exit codes: 0 approved; 1 error (broker unreachable, refused request); \
                 3 rejected on a trusted device (or a wrong number typed there three times); 4 expired: \
                 nobody decided within the window; 5 the code was refused (wrong, used, or too many \
-                tries); 64 bad command line; 130 interrupted (Ctrl-C) and 143 stopped (SIGTERM), \
+                tries); 6 refused for now: the user answered a recent request with "this wasn't me", \
+                and requests are refused for a while (it says until when); 64 bad command line; 130 interrupted (Ctrl-C) and 143 stopped (SIGTERM), \
                 after withdrawing the request.
 
                 Ctrl-C, SIGTERM or a refused code withdraws the pending request: no trusted device \
@@ -52,6 +53,25 @@ extension DeviceAgent {
             if pin, !trust { throw ValidationError("--pin goes with --trust") }
         }
 
+        /// A new login request; a user protected by a fraud report is said so
+        /// (exit 6), with when to try again.
+        private func requestLogin(_ client: CountersignClient, user: String, console: Console) async throws
+            -> EventTicket
+        {
+            do {
+                return try await client.requestLogin(
+                    user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
+            } catch let error as CountersignError where error.code == "user_protected" {
+                let wait =
+                    error.retryAfter.map { " Try again in \($0 >= 120 ? "\($0 / 60) minutes" : "\($0) seconds")." }
+                    ?? ""
+                console.say(
+                    "Refused: \(shown(user)) answered a recent request with \"this wasn't me\", so new requests "
+                        + "are refused for a while.\(wait) If that request was yours, say so to the account's owner.")
+                throw ExitCode(6)
+            }
+        }
+
         func run() async throws {
             let (broker, apiKey, user) = try account.account()
             let client = CountersignClient(broker: broker, apiKeyID: apiKey, userAgent: DeviceAgent.userAgent)
@@ -68,8 +88,7 @@ extension DeviceAgent {
                 outcome = try await client.loginAsTrustedDevice(credential).event
                 console.say("This machine is a trusted device of \(shown(user)): approved.")
             } else if let code {
-                let ticket = try await client.requestLogin(
-                    user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
+                let ticket = try await requestLogin(client, user: user, console: console)
                 do {
                     outcome = try await client.submitCode(code, for: ticket)
                 } catch let error as CountersignError where error.status == 422 || error.status == 429 {
@@ -84,8 +103,7 @@ extension DeviceAgent {
             } else {
                 let signals = SignalWatch([SIGINT, SIGTERM])
                 defer { signals.stop() }
-                let ticket = try await client.requestLogin(
-                    user: user, requesterName: name ?? ProcessInfo.processInfo.hostName)
+                let ticket = try await requestLogin(client, user: user, console: console)
                 console.say("Login request \(shown(ticket.event.ID)) sent to \(shown(user))'s trusted devices.")
                 if let number = ticket.matchNumber {
                     console.say("Match number: \(shown(number))")
@@ -112,6 +130,13 @@ extension DeviceAgent {
             case .rejected where outcome.statusReason == .tooManyWrongMatches:
                 console.say("Rejected: a wrong number was typed three times on the trusted device.")
                 console.say("If that was you, try again and type the number this machine shows.")
+                throw ExitCode(3)
+            case .rejected where outcome.statusReason == .fraudReported:
+                console.say("Rejected: the trusted device's owner said this request was not theirs.")
+                throw ExitCode(3)
+            case .rejected where outcome.statusReason == .userProtected:
+                console.say(
+                    "Rejected: \(shown(user)) reported another request as not theirs, which rejected this one too.")
                 throw ExitCode(3)
             case .rejected:
                 console.say("Rejected on a trusted device.")

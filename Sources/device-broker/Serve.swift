@@ -30,6 +30,14 @@ extension DeviceBroker {
         var approvalWindow: DurationArgument = DurationArgument(seconds: 60)
 
         @Option(
+            help: ArgumentHelp(
+                "After a \"this wasn't me\" answer, how long requesters cannot open requests for that user.",
+                discussion:
+                    "The user's other pending requests are rejected at once; the app backend's own requests (made with its secret) still go through."
+            ))
+        var fraudProtection = DurationArgument(seconds: FraudProtection.defaultDuration)
+
+        @Option(
             help: """
                 Pending requests one user may have at once: of the app backend's own, and of requesters' \
                 (the API key id alone) from one address.
@@ -148,6 +156,9 @@ extension DeviceBroker {
             guard approvalWindow.seconds >= 1, approvalWindow.seconds <= 600 else {
                 throw ValidationError("--approval-window must be between 1s and 10m")
             }
+            guard fraudProtection.seconds >= 1, fraudProtection.seconds <= 7 * 86400 else {
+                throw ValidationError("--fraud-protection must be between 1s and 7d")
+            }
             guard codeLifetime.seconds >= 60, codeLifetime.seconds <= 1800 else {
                 throw ValidationError("--code-lifetime must be between 1m and 30m")
             }
@@ -174,6 +185,7 @@ extension DeviceBroker {
             MetricsSystem.bootstrap(BrokerMetrics.factory(for: registry))
             var policy = ApprovalPolicy()
             policy.window = approvalWindow.seconds
+            policy.fraudProtection = FraudProtection(duration: fraudProtection.seconds)
             policy.maxPendingPerUser = maxPending
             policy.maxRequesterPendingPerUser = maxRequesterPending
             policy.maxPendingPerAddress = maxPendingPerAddress

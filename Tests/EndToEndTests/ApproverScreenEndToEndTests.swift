@@ -37,7 +37,7 @@ struct ApproverScreenEndToEndTests {
                 "--sql", database, plant,
                 "--sql", database,
                 "UPDATE api_keys SET name = 'demo' || char(27) || '[8m' WHERE id = '\(broker.apiKeyID)'",
-                "--answer", "Approve this request? [y/n]", "n",
+                "--answer", "Approve this request? [y]es, [n]o, or [f] this wasn't me:", "n",
                 "--", agent, "approve", "--event", id, "--timeout", "60", "--broker", broker.url,
                 "--api-key", broker.apiKeyID, "--user", "alice", "--config-dir", machine.path,
             ])

@@ -96,7 +96,8 @@ struct LiveBroker {
     }
 
     private static func serve(port: Int, arguments: [String], openFileLimit: Int?) async throws -> RunningProcess {
-        let serve = ["serve", "--port", String(port), "--log-level", "warning"] + arguments
+        let quiet = arguments.contains("--log-level") ? [] : ["--log-level", "warning"]
+        let serve = ["serve", "--port", String(port)] + quiet + arguments
         // prlimit sets the limit and execs the broker: the same process.
         let process =
             try openFileLimit.map {

@@ -274,6 +274,16 @@ struct WebApproverBrowserTests {
             // Nobody answers: the card says it expired.
             try await Self.waitForOutcome(browser, wrong.event.ID, "Expired")
 
+            // "This wasn't me" on one request: it and the other waiting one end.
+            let bombed = try await broker.backend.requestApproval(user: "alice", details: "Pay 999 EUR")
+            let alsoWaiting = try await broker.backend.requestApproval(user: "alice", details: "Pay 998 EUR")
+            try await browser.waitFor(element: Self.card(alsoWaiting.event.ID))
+            try await Self.answer(browser, bombed.event.ID, number: nil, button: "fraud")
+            try await Self.waitForOutcome(browser, bombed.event.ID, "Reported as not yours")
+            try await Self.waitForOutcome(browser, alsoWaiting.event.ID, "No longer waiting")
+            #expect(try await broker.backend.event(id: bombed.event.ID).statusReason == .fraudReported)
+            #expect(try await broker.backend.event(id: alsoWaiting.event.ID).statusReason == .userProtected)
+
             // Another device of the user, removed from the page.
             try await browser.waitFor(text: "laptop")
             let devices = try await broker.backend.devices(user: "alice")

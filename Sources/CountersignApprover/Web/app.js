@@ -206,6 +206,11 @@ function requestCard(item) {
   });
   const approve = element("button", { text: "Approve", attributes: { type: "submit", name: "approve" } });
   const reject = element("button", { text: "Reject", className: "reject", attributes: { type: "button", name: "reject" } });
+  const fraud = element("button", {
+    text: "This wasn't me",
+    className: "fraud",
+    attributes: { type: "button", name: "fraud" },
+  });
   const form = element("form", {}, [
     ...(item.match_required
       ? [element("label", {
@@ -214,6 +219,7 @@ function requestCard(item) {
         }), number]
       : []),
     element("div", { className: "actions" }, [approve, reject]),
+    element("div", { className: "actions" }, [fraud]),
   ]);
   const card = element("article", { className: "card", attributes: { "data-event-id": event.ID } }, [
     element("div", { className: "card-title" }, [element("h3", { text: TITLES[event.event] ?? `${event.event} request` }), left]),
@@ -228,6 +234,7 @@ function requestCard(item) {
     answer(entry, "approve");
   };
   reject.onclick = () => answer(entry, "reject");
+  fraud.onclick = () => answer(entry, "fraud");
   return entry;
 }
 
@@ -269,11 +276,18 @@ async function answer(entry, verdict) {
   entry.error.textContent = "";
   try {
     await broker.decide(account, entry.item, verdict, match);
-    end(
-      entry,
-      verdict === "approve" ? "Approved. The requesting machine goes ahead." : "Rejected. The requesting machine is told so.",
-      verdict === "approve" ? "approved" : "rejected",
-    );
+    const outcomes = {
+      approve: ["Approved. The requesting machine goes ahead.", "approved"],
+      reject: ["Rejected. The requesting machine is told so.", "rejected"],
+      fraud: [
+        "Reported as not yours and rejected. Your other waiting requests are rejected too, and new ones are " +
+          "refused for a while. If someone may know your password, change it.",
+        "rejected",
+      ],
+    };
+    end(entry, ...outcomes[verdict]);
+    // The other requests it rejected show as ended on the next look.
+    if (verdict === "fraud") inboxWake?.();
   } catch (error) {
     if (!(error instanceof BrokerError)) {
       entry.error.textContent = `Could not sign the answer: ${error.message}`;

@@ -81,6 +81,22 @@ struct DecisionController {
             } catch let error as StoreError where error.code == .alreadyExists {
                 throw APIError.conflict("device_exists", "the key this pairing would add is enrolled already")
             }
+        case .reportFraud:
+            let report: FraudReport
+            do {
+                report = try await environment.store.reportFraud(
+                    id: event.id,
+                    decision: RecordedDecision(
+                        status: .rejected, deviceID: device.id, jws: jws, ip: ip, spends: spent),
+                    protectUntil: environment.policy.fraudProtection.until(reportedAt: now), now: now)
+            } catch let error as StoreError where error.code == .conflict {
+                throw try await conflict(eventID: event.id, now: now)
+            }
+            for other in report.alsoRejected {
+                environment.hub.notify(WakeHub.eventKey(other.id))
+                environment.metrics.decided(other)
+            }
+            return report.event
         case .wrongMatch:
             let after: ApprovalEvent
             do {

@@ -35,6 +35,9 @@ enum ErrorMapper {
         case .limitReached(let retryAfter):
             return APIError(
                 .tooManyRequests, "too_many_pending", error.message, headers: [.retryAfter: String(retryAfter)])
+        case .userProtected(let retryAfter):
+            return APIError(
+                .tooManyRequests, "user_protected", error.message, headers: [.retryAfter: String(retryAfter)])
         case .backend:
             context.logger.error("store failed", metadata: ["error": "\(error.message)"])
             return APIError(.serviceUnavailable, "store_unavailable", "the broker's store is unavailable")

@@ -58,6 +58,14 @@ public struct WebhookNotice: Sendable, Equatable {
             data: EventDocument(event, now: now, signature: nil))
     }
 
+    /// `fraud.reported`: the user answered a request with "this wasn't me";
+    /// each event it rejected has its own `event.rejected` besides.
+    public static func fraud(_ report: FraudReport, now: Date) -> WebhookNotice {
+        WebhookNotice(
+            apiKeyID: report.event.issuer, type: .fraudReported, eventID: report.event.id, at: now,
+            data: FraudData(report: report, now: now))
+    }
+
     /// `device.enrolled` or `device.removed`, from the audit record.
     public static func device(_ change: DeviceChange) -> WebhookNotice {
         WebhookNotice(
@@ -83,6 +91,20 @@ public struct WebhookNotice: Sendable, Equatable {
             object.field("data", data)
             object.field("timestamp", timestamp)
             object.field("type", type)
+        }
+    }
+
+    private struct FraudData: WireJSONWritable {
+        let report: FraudReport
+        let now: Date
+
+        func write(to object: inout WireJSON.Object) {
+            object.field("also_rejected", report.alsoRejected.map(\.id))
+            object.field("client_user_id", report.event.clientUserID)
+            object.field("device_id", report.event.decidedBy)
+            object.field("issuer", report.event.issuer)
+            object.field("protected_until", report.protectedUntil)
+            object.field("reported", EventDocument(report.event, now: now, signature: nil))
         }
     }
 

@@ -1,0 +1,36 @@
+public import Foundation
+
+/// What a fraud report ("this wasn't me") does beyond rejecting its event:
+/// every other pending event of the user is rejected at once, and for
+/// ``duration`` requesters (who need only the API key id) cannot open new
+/// ones for the user; the app backend, with its secret, still can. Someone
+/// bombing a user with prompts is stopped by the first report.
+public struct FraudProtection: Sendable, Equatable {
+    /// How long the user is protected after a report.
+    public var duration: TimeInterval
+
+    public static let defaultDuration: TimeInterval = 15 * 60
+
+    public init(duration: TimeInterval = FraudProtection.defaultDuration) {
+        self.duration = duration
+    }
+
+    /// Until when a report at `now` protects the user.
+    public func until(reportedAt now: Date) -> Date { now + duration }
+}
+
+/// A fraud report as a store records it, with what it changed.
+public struct FraudReport: Sendable, Equatable {
+    /// The reported event, now rejected.
+    public var event: ApprovalEvent
+    /// The user's other pending events it rejected.
+    public var alsoRejected: [ApprovalEvent]
+    /// Until when requesters cannot open events for the user.
+    public var protectedUntil: Date
+
+    public init(event: ApprovalEvent, alsoRejected: [ApprovalEvent], protectedUntil: Date) {
+        self.event = event
+        self.alsoRejected = alsoRejected
+        self.protectedUntil = protectedUntil
+    }
+}

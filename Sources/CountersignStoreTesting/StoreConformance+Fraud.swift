@@ -1,0 +1,112 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let fraudCases: [Case] = [
+        Case(name: "fraud: a report rejects the event and the user's other pending ones, and protects the user") {
+            store in
+            try await Fixture.apiKey("ck_app", in: store)
+            let endpoint = Fixture.endpoint()
+            try await store.insertWebhookEndpoint(endpoint)
+            let device = try await Fixture.enrolled(in: store)
+            let limits = PendingLimits(perUser: 5)
+            let bomb = Fixture.event()
+            let second = Fixture.event()
+            let withdrawn = Fixture.event()
+            let bobs = Fixture.event(user: "bob")
+            for event in [bomb, second, withdrawn, bobs] {
+                try await store.insertPendingEvent(
+                    event, by: .requester(address: "198.51.100.7"), limits: limits, announcing: [], now: Fixture.t0)
+            }
+            _ = try await store.withdrawEvent(id: withdrawn.id, now: Fixture.t0 + 1)
+            let spent = SpentProofID(jti: "decision:fraud-1", deviceID: device.id, expiresAt: Fixture.t0 + 600)
+            let report = try await store.reportFraud(
+                id: bomb.id,
+                decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws-fraud", spends: spent),
+                protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 2)
+            try check(
+                report.event.id == bomb.id && report.event.status(at: Fixture.t0 + 2) == .rejected
+                    && report.event.statusReason == .fraudReported && report.event.decidedBy == device.id
+                    && report.event.decision == "jws-fraud", "the reported event, rejected as fraud")
+            try check(report.alsoRejected.map(\.id) == [second.id], "the user's other pending event, not the withdrawn")
+            try check(report.protectedUntil == Fixture.t0 + 900, "protected until")
+            let other = try await store.event(id: second.id)
+            try check(
+                other?.storedStatus == .rejected && other?.statusReason == .userProtected && other?.decidedBy == nil,
+                "rejected with no deciding device, as protection")
+            try check(try await store.event(id: bobs.id)?.storedStatus == .pending, "another user's stays pending")
+            try check(try await store.event(id: withdrawn.id)?.statusReason == .withdrawn, "the withdrawn one stays")
+
+            // Requesters are refused until the protection ends; the backend is not.
+            try await checkThrows(.userProtected(retryAfter: 890), "a requester's new event while protected") {
+                try await store.insertPendingEvent(
+                    Fixture.event(at: Fixture.t0 + 10), by: .requester(address: "203.0.113.9"), limits: limits,
+                    announcing: [], now: Fixture.t0 + 10)
+            }
+            try await store.insertPendingEvent(
+                Fixture.event(at: Fixture.t0 + 10), by: .backend, limits: limits, announcing: [], now: Fixture.t0 + 10)
+            try await store.insertPendingEvent(
+                Fixture.event(user: "bob", at: Fixture.t0 + 10), by: .requester(address: "203.0.113.9"),
+                limits: limits, announcing: [], now: Fixture.t0 + 10)
+            try await store.insertPendingEvent(
+                Fixture.event(at: Fixture.t0 + 900), by: .requester(address: "203.0.113.9"), limits: limits,
+                announcing: [], now: Fixture.t0 + 900)
+
+            let sent = try await Fixture.webhooks(in: store, to: endpoint.id).filter { $0.at == Fixture.t0 + 2 }
+            try check(
+                sent.map { "\($0.type) \($0.subject)" }.sorted()
+                    == ["event.rejected \(bomb.id)", "event.rejected \(second.id)", "fraud.reported \(bomb.id)"]
+                    .sorted(), "\(sent.map(\.type))")
+            try await checkThrows(.replayed, "the same decision id again") {
+                try await store.reportFraud(
+                    id: second.id,
+                    decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws", spends: spent),
+                    protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 3)
+            }
+        },
+        Case(name: "fraud: a report on a decided event changes nothing; a later report never shortens protection") {
+            store in
+            let device = try await Fixture.enrolled(in: store)
+            let decided = Fixture.event()
+            let pending = Fixture.event()
+            for event in [decided, pending] {
+                try await store.insertPendingEvent(event, maxPending: 5, now: Fixture.t0)
+            }
+            _ = try await store.settleEvent(
+                id: decided.id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "jws"),
+                now: Fixture.t0 + 1)
+            try await checkThrows(.conflict, "a report on a decided event") {
+                try await store.reportFraud(
+                    id: decided.id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws"),
+                    protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 2)
+            }
+            try check(try await store.event(id: pending.id)?.storedStatus == .pending, "nothing else was rejected")
+            try await store.insertPendingEvent(
+                Fixture.event(at: Fixture.t0 + 3), by: .requester(address: "203.0.113.9"),
+                limits: PendingLimits(perUser: 5), announcing: [], now: Fixture.t0 + 3)
+            try await checkThrows(.notFound, "a report on an unknown event") {
+                try await store.reportFraud(
+                    id: "ev_none", decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws"),
+                    protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 2)
+            }
+            _ = try await store.reportFraud(
+                id: pending.id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws"),
+                protectUntil: Fixture.t0 + 2000, now: Fixture.t0 + 4)
+            let third = Fixture.event(at: Fixture.t0 + 5)
+            try await store.insertPendingEvent(third, maxPending: 5, now: Fixture.t0 + 5)
+            let report = try await store.reportFraud(
+                id: third.id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws"),
+                protectUntil: Fixture.t0 + 905, now: Fixture.t0 + 5)
+            try check(report.protectedUntil == Fixture.t0 + 2000, "the longer protection stands")
+            try check(
+                try await store.garbageCollect(now: Fixture.t0 + 1000, eventsEndedBefore: Fixture.t0) >= 0
+                    && true, "collected")
+            try await checkThrows(.userProtected(retryAfter: 1000), "still protected after a collection") {
+                try await store.insertPendingEvent(
+                    Fixture.event(at: Fixture.t0 + 1000), by: .requester(address: "203.0.113.9"),
+                    limits: PendingLimits(perUser: 5), announcing: [], now: Fixture.t0 + 1000)
+            }
+        },
+    ]
+}
