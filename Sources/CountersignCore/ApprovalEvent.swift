@@ -183,9 +183,10 @@ extension ApprovalEvent {
         String(Int.random(in: 100_000...999_999))
     }
 
-    /// A two-digit number for number matching, 10…99 so it never reads as one digit.
-    public static func newMatchNumber() -> String {
-        String(Int.random(in: 10...99))
+    /// A number for number matching of `digits` digits (2 or 6), never
+    /// starting with 0 so it never reads as a shorter one.
+    public static func newMatchNumber(digits: Int = 2) -> String {
+        digits >= 6 ? String(Int.random(in: 100_000...999_999)) : String(Int.random(in: 10...99))
     }
 }
 

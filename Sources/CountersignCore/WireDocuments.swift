@@ -103,22 +103,28 @@ public struct InboxItem: Codable, Sendable, Equatable {
     public var nonce: String
     /// Whether approving needs the number the requester shows.
     public var matchRequired: Bool
+    /// How many digits that number has (2, 6 for a pairing code or when
+    /// number matching hardened: ``MatchNumberRule``).
+    public var matchDigits: Int?
     /// For a pairing: the device an approval would add.
     public var newDevice: NewDeviceSummary?
 
     enum CodingKeys: String, CodingKey {
         case event, app, nonce
         case matchRequired = "match_required"
+        case matchDigits = "match_digits"
         case newDevice = "new_device"
     }
 
     public init(
-        event: EventDocument, app: String, nonce: String, matchRequired: Bool, newDevice: NewDeviceSummary? = nil
+        event: EventDocument, app: String, nonce: String, matchRequired: Bool, matchDigits: Int? = nil,
+        newDevice: NewDeviceSummary? = nil
     ) {
         self.event = event
         self.app = app
         self.nonce = nonce
         self.matchRequired = matchRequired
+        self.matchDigits = matchDigits
         self.newDevice = newDevice
     }
 }
@@ -276,6 +282,7 @@ extension InboxItem: WireJSONWritable {
     public func write(to object: inout WireJSON.Object) {
         object.field("app", app)
         object.field("event", event)
+        object.field("match_digits", matchDigits)
         object.field("match_required", matchRequired)
         object.field("new_device", newDevice)
         object.field("nonce", nonce)

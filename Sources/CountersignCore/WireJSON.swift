@@ -63,6 +63,12 @@ public enum WireJSON {
             if value { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }
         }
 
+        public mutating func field(_ name: StaticString, _ value: Int?) {
+            guard let value else { return }
+            key(name)
+            bytes.append(contentsOf: String(value).utf8)
+        }
+
         public mutating func field(_ name: StaticString, _ value: Date?) {
             guard let value else { return }
             key(name)

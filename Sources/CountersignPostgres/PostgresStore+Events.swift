@@ -62,6 +62,20 @@ extension PostgresStore {
             fromAddress: try dates("from_address"), protectedUntil: try row?.optionalDate("protected_until"))
     }
 
+    public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
+        let logger = logger
+        return try await read { db in
+            Int(
+                try await db.row(
+                    """
+                    SELECT count(*) AS rejected FROM events
+                    WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = 'rejected'
+                      AND decided_at >= \(since.seconds)
+                    """, logger: logger
+                )?.value("rejected", as: Int64.self) ?? 0)
+        }
+    }
+
     public func insertEvent(_ event: ApprovalEvent) async throws {
         let logger = logger
         try await readCommittedWrite { db in

@@ -46,6 +46,18 @@ extension SQLiteStore {
         }
     }
 
+    public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
+        try read { db in
+            try Int.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT count(*) FROM events
+                        WHERE issuer = ? AND client_user_id = ? AND status = 'rejected' AND decided_at >= ?
+                        """),
+                arguments: [issuer, clientUserID, since.timeIntervalSince1970]) ?? 0
+        }
+    }
+
     public func insertEvent(_ event: ApprovalEvent) async throws {
         try await write { db in
             try Self.insert(event, into: db, requestedBy: .backend)

@@ -155,6 +155,9 @@ public protocol CountersignStore: Sendable {
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
         now: Date
     ) async throws
+    /// How many of a user's events were rejected (by a device, a report,
+    /// or the last wrong number) at `since` or later.
+    func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int
     /// Inserts an event as it is (one that is settled at creation).
     func insertEvent(_ event: ApprovalEvent) async throws
     /// The event with this id, or nil.

@@ -65,6 +65,29 @@ extension StoreConformance {
                     protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 3)
             }
         },
+        Case(name: "rejections: a user's rejected events are counted from a time on, whoever rejected them") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let events = (0..<4).map { _ in Fixture.event() }
+            for event in events + [Fixture.event(user: "bob")] {
+                try await store.insertPendingEvent(event, maxPending: 10, now: Fixture.t0)
+            }
+            _ = try await store.settleEvent(
+                id: events[0].id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws"),
+                now: Fixture.t0 + 1)
+            _ = try await store.recordWrongMatch(id: events[1].id, maxWrong: 1, spending: nil, now: Fixture.t0 + 5)
+            _ = try await store.settleEvent(
+                id: events[2].id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "jws"),
+                now: Fixture.t0 + 6)
+            try check(
+                try await store.rejectedEvents(issuer: "ck_app", clientUserID: "alice", since: Fixture.t0) == 2,
+                "a device's rejection and the last wrong number")
+            try check(
+                try await store.rejectedEvents(issuer: "ck_app", clientUserID: "alice", since: Fixture.t0 + 2) == 1,
+                "only those at or after the time")
+            try check(
+                try await store.rejectedEvents(issuer: "ck_app", clientUserID: "bob", since: Fixture.t0) == 0,
+                "another user's")
+        },
         Case(name: "fraud: a report on a decided event changes nothing; a later report never shortens protection") {
             store in
             let device = try await Fixture.enrolled(in: store)

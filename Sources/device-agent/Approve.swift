@@ -299,7 +299,9 @@ struct Answering {
         }
         let pairing = item.newDevice != nil
         let prompt = pairing ? "Pairing code shown on the new machine: " : "Number shown on the requesting machine: "
-        let digits = pairing ? 6 : 2
+        // Six for a pairing code, and for a login once the user rejected
+        // several requests lately (the broker says how many).
+        let digits = item.matchDigits ?? (pairing ? 6 : 2)
         var number = match
         /// Asks until the reply is a number of the right length: anything
         /// else is asked again, without spending one of the broker's tries.

@@ -60,6 +60,29 @@ struct ApprovalEndToEndTests {
         #expect(event.status == .approved && event.decidedBy != nil)
     }
 
+    @Test("after three rejections the next login shows six digits, and approve asks for six")
+    func hardenedNumber() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machineA = try await broker.enrollMachine(name: "laptop-A")
+        let machineB = try temporaryDirectory("agent-B").appendingPathComponent("countersign")
+        for _ in 0..<MatchNumberRule.hardenAfter {
+            let (login, eventID, number) = try await broker.startLogin(machine: machineB)
+            #expect(number.count == 2)
+            let reject = try broker.agent(["approve", "--event", eventID, "--reject"], configDirectory: machineA)
+            #expect(try await reject.exitCode() == 0, "\(reject.text)")
+            #expect(try await login.exitCode() == 3)
+        }
+        let (login, _, number) = try await broker.startLogin(machine: machineB)
+        #expect(number.count == 6, "\(login.text)")
+        // Two digits are asked again, as any answer of the wrong length.
+        let approve = try broker.agent(
+            ["approve"], configDirectory: machineA, stdin: "y\n\(number.prefix(2))\n\(number)\n")
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("Type the 6 digits shown on the requesting machine."), "\(approve.text)")
+        #expect(try await login.exitCode() == 0, "\(login.text)")
+    }
+
     @Test("interactive approve: y, then the number typed at the prompt, with one wrong try")
     func interactiveApprove() async throws {
         let broker = try await LiveBroker.start()

@@ -201,7 +201,7 @@ struct LiveBroker {
     func startLogin(machine: URL, name: String = "machine-B") async throws -> (RunningProcess, String, String) {
         let login = try agent(["login", "--json", "--name", name], configDirectory: machine)
         let eventID = try await login.waitFor(#"Login request (ev_[A-Za-z0-9_-]+) sent"#)
-        let number = try await login.waitFor(#"Match number: (\d\d)"#)
+        let number = try await login.waitFor(#"Match number: (\d+)\b"#)
         return (login, eventID, number)
     }
 }

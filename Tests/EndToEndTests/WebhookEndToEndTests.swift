@@ -1,5 +1,6 @@
 import CountersignClient
 import CountersignCore
+import CountersignPostgresTesting
 import Foundation
 import Testing
 
@@ -203,6 +204,36 @@ struct WebhookEndToEndTests {
             $0.contains { $0.verified && $0.id == third[2].id }
         }
         #expect(retried.last?.answered == 204)
+    }
+
+    @Test("two instances on PostgreSQL: 200 changes, each message delivered once, whichever instance made it")
+    func twoInstancesDeliverOnce() async throws {
+        let database = try await TestPostgres.createDatabase()
+        let arguments = ["--max-pending", "250", "--approval-window", "5m"]
+        let a = try await LiveBroker.start(arguments: arguments, database: database)
+        let b = try await a.startInstance(arguments: arguments)
+        let receiver = try await WebhookReceiverProcess.start()
+        _ = try await a.enrollDevice()
+        let endpoint = try await Self.webhook(
+            a, ["set", a.apiKeyID, receiver.endpoint("app"), "--type", "event.created"])
+        try await receiver.configure("app", secrets: [try #require(endpoint.secret)])
+        var ids: [String] = []
+        for index in 0..<200 {
+            let broker = index % 2 == 0 ? a : b
+            ids.append(try await broker.backend.requestApproval(user: "alice", numberMatching: false).event.ID)
+        }
+        let received = try await receiver.waitUntil("200 messages", timeout: .seconds(180)) { $0.count >= 200 }
+        // Given time for a second send of any of them to show.
+        try await Task.sleep(for: .seconds(3))
+        let all = try await receiver.received()
+        receiver.stop()
+        a.stop()
+        b.stop()
+        try await TestPostgres.dropDatabase(database)
+        #expect(all.count == 200, "each message once, not \(all.count) in all")
+        #expect(all.allSatisfy { $0.verified && $0.answered == 204 })
+        #expect(Set(all.compactMap(\.id)).count == 200, "200 webhook-ids")
+        #expect(Set(received.compactMap { $0.body?.data.ID }) == Set(ids), "one per event")
     }
 
     @Test("webhook set refuses a URL that is not https (or http to loopback), and an unknown API key or type")

@@ -201,7 +201,7 @@ function requestCard(item) {
     className: "number",
     attributes: {
       id: fieldID, name: "match", inputmode: "numeric", autocomplete: "one-time-code", pattern: "[0-9]*",
-      maxlength: pairing ? "6" : "2", required: "",
+      maxlength: String(item.match_digits ?? (pairing ? 6 : 2)), required: "",
     },
   });
   const approve = element("button", { text: "Approve", attributes: { type: "submit", name: "approve" } });

@@ -77,7 +77,7 @@ struct InboxController {
             events: pending.map {
                 InboxItem(
                     event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
-                    nonce: $0.nonce, matchRequired: $0.matchNumber != nil,
+                    nonce: $0.nonce, matchRequired: $0.matchNumber != nil, matchDigits: $0.matchNumber?.count,
                     newDevice: $0.newDevice.map(NewDeviceSummary.init))
             })
     }

@@ -164,12 +164,19 @@ struct EventController {
         }
         let now = environment.now()
         let requesterToken = SecretToken.generate(bytes: 32)
+        let matchNumber: String?
+        if pairing != nil {
+            matchNumber = ApprovalEvent.newPairingCode()
+        } else if body.numberMatching == false {
+            matchNumber = nil
+        } else {
+            let rejected = try await environment.store.rejectedEvents(
+                issuer: key.id, clientUserID: user, since: now - MatchNumberRule.window)
+            matchNumber = ApprovalEvent.newMatchNumber(digits: MatchNumberRule.digits(rejectedRecently: rejected))
+        }
         let event = ApprovalEvent.pending(
             issuer: key.id, user: user, name: name, ip: ip, location: body.location, details: body.details,
-            requesterName: requesterName,
-            matchNumber: pairing != nil
-                ? ApprovalEvent.newPairingCode()
-                : body.numberMatching == false ? nil : ApprovalEvent.newMatchNumber(),
+            requesterName: requesterName, matchNumber: matchNumber,
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: pairing?.device, now: now,
             window: environment.policy.window)
         // The user's devices hear of it by push, if they asked to; the
