@@ -198,6 +198,12 @@ enum PostgresMigrations {
                     issuer text NOT NULL, client_user_id text NOT NULL, until double precision NOT NULL,
                     PRIMARY KEY (issuer, client_user_id))
                 """,
+                """
+                CREATE TABLE decision_records (
+                    event_id text PRIMARY KEY, issuer text NOT NULL, client_user_id text NOT NULL,
+                    decided_at double precision NOT NULL, document bytea NOT NULL)
+                """,
+                "CREATE INDEX decision_records_user ON decision_records (issuer, client_user_id, decided_at)",
             ]
         ),
     ]

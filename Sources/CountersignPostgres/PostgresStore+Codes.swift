@@ -88,7 +88,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             let settled = try await Self.afterConditionalWrite(id: eventID, changed: changed, in: db, logger: logger)
-            try await Self.announce(WebhookNotice.decided(settled, now: now), into: db, logger: logger)
+            try await Self.changed(settled, now: now, in: db, logger: logger)
             try await db.notify(WakeKey.event(eventID), logger: logger)
             return settled
         }

@@ -81,6 +81,7 @@ extension PostgresStore {
         try await readCommittedWrite { db in
             try await Self.insert(event, into: db, requestedBy: .backend, logger: logger)
             try await Self.announce(WebhookNotice.created(event, now: event.updatedAt), into: db, logger: logger)
+            try await Self.record(DecisionRecord(event, now: event.updatedAt), in: db, logger: logger)
         }
     }
 
@@ -117,7 +118,7 @@ extension PostgresStore {
         // the decision makes are written with it.
         return try await readCommittedWrite { db in
             let event = try await Self.settle(id: id, decision: decision, reason: nil, now: now, in: db, logger: logger)
-            try await Self.announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
+            try await Self.changed(event, now: now, in: db, logger: logger)
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
                 try await Self.enroll(
@@ -166,10 +167,8 @@ extension PostgresStore {
                     """, logger: logger
                 )?.date("until") ?? protectUntil
             let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
-            try await Self.announce(
-                [WebhookNotice.fraud(report, now: now)]
-                    + ([reported] + rejected).compactMap { WebhookNotice.decided($0, now: now) }, into: db,
-                logger: logger)
+            try await Self.announce([WebhookNotice.fraud(report, now: now)], into: db, logger: logger)
+            for event in [reported] + rejected { try await Self.changed(event, now: now, in: db, logger: logger) }
             return report
         }
     }
@@ -236,7 +235,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
-            try await Self.announce(WebhookNotice.decided(after, now: now), into: db, logger: logger)
+            try await Self.changed(after, now: now, in: db, logger: logger)
             try await db.notify(WakeKey.event(id), logger: logger)
             return after
         }
@@ -253,9 +252,44 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
-            try await Self.announce(WebhookNotice.decided(after, now: now), into: db, logger: logger)
+            try await Self.changed(after, now: now, in: db, logger: logger)
             try await db.notify(WakeKey.event(id), logger: logger)
             return after
+        }
+    }
+
+    /// What every change that closes an event writes with it: its webhook
+    /// notice and, for an approval or rejection, its decision record.
+    static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresConnection, logger: Logger) async throws {
+        try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
+        try await record(DecisionRecord(event, now: now), in: db, logger: logger)
+    }
+
+    static func record(_ decision: DecisionRecord?, in db: PostgresConnection, logger: Logger) async throws {
+        guard let decision else { return }
+        try await db.run(
+            """
+            INSERT INTO decision_records (event_id, issuer, client_user_id, decided_at, document)
+            VALUES (\(decision.eventID), \(decision.issuer), \(decision.clientUserID), \(decision.decidedAt.seconds),
+                \(decision.document))
+            ON CONFLICT (event_id) DO NOTHING
+            """, logger: logger)
+    }
+
+    public func decisionRecords(issuer: String, clientUserID: String, limit: Int) async throws -> [DecisionRecord] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT * FROM decision_records WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)
+                ORDER BY decided_at DESC, event_id DESC LIMIT \(limit)
+                """, logger: logger
+            ).map {
+                DecisionRecord(
+                    eventID: try $0.value("event_id"), issuer: try $0.value("issuer"),
+                    clientUserID: try $0.value("client_user_id"), decidedAt: try $0.date("decided_at"),
+                    document: try $0.value("document"))
+            }
         }
     }
 

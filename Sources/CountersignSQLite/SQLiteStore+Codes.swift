@@ -81,7 +81,7 @@ extension SQLiteStore {
                     AuthMethod.totp.rawValue, deviceID, t, t, eventID, t, device.issuer, device.clientUserID,
                 ])
             let settled = try Self.afterConditionalWrite(id: eventID, in: db)
-            try Self.announce(WebhookNotice.decided(settled, now: now), into: db)
+            try Self.changed(settled, now: now, in: db)
             return settled
         }
     }

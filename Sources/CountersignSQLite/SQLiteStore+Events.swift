@@ -62,6 +62,7 @@ extension SQLiteStore {
         try await write { db in
             try Self.insert(event, into: db, requestedBy: .backend)
             try Self.announce(WebhookNotice.created(event, now: event.updatedAt), into: db)
+            try Self.record(DecisionRecord(event, now: event.updatedAt), in: db)
         }
     }
 
@@ -119,7 +120,7 @@ extension SQLiteStore {
     public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
         try await write { db in
             let settled = try Self.settle(id: id, decision: decision, reason: nil, now: now, in: db)
-            try Self.announce(WebhookNotice.decided(settled, now: now), into: db)
+            try Self.changed(settled, now: now, in: db)
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
                 try Self.enroll(
@@ -167,9 +168,8 @@ extension SQLiteStore {
                     arguments: [reported.issuer, reported.clientUserID]) ?? protectUntil.timeIntervalSince1970
             let report = FraudReport(
                 event: reported, alsoRejected: rejected, protectedUntil: Date(timeIntervalSince1970: until))
-            try Self.announce(
-                [WebhookNotice.fraud(report, now: now)]
-                    + ([reported] + rejected).compactMap { WebhookNotice.decided($0, now: now) }, into: db)
+            try Self.announce([WebhookNotice.fraud(report, now: now)], into: db)
+            for event in [reported] + rejected { try Self.changed(event, now: now, in: db) }
             return report
         }
     }
@@ -215,7 +215,7 @@ extension SQLiteStore {
                     now.timeIntervalSince1970,
                 ])
             let after = try Self.afterConditionalWrite(id: id, in: db)
-            try Self.announce(WebhookNotice.decided(after, now: now), into: db)
+            try Self.changed(after, now: now, in: db)
             return after
         }
     }
@@ -232,8 +232,45 @@ extension SQLiteStore {
                     now.timeIntervalSince1970,
                 ])
             let after = try Self.afterConditionalWrite(id: id, in: db)
-            try Self.announce(WebhookNotice.decided(after, now: now), into: db)
+            try Self.changed(after, now: now, in: db)
             return after
+        }
+    }
+
+    /// What every change that closes an event writes with it: its webhook
+    /// notice and, for an approval or rejection, its decision record.
+    static func changed(_ event: ApprovalEvent, now: Date, in db: Database) throws {
+        try announce(WebhookNotice.decided(event, now: now), into: db)
+        try record(DecisionRecord(event, now: now), in: db)
+    }
+
+    static func record(_ decision: DecisionRecord?, in db: Database) throws {
+        guard let decision else { return }
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO decision_records (event_id, issuer, client_user_id, decided_at, document)
+                VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING
+                """
+        ).execute(arguments: [
+            decision.eventID, decision.issuer, decision.clientUserID, decision.decidedAt.timeIntervalSince1970,
+            decision.document,
+        ])
+    }
+
+    public func decisionRecords(issuer: String, clientUserID: String, limit: Int) async throws -> [DecisionRecord] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM decision_records WHERE issuer = ? AND client_user_id = ?
+                    ORDER BY decided_at DESC, event_id DESC LIMIT ?
+                    """,
+                arguments: [issuer, clientUserID, limit]
+            ).map {
+                DecisionRecord(
+                    eventID: $0["event_id"], issuer: $0["issuer"], clientUserID: $0["client_user_id"],
+                    decidedAt: Date(timeIntervalSince1970: $0["decided_at"]), document: $0["document"])
+            }
         }
     }
 

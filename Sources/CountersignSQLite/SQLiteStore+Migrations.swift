@@ -267,6 +267,15 @@ extension SQLiteStore {
                         issuer TEXT NOT NULL, client_user_id TEXT NOT NULL, until REAL NOT NULL,
                         PRIMARY KEY (issuer, client_user_id))
                     """)
+            // Decisions outlive their events (never garbage-collected).
+            try db.execute(
+                sql: """
+                    CREATE TABLE decision_records (
+                        event_id TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_user_id TEXT NOT NULL,
+                        decided_at REAL NOT NULL, document BLOB NOT NULL)
+                    """)
+            try db.execute(
+                sql: "CREATE INDEX decision_records_user ON decision_records (issuer, client_user_id, decided_at)")
         }
         return migrator
     }

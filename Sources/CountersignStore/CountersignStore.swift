@@ -79,6 +79,9 @@ public protocol CountersignStore: Sendable {
     /// log with `author`.
     func revokeDevice(id: String, issuer: String, clientUserID: String, author: ChangeAuthor, now: Date) async throws
         -> TrustedDevice
+    /// A user's decisions, newest first, at most `limit`: every approval and
+    /// rejection, written with it (``DecisionRecord``), never collected.
+    func decisionRecords(issuer: String, clientUserID: String, limit: Int) async throws -> [DecisionRecord]
     /// A user's device audit log, newest first, at most `limit` entries.
     /// It outlives the devices and is never garbage-collected.
     func deviceChanges(issuer: String, clientUserID: String, limit: Int) async throws -> [DeviceChange]

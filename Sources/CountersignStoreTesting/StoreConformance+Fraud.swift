@@ -88,6 +88,59 @@ extension StoreConformance {
                 try await store.rejectedEvents(issuer: "ck_app", clientUserID: "bob", since: Fixture.t0) == 0,
                 "another user's")
         },
+        Case(name: "decisions: every approval and rejection is recorded with its event, and outlives it") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let events = (0..<5).map { _ in Fixture.event() }
+            for event in events { try await store.insertPendingEvent(event, maxPending: 10, now: Fixture.t0) }
+            _ = try await store.settleEvent(
+                id: events[0].id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "jws-ok"),
+                now: Fixture.t0 + 1)
+            _ = try await store.recordWrongMatch(id: events[1].id, maxWrong: 1, spending: nil, now: Fixture.t0 + 2)
+            _ = try await store.withdrawEvent(id: events[2].id, now: Fixture.t0 + 3)
+            _ = try await store.reportFraud(
+                id: events[3].id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws-fraud"),
+                protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 4)
+            // A refused decision records nothing.
+            try await checkThrows(.conflict, "deciding a decided event") {
+                try await store.settleEvent(
+                    id: events[0].id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "x"),
+                    now: Fixture.t0 + 5)
+            }
+            struct Shown: Decodable {
+                let ID: String
+                let status: String
+                let decided_by: String?
+                let decision: String?
+                let status_reason: String?
+            }
+            func recorded() async throws -> [Shown] {
+                try await store.decisionRecords(issuer: "ck_app", clientUserID: "alice", limit: 10).map {
+                    try JSONDecoder().decode(Shown.self, from: $0.document)
+                }
+            }
+            let records = try await recorded()
+            try check(
+                records.map(\.ID) == [events[3].id, events[4].id, events[1].id, events[0].id]
+                    || records.map(\.ID) == [events[4].id, events[3].id, events[1].id, events[0].id],
+                "newest first, the withdrawn one not: \(records.map(\.ID))")
+            let approved = records.first { $0.ID == events[0].id }
+            try check(
+                approved?.status == "approved" && approved?.decided_by == device.id && approved?.decision == "jws-ok",
+                "who decided, with the signed decision")
+            try check(
+                records.first { $0.ID == events[3].id }?.status_reason == "fraud_reported"
+                    && records.first { $0.ID == events[4].id }?.status_reason == "user_protected"
+                    && records.first { $0.ID == events[1].id }?.status_reason == "too_many_wrong_matches",
+                "why each was rejected")
+            try check(
+                try await store.decisionRecords(issuer: "ck_app", clientUserID: "alice", limit: 2).count == 2, "limit")
+            try await store.garbageCollect(now: Fixture.t0 + 86400, eventsEndedBefore: Fixture.t0 + 86400)
+            try check(try await store.event(id: events[0].id) == nil, "the event is collected")
+            try check(try await recorded().count == 4, "its decision is kept")
+            try check(
+                try await store.decisionRecords(issuer: "ck_app", clientUserID: "bob", limit: 10).isEmpty,
+                "per user")
+        },
         Case(name: "fraud: a report on a decided event changes nothing; a later report never shortens protection") {
             store in
             let device = try await Fixture.enrolled(in: store)

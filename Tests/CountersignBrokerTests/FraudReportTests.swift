@@ -59,6 +59,39 @@ struct FraudReportTests {
         }
     }
 
+    @Test("the backend lists a user's decisions, with the signed JWS, after the events are gone; another app sees none")
+    func decisionsListed() async throws {
+        let broker = try await TestBroker()
+        let other = try await broker.addAPIKey(name: "other")
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let login = try await broker.requestLogin(client)
+            let item = try #require(
+                try await broker.inbox(client, alice.device).first { $0.event.ID == login.event.ID })
+            let rejection = try await alice.device.decision(on: item, .reject, match: nil, now: broker.clock.now)
+            #expect(try await broker.submit(client, eventID: login.event.ID, decision: rejection).status == .ok)
+            broker.clock.advance(by: 40 * 86400)
+            try await broker.store.garbageCollect(
+                now: broker.clock.now, eventsEndedBefore: broker.clock.now - 30 * 86400)
+            #expect(try await broker.store.event(id: login.event.ID) == nil, "the event is collected")
+            struct Decisions: Decodable { let decisions: [EventDocument] }
+            let listed = try await client.execute(
+                uri: "/api/v1/users/alice/decisions", method: .get, headers: broker.backendHeaders
+            ) { response in
+                #expect(response.status == .ok)
+                return try decode(Decisions.self, response)
+            }
+            #expect(listed.decisions.map(\.ID) == [login.event.ID])
+            #expect(
+                listed.decisions.first?.decision == rejection && listed.decisions.first?.decidedBy == alice.device.id)
+            let theirs = try await client.execute(
+                uri: "/api/v1/users/alice/decisions", method: .get,
+                headers: TestBroker.backend(other.id, other.secret)
+            ) { try decode(Decisions.self, $0) }
+            #expect(theirs.decisions.isEmpty)
+        }
+    }
+
     @Test(
         "a fraud report is a decision like the others: replayed, late, or on another user's event, it changes nothing")
     func refusals() async throws {

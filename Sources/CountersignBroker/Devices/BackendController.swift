@@ -13,6 +13,7 @@ struct BackendController {
             .get("users/:user/devices", use: listDevices)
             .delete("users/:user/devices/:device", use: revokeDevice)
             .get("users/:user/device-changes", use: listDeviceChanges)
+            .get("users/:user/decisions", use: listDecisions)
     }
 
     struct EventList: Encodable, Sendable { let events: [EventDocument] }
@@ -63,5 +64,23 @@ struct BackendController {
         let changes = try await environment.store.deviceChanges(
             issuer: context.apiKey.id, clientUserID: user, limit: limit)
         return JSONBody(DeviceChangeList(changes: changes.map(DeviceChangeDocument.init)))
+    }
+
+    /// The user's decisions, newest first: each event as it stood when it
+    /// was approved or rejected, kept after the event itself is collected.
+    @Sendable func listDecisions(_ request: Request, context: BackendRequestContext) async throws -> Response {
+        let user = try context.parameters.userID()
+        let records = try await environment.store.decisionRecords(
+            issuer: context.apiKey.id, clientUserID: user, limit: try request.limit())
+        // The documents as they were stored, as they are.
+        var body = ByteBuffer(string: #"{"decisions":["#)
+        for (index, record) in records.enumerated() {
+            if index > 0 { body.writeString(",") }
+            body.writeBytes(record.document)
+        }
+        body.writeString("]}")
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: body))
     }
 }
