@@ -22,6 +22,10 @@ public struct ApprovalPolicy: Sendable {
     public var eventTokenLifetime: TimeInterval
     /// The longest a long-poll is held.
     public var maxWait: TimeInterval
+    /// Requesters' events per user in an hour, pending or not.
+    public var maxRequestsPerUser = 30
+    /// Requesters' events from one address in an hour, for all users.
+    public var maxRequestsPerAddress = 120
     /// What a "this wasn't me" answer does to the user's requests.
     public var fraudProtection = FraudProtection()
 
@@ -42,6 +46,7 @@ public struct ApprovalPolicy: Sendable {
     public var pendingLimits: PendingLimits {
         PendingLimits(
             perUser: maxPendingPerUser, perUserFromRequesters: maxRequesterPendingPerUser,
-            perAddress: maxPendingPerAddress)
+            perAddress: maxPendingPerAddress, requestsPerUser: maxRequestsPerUser,
+            requestsPerAddress: maxRequestsPerAddress)
     }
 }

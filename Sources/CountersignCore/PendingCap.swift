@@ -20,11 +20,24 @@ public struct PendingLimits: Sendable, Equatable {
     public var perUserFromRequesters: Int
     /// Requesters' pending events from one address, for all users of all apps.
     public var perAddress: Int
+    /// Requesters' events created for one user within ``rateWindow``,
+    /// pending or not: a requester whose prompts are answered at once can
+    /// still not ask without end.
+    public var requestsPerUser: Int
+    /// Requesters' events created from one address within ``rateWindow``.
+    public var requestsPerAddress: Int
+    public var rateWindow: TimeInterval
 
-    public init(perUser: Int = 3, perUserFromRequesters: Int = 10, perAddress: Int = 10) {
+    public init(
+        perUser: Int = 3, perUserFromRequesters: Int = 10, perAddress: Int = 10, requestsPerUser: Int = 30,
+        requestsPerAddress: Int = 120, rateWindow: TimeInterval = 3600
+    ) {
         self.perUser = perUser
         self.perUserFromRequesters = perUserFromRequesters
         self.perAddress = perAddress
+        self.requestsPerUser = requestsPerUser
+        self.requestsPerAddress = requestsPerAddress
+        self.rateWindow = rateWindow
     }
 }
 
@@ -43,15 +56,23 @@ public enum PendingCap {
         public var fromAddress: [Date]
         /// Until when a fraud report protects the user, if it ever did.
         public var protectedUntil: Date?
+        /// When requesters created the user's events within the rate
+        /// window (empty for the backend).
+        public var createdForUser: [Date]
+        /// When requesters at this address created events within the rate
+        /// window (empty for the backend).
+        public var createdFromAddress: [Date]
 
         public init(
             sameRequester: [Date], userFromRequesters: [Date] = [], fromAddress: [Date] = [],
-            protectedUntil: Date? = nil
+            protectedUntil: Date? = nil, createdForUser: [Date] = [], createdFromAddress: [Date] = []
         ) {
             self.sameRequester = sameRequester
             self.userFromRequesters = userFromRequesters
             self.fromAddress = fromAddress
             self.protectedUntil = protectedUntil
+            self.createdForUser = createdForUser
+            self.createdFromAddress = createdFromAddress
         }
     }
 
@@ -61,6 +82,10 @@ public enum PendingCap {
         /// The user reported a request as fraud a short while ago
         /// (``FraudProtection``): requesters wait.
         case userProtected
+        /// Requesters asked for this user too often within the rate window.
+        case userRate
+        /// Requesters at this address asked too often within the rate window.
+        case addressRate
 
         /// What the refusal says.
         public var message: String {
@@ -68,6 +93,8 @@ public enum PendingCap {
             case .perUser: "too many pending events for this user"
             case .perUserFromRequesters: "too many pending events for this user from requesters"
             case .perAddress: "too many pending events from this address"
+            case .userRate: "too many requests for this user lately"
+            case .addressRate: "too many requests from this address lately"
             case .userProtected:
                 "this user reported a request as not theirs; new requests are refused for a while"
             }
@@ -92,6 +119,13 @@ public enum PendingCap {
             checks += [
                 (.perUserFromRequesters, open.userFromRequesters, limits.perUserFromRequesters),
                 (.perAddress, open.fromAddress, limits.perAddress),
+            ]
+        }
+        if case .requester = requester {
+            // Creation times age out of the window as expiry times run out.
+            checks += [
+                (.userRate, open.createdForUser.map { $0 + limits.rateWindow }, limits.requestsPerUser),
+                (.addressRate, open.createdFromAddress.map { $0 + limits.rateWindow }, limits.requestsPerAddress),
             ]
         }
         for (limit, expiries, maximum) in checks where expiries.count >= maximum {

@@ -204,6 +204,7 @@ enum PostgresMigrations {
                     decided_at double precision NOT NULL, document bytea NOT NULL)
                 """,
                 "CREATE INDEX decision_records_user ON decision_records (issuer, client_user_id, decided_at)",
+                "CREATE INDEX events_requested_by_address ON events (ip, created_at) WHERE requested_by = 'requester'",
             ]
         ),
     ]

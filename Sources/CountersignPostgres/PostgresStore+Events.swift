@@ -20,7 +20,8 @@ extension PostgresStore {
                 try await db.run(
                     "SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
             }
-            let open = try await Self.openPending(like: event, by: requester, now: now, in: db, logger: logger)
+            let open = try await Self.openPending(
+                like: event, by: requester, window: limits.rateWindow, now: now, in: db, logger: logger)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
             try await Self.insert(announcing, into: db, logger: logger)
@@ -31,9 +32,10 @@ extension PostgresStore {
     /// The open pending events ``PendingCap`` counts a new one with, in one
     /// round trip.
     private static func openPending(
-        like event: ApprovalEvent, by requester: PendingRequester, now: Date, in db: PostgresConnection,
-        logger: Logger
+        like event: ApprovalEvent, by requester: PendingRequester, window: TimeInterval, now: Date,
+        in db: PostgresConnection, logger: Logger
     ) async throws -> PendingCap.Open {
+        let since = (now - window).seconds
         let address: String? =
             if case .requester(let address) = requester { address } else { nil }
         let kind = address == nil ? "backend" : "requester"
@@ -52,14 +54,20 @@ extension PostgresStore {
                     AND client_user_id = \(event.clientUserID)) AS user_from_requesters,
                 array(SELECT expires_at FROM open WHERE ip = \(address)) AS from_address,
                 (SELECT until FROM user_protections WHERE \(address)::text IS NOT NULL
-                    AND issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)) AS protected_until
+                    AND issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)) AS protected_until,
+                array(SELECT created_at FROM events WHERE \(address)::text IS NOT NULL
+                    AND requested_by = 'requester' AND issuer = \(event.issuer)
+                    AND client_user_id = \(event.clientUserID) AND created_at > \(since)) AS created_for_user,
+                array(SELECT created_at FROM events WHERE requested_by = 'requester' AND ip = \(address)
+                    AND created_at > \(since)) AS created_from_address
             """, logger: logger)
         func dates(_ column: String) throws -> [Date] {
             try (row?.value(column, as: [Double].self) ?? []).map(Date.init(timeIntervalSince1970:))
         }
         return PendingCap.Open(
             sameRequester: try dates("same_requester"), userFromRequesters: try dates("user_from_requesters"),
-            fromAddress: try dates("from_address"), protectedUntil: try row?.optionalDate("protected_until"))
+            fromAddress: try dates("from_address"), protectedUntil: try row?.optionalDate("protected_until"),
+            createdForUser: try dates("created_for_user"), createdFromAddress: try dates("created_from_address"))
     }
 
     public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {

@@ -9,7 +9,7 @@ extension SQLiteStore {
         now: Date
     ) async throws {
         try await write { db in
-            let open = try Self.openPending(like: event, by: requester, now: now, in: db)
+            let open = try Self.openPending(like: event, by: requester, window: limits.rateWindow, now: now, in: db)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester)
             try Self.insert(announcing, into: db)
@@ -19,8 +19,15 @@ extension SQLiteStore {
 
     /// The open pending events ``PendingCap`` counts a new one with.
     private static func openPending(
-        like event: ApprovalEvent, by requester: PendingRequester, now: Date, in db: Database
+        like event: ApprovalEvent, by requester: PendingRequester, window: TimeInterval, now: Date, in db: Database
     ) throws -> PendingCap.Open {
+        func created(_ sql: String, _ arguments: StatementArguments) throws -> [Date] {
+            try Double.fetchAll(
+                db.cachedStatement(
+                    sql: "SELECT created_at FROM events WHERE requested_by = 'requester' AND created_at > ? AND " + sql),
+                arguments: [(now - window).timeIntervalSince1970] + arguments
+            ).map(Date.init(timeIntervalSince1970:))
+        }
         func expiries(_ sql: String, _ arguments: StatementArguments) throws -> [Date] {
             try Double.fetchAll(
                 db.cachedStatement(
@@ -42,7 +49,9 @@ extension SQLiteStore {
                     user + " AND ip = ?", [event.issuer, event.clientUserID, "requester", address]),
                 userFromRequesters: try expiries(user, [event.issuer, event.clientUserID, "requester"]),
                 fromAddress: try expiries("requested_by = 'requester' AND ip = ?", [address]),
-                protectedUntil: protectedUntil.map(Date.init(timeIntervalSince1970:)))
+                protectedUntil: protectedUntil.map(Date.init(timeIntervalSince1970:)),
+                createdForUser: try created("issuer = ? AND client_user_id = ?", [event.issuer, event.clientUserID]),
+                createdFromAddress: try created("ip = ?", [address]))
         }
     }
 

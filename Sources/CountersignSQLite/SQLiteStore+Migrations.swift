@@ -276,6 +276,11 @@ extension SQLiteStore {
                     """)
             try db.execute(
                 sql: "CREATE INDEX decision_records_user ON decision_records (issuer, client_user_id, decided_at)")
+            // Requesters' recent events by address, for the rate limit.
+            try db.execute(
+                sql:
+                    "CREATE INDEX events_requested_by_address ON events (ip, created_at) WHERE requested_by = 'requester'"
+            )
         }
         return migrator
     }

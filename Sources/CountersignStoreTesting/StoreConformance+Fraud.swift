@@ -65,6 +65,34 @@ extension StoreConformance {
                     protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 3)
             }
         },
+        Case(name: "rates: requesters' events per user and per address within the window, answered or not") { store in
+            let limits = PendingLimits(
+                perUser: 100, perUserFromRequesters: 100, perAddress: 100, requestsPerUser: 3, requestsPerAddress: 5,
+                rateWindow: 600)
+            func ask(_ user: String, from address: String, at offset: TimeInterval) async throws {
+                var event = Fixture.event(user: user, at: Fixture.t0 + offset)
+                event.ip = address
+                try await store.insertPendingEvent(
+                    event, by: .requester(address: address), limits: limits, announcing: [],
+                    now: Fixture.t0 + offset)
+                // Answered at once: only the rate counts it.
+                _ = try await store.withdrawEvent(id: event.id, now: Fixture.t0 + offset)
+            }
+            for offset in [0.0, 100, 200] { try await ask("alice", from: "198.51.100.1", at: offset) }
+            try await checkThrows(.limitReached(retryAfter: 300), "a fourth for alice within the window") {
+                try await ask("alice", from: "198.51.100.2", at: 300)
+            }
+            try await store.insertPendingEvent(
+                Fixture.event(at: Fixture.t0 + 300), by: .backend, limits: limits, announcing: [],
+                now: Fixture.t0 + 300)
+            try await ask("bob", from: "198.51.100.1", at: 300)
+            try await ask("carol", from: "198.51.100.1", at: 310)
+            try await checkThrows(.limitReached(retryAfter: 290), "a sixth from one address within the window") {
+                try await ask("dave", from: "198.51.100.1", at: 310)
+            }
+            try await ask("dave", from: "198.51.100.3", at: 310)
+            try await ask("alice", from: "198.51.100.2", at: 601)
+        },
         Case(name: "rejections: a user's rejected events are counted from a time on, whoever rejected them") { store in
             let device = try await Fixture.enrolled(in: store)
             let events = (0..<4).map { _ in Fixture.event() }

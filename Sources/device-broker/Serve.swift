@@ -50,6 +50,12 @@ extension DeviceBroker {
         @Option(help: "Requesters' pending requests from one client address, for all users.")
         var maxPendingPerAddress = 10
 
+        @Option(help: "Requests requesters may make for one user in an hour, answered or not.")
+        var maxRequestsPerUser = 30
+
+        @Option(help: "Requests requesters may make from one client address in an hour, for all users.")
+        var maxRequestsPerAddress = 120
+
         @Option(help: "full: fsync every commit (survives power loss); relaxed: survives a broker crash only.")
         var durability: SQLiteStore.Durability = .full
 
@@ -146,6 +152,9 @@ extension DeviceBroker {
 
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
+            guard maxRequestsPerUser >= 1, maxRequestsPerAddress >= 1 else {
+                throw ValidationError("--max-requests-per-user and --max-requests-per-address must be at least 1")
+            }
             guard maxPending >= 1, maxRequesterPending >= 1, maxPendingPerAddress >= 1 else {
                 throw ValidationError(
                     "--max-pending, --max-requester-pending and --max-pending-per-address must be at least 1")
@@ -189,6 +198,8 @@ extension DeviceBroker {
             policy.maxPendingPerUser = maxPending
             policy.maxRequesterPendingPerUser = maxRequesterPending
             policy.maxPendingPerAddress = maxPendingPerAddress
+            policy.maxRequestsPerUser = maxRequestsPerUser
+            policy.maxRequestsPerAddress = maxRequestsPerAddress
             var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)

@@ -12,7 +12,7 @@ struct FraudEndToEndTests {
     )
     func reportFraud() async throws {
         let (broker, receiver, _) = try await WebhookEndToEndTests.setUp(
-            types: ["fraud.reported"], device: false, arguments: ["--fraud-protection", "5s"])
+            types: ["fraud.reported"], device: false, arguments: ["--fraud-protection", "40s"])
         defer {
             broker.stop()
             receiver.stop()
@@ -55,7 +55,7 @@ struct FraudEndToEndTests {
         #expect(body.data.reported.ID == bombedID && body.data.also_rejected == [otherID])
 
         // Once the protection ends, logins are asked for again.
-        let deadline = ContinuousClock.now + .seconds(90)
+        let deadline = ContinuousClock.now + .seconds(150)
         var asked = false
         while !asked, ContinuousClock.now < deadline {
             try await Task.sleep(for: .seconds(1))
