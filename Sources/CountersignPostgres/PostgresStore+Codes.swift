@@ -54,6 +54,14 @@ extension PostgresStore {
                 DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
                     last_attempt_at = excluded.last_attempt_at
                 """, logger: logger)
+            if let lockout = limits.lockout(afterFailures: counted) {
+                try await Self.announce(
+                    [
+                        WebhookNotice.accountLocked(
+                            issuer: issuer, clientUserID: clientUserID, failures: counted, until: now + lockout,
+                            now: now)
+                    ], into: db, logger: logger)
+            }
             return CodeAttempt(eventAttemptsLeft: eventLeft, consecutiveFailures: counted)
         }
     }

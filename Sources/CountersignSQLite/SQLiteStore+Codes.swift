@@ -46,6 +46,14 @@ extension SQLiteStore {
                         last_attempt_at = excluded.last_attempt_at
                     """,
                 arguments: [issuer, clientUserID, counted, limits.lockout(afterFailures: counted).map { t + $0 }, t])
+            if let lockout = limits.lockout(afterFailures: counted) {
+                try Self.announce(
+                    [
+                        WebhookNotice.accountLocked(
+                            issuer: issuer, clientUserID: clientUserID, failures: counted, until: now + lockout,
+                            now: now)
+                    ], into: db)
+            }
             return CodeAttempt(eventAttemptsLeft: eventLeft, consecutiveFailures: counted)
         }
     }

@@ -149,6 +149,36 @@ extension StoreConformance {
                 try await store.event(id: expiring.id)?.status(at: Fixture.t0 + 61) == .expired,
                 "the event itself is unchanged: expired by its window")
         },
+        Case(name: "webhooks: the code attempt that reaches the failure limit announces the lock, once per lock") {
+            store in
+            try await Fixture.apiKey("ck_app", in: store)
+            let endpoint = Fixture.endpoint(types: [.accountLocked])
+            try await store.insertWebhookEndpoint(endpoint)
+            let limits = CodeLimits(lockoutAfter: 2, firstLockout: 60, maxLockout: 600)
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "alice", eventID: nil, limits: limits, now: Fixture.t0)
+            try check(try await Fixture.webhooks(in: store, to: endpoint.id).isEmpty, "one failure locks nothing")
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "alice", eventID: nil, limits: limits, now: Fixture.t0 + 1)
+            try await checkThrows(.limitReached(retryAfter: 59), "refused while locked") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "alice", eventID: nil, limits: limits, now: Fixture.t0 + 2)
+            }
+            let sent = try await store.outboxMessages(targets: [endpoint.id], state: nil, limit: 10)
+            struct Lock: Decodable {
+                struct Data: Decodable {
+                    let client_user_id: String
+                    let consecutive_failures: Int
+                    let locked_until: String
+                }
+                let type: String
+                let data: Data
+            }
+            let locks = try sent.map { try JSONDecoder().decode(Lock.self, from: $0.payload) }
+            try check(
+                locks.count == 1 && locks[0].type == "account.locked" && locks[0].data.client_user_id == "alice"
+                    && locks[0].data.consecutive_failures == 2, "\(locks.map(\.type))")
+        },
         Case(name: "webhooks: deleting an endpoint cancels its queued messages; others keep theirs") { store in
             try await Fixture.apiKey("ck_app", in: store)
             let gone = Fixture.endpoint()

@@ -66,6 +66,18 @@ public struct WebhookNotice: Sendable, Equatable {
             data: FraudData(report: report, now: now))
     }
 
+    /// `account.locked`: an attempt at a code reached the limit of
+    /// consecutive failures, and the user's codes are refused until
+    /// `until` (if that very attempt's code is right, the lock is lifted at
+    /// once).
+    public static func accountLocked(
+        issuer: String, clientUserID: String, failures: Int, until: Date, now: Date
+    ) -> WebhookNotice {
+        WebhookNotice(
+            apiKeyID: issuer, type: .accountLocked, eventID: nil, at: now,
+            data: LockData(issuer: issuer, clientUserID: clientUserID, failures: failures, until: until))
+    }
+
     /// `device.enrolled` or `device.removed`, from the audit record.
     public static func device(_ change: DeviceChange) -> WebhookNotice {
         WebhookNotice(
@@ -105,6 +117,20 @@ public struct WebhookNotice: Sendable, Equatable {
             object.field("issuer", report.event.issuer)
             object.field("protected_until", report.protectedUntil)
             object.field("reported", EventDocument(report.event, now: now, signature: nil))
+        }
+    }
+
+    private struct LockData: WireJSONWritable {
+        let issuer: String
+        let clientUserID: String
+        let failures: Int
+        let until: Date
+
+        func write(to object: inout WireJSON.Object) {
+            object.field("client_user_id", clientUserID)
+            object.field("consecutive_failures", failures)
+            object.field("issuer", issuer)
+            object.field("locked_until", until)
         }
     }
 
