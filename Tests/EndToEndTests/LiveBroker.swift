@@ -34,7 +34,7 @@ struct LiveBroker {
         let data = try temporaryDirectory("broker-data")
         let totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
         let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
-        guard try await generate.exitCode(timeout: .seconds(30)) == 0 else {
+        guard try await generate.exitCode(timeout: .seconds(120)) == 0 else {
             throw ProcessFailure("totp-key generate failed: \(generate.text)")
         }
         var broker = LiveBroker(
@@ -44,7 +44,7 @@ struct LiveBroker {
         // Created while the server runs: two processes share the store.
         let create = try RunningProcess(
             "device-broker", ["apikey", "create", "--name", "demo", "--json"] + broker.storeArguments)
-        guard try await create.exitCode(timeout: .seconds(30)) == 0 else {
+        guard try await create.exitCode(timeout: .seconds(120)) == 0 else {
             throw ProcessFailure("apikey create failed: \(create.text)")
         }
         struct CreatedKey: Decodable {
@@ -174,7 +174,7 @@ struct LiveBroker {
         let directory = try temporaryDirectory("machine-\(name)").appendingPathComponent("countersign")
         let token = try await backend.createEnrollmentToken(user: user).token
         let enroll = try agent(["enroll", "--token", token, "--name", name], configDirectory: directory, user: user)
-        guard try await enroll.exitCode(timeout: .seconds(30)) == 0 else {
+        guard try await enroll.exitCode(timeout: .seconds(120)) == 0 else {
             throw ProcessFailure("enroll failed: \(enroll.text)")
         }
         return directory

@@ -14,8 +14,10 @@ struct MultiInstanceEndToEndTests {
     /// devices enrolled through A.
     func start() async throws -> (a: LiveBroker, b: LiveBroker, devices: [DeviceCredential], database: String) {
         let database = try await TestPostgres.createDatabase()
-        let a = try await LiveBroker.start(database: database)
-        let b = try await a.startInstance()
+        // Hundreds of requests for one user in a run: past a requester's hourly share.
+        let arguments = ["--max-requests-per-user", "100000", "--max-requests-per-address", "100000"]
+        let a = try await LiveBroker.start(arguments: arguments, database: database)
+        let b = try await a.startInstance(arguments: arguments)
         var devices: [DeviceCredential] = []
         for name in ["laptop", "phone"] {
             let credential = DeviceCredential(

@@ -17,7 +17,7 @@ struct WebhookEndToEndTests {
     static func webhook(_ broker: LiveBroker, _ arguments: [String]) async throws -> Endpoint {
         let command = try RunningProcess(
             "device-broker", ["webhook"] + arguments + ["--json"] + broker.storeArguments)
-        guard try await command.exitCode(timeout: .seconds(30)) == 0 else {
+        guard try await command.exitCode(timeout: .seconds(120)) == 0 else {
             throw ProcessFailure("webhook \(arguments) failed: \(command.text)")
         }
         return try JSONDecoder().decode(Endpoint.self, from: Data(command.text.utf8))
