@@ -53,13 +53,11 @@ struct RequestLimitTests {
         let broker = try await TestBroker()
         try await broker.test { client in
             let alice = try await broker.enroll(client)
-            let started = ContinuousClock.now
-            async let items = broker.inbox(client, alice.device, wait: 20)
+            async let items = broker.inbox(client, alice.device, wait: 30)
             try await Task.sleep(for: .milliseconds(200))
             let ticket = try await broker.requestLogin(client)
+            // Woken with the request: a poll held to its end would answer none.
             #expect(try await items.map(\.event.ID) == [ticket.event.ID])
-            // Woken, not held to the end of its 20 s.
-            #expect(ContinuousClock.now - started < .seconds(15))
         }
     }
 

@@ -1,7 +1,10 @@
+import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
 import CountersignPostgresTesting
 import Foundation
+import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Webhooks from real brokers to scripts/webhook-receiver.py, which checks
@@ -39,7 +42,8 @@ struct WebhookEndToEndTests {
         return (broker, receiver, endpoint)
     }
 
-    @Test("each kind of change arrives once, signed, as the receiver's standardwebhooks checks it")
+    @Test(
+        "each kind of change arrives once, signed, as the receiver's standardwebhooks checks it; a forgery is refused")
     func eachType() async throws {
         let (broker, receiver, _) = try await Self.setUp(device: false)
         defer {
@@ -76,6 +80,23 @@ struct WebhookEndToEndTests {
         // Nothing more comes: each message was delivered once.
         try await Task.sleep(for: .seconds(2))
         #expect(try await receiver.received().count == expected.count)
+
+        // The receiver's check holds: the same headers on another body, or
+        // on a later timestamp, are refused.
+        let original = try #require(received.first { $0.body?.type == "event.approved" })
+        for (body, timestamp) in [
+            (original.raw.replacingOccurrences(of: "approved", with: "rejected"), original.timestamp!),
+            (original.raw, original.timestamp! + 60),
+        ] {
+            var request = HTTPClientRequest(url: receiver.endpoint("app"))
+            request.method = .POST
+            request.headers.add(name: "webhook-id", value: original.id!)
+            request.headers.add(name: "webhook-timestamp", value: String(timestamp))
+            request.headers.add(name: "webhook-signature", value: original.signature!)
+            request.body = .bytes(ByteBuffer(string: body))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            #expect(response.status == .badRequest, "a forged message is refused")
+        }
     }
 
     @Test("a request nobody answers in time is announced as expired, once, by the broker's clock")
