@@ -1,0 +1,85 @@
+public import CountersignCore
+public import Foundation
+
+/// The part of ``CountersignStore`` that keeps what the broker sends to
+/// others: VAPID keys and push subscriptions, the outbox, and webhook
+/// endpoints. The same contract holds: atomic methods, time passed in,
+/// ``StoreError`` codes as documented there.
+public protocol CountersignOutboxStore: Sendable {
+    // MARK: Push notifications and the outbox
+
+    /// The broker's VAPID keys (RFC 8292), oldest first.
+    func vapidKeys() async throws -> [BrokerSigningKey]
+    /// Adds a VAPID key; `alreadyExists` if the id is taken.
+    func insertVAPIDKey(_ key: BrokerSigningKey) async throws
+    /// Deletes a VAPID key and, in the same transaction, every push
+    /// subscription made with it (their devices subscribe again with a
+    /// current key); returns how many subscriptions went. `notFound` for an
+    /// unknown id, `conflict` for the newest key (rotate first).
+    @discardableResult
+    func retireVAPIDKey(id: String) async throws -> Int
+
+    /// Replaces a device's push subscription, or with nil removes it.
+    /// `notFound` for an unknown device, `conflict` for a revoked one (a
+    /// revoked device has none: revoking removes it).
+    func setPushSubscription(_ subscription: PushSubscription?, deviceID: String) async throws
+    /// Removes a device's subscription if it still has this endpoint (its
+    /// push service said the subscription is gone); whether it did.
+    @discardableResult
+    func removePushSubscription(deviceID: String, endpoint: String) async throws -> Bool
+
+    /// Claims up to `limit` queued messages due at `now` (their next
+    /// attempt time reached, no lease running), the longest due first, for
+    /// `lease` seconds under `claim` (a new random token per call). Two
+    /// callers, in any instances, never hold one message at once.
+    func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
+        -> [ClaimedOutboxMessage]
+    /// Records one attempt of a message claimed with `claim`: counts it and
+    /// applies `outcome` (queued again for a retry, or finished at `now`).
+    /// `conflict` and nothing changes if the message is no longer queued
+    /// or was claimed anew since; `notFound` for an unknown id.
+    func finishOutboxAttempt(id: String, claim: String, outcome: OutboxOutcome, now: Date) async throws
+    /// Outbox messages, newest first, at most `limit`; with `state`, those
+    /// in it.
+    func outboxMessages(state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage]
+
+    /// Requeues a failed message for another round of attempts from `now`
+    /// (as long as a new message has), keeping its id; `conflict` unless it
+    /// failed, `notFound` for an unknown id. Returns it as requeued.
+    func resendOutboxMessage(id: String, now: Date) async throws -> OutboxMessage
+    /// The outbox message with this id, or nil.
+    func outboxMessage(id: String) async throws -> OutboxMessage?
+    /// The messages to these targets, newest first, at most `limit`; with
+    /// `state`, those in it.
+    func outboxMessages(targets: [String], state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage]
+
+    // MARK: Webhooks
+
+    /// Marks up to `limit` events whose window ran out by `now` with no
+    /// answer (not withdrawn) as announced, and writes their
+    /// `event.expired` notices, in one transaction; each event once, by
+    /// whichever instance gets to it first. Returns how many.
+    @discardableResult
+    func announceExpiredEvents(now: Date, limit: Int) async throws -> Int
+
+    /// Adds an endpoint; `notFound` for an unknown or revoked API key,
+    /// `alreadyExists` if its id is taken.
+    func insertWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    /// The endpoint with this id, or nil.
+    func webhookEndpoint(id: String) async throws -> WebhookEndpoint?
+    /// An API key's endpoints, oldest first, disabled ones too.
+    func webhookEndpoints(apiKeyID: String) async throws -> [WebhookEndpoint]
+    /// Writes an endpoint's URL, types, secrets and disabled state as
+    /// given; `notFound` for an unknown id.
+    func updateWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws
+    /// Deletes an endpoint and cancels its queued messages; `notFound` for
+    /// an unknown id.
+    func deleteWebhookEndpoint(id: String, now: Date) async throws
+    /// Records how an attempt to an endpoint went, in one transaction as
+    /// ``WebhookHealth`` decides: a delivery clears its failures, a failure
+    /// counts from the first one, and a failure past the limit disables it.
+    /// Returns the change; nil for an unknown endpoint.
+    @discardableResult
+    func recordWebhookAttempt(endpointID: String, delivered: Bool, reason: String, now: Date) async throws
+        -> WebhookHealth.Change?
+}

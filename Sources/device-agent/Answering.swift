@@ -1,0 +1,219 @@
+import ArgumentParser
+import CountersignClient
+import CountersignCore
+import Foundation
+import Synchronization
+
+/// Showing one request and answering it: the questions race the request's
+/// end (it expires, is withdrawn, or another device answers it), and the
+/// time left counts down on a terminal.
+struct Answering {
+    let item: InboxItem
+    let client: CountersignClient
+    let credential: DeviceCredential
+    /// Given on the command line: not asked.
+    let verdict: Verdict?
+    let match: String?
+
+    /// How a request shown here ended.
+    enum Outcome {
+        case approved, rejected
+        /// It expired, was withdrawn, or another device answered it first.
+        case gone
+    }
+
+    func run() async throws -> Outcome {
+        let live = LiveLine(interactive: Console.isInteractive)
+        show(live)
+        live.start(until: item.event.expiresAt)
+        defer { live.stop() }
+        do {
+            return try await answer(live: live)
+        } catch is RequestEnded {
+            live.stop()
+            let expired = Date() >= item.event.expiresAt
+            print("")
+            print(
+                expired
+                    ? "This request expired before it was answered."
+                    : "This request is gone: the requesting machine withdrew it, or another device answered it.")
+            return .gone
+        }
+    }
+
+    private func show(_ live: LiveLine) {
+        let event = item.event
+        print("")
+        print("\(RequestText.title(of: item)) for \(shown(credential.clientUserID)) at \(shown(item.app))")
+        print("  from:      \(RequestText.from(event))")
+        print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard))")
+        if let details = event.details { print("  details:   \(shown(details))") }
+        if let device = item.newDevice {
+            print("  device:    \(shown(device.name)) (\(shown(device.type)))")
+            print("  fingerprint: \(shown(device.fingerprint))  <- must match the new machine's screen")
+        }
+        print("  event id:  \(shown(event.ID))")
+        live.printTimeLeft(until: event.expiresAt)
+    }
+
+    private struct RequestEnded: Error {}
+
+    /// Returns once the request is no longer waiting for this device (its
+    /// window closed, or it left the inbox); checks every 3 s.
+    private func untilGone() async throws {
+        while true {
+            let left = item.event.expiresAt.timeIntervalSinceNow
+            if left <= 0 { return }
+            try await Task.sleep(for: .milliseconds(Int64(min(3, left) * 1000)))
+            if Date() >= item.event.expiresAt { return }
+            if let items = try? await client.inbox(credential, wait: 0),
+                !items.contains(where: { $0.event.ID == item.event.ID })
+            {
+                return
+            }
+        }
+    }
+
+    /// A line typed, or `RequestEnded` if the request ends first.
+    private func ask(_ prompt: String, live: LiveLine) async throws -> String? {
+        // Lines typed before the question was asked are dropped; one typed
+        // as it appears is not.
+        let since = ContinuousClock.now
+        print(prompt, terminator: "")
+        flushOutput()
+        let reply = try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask { try await LineReader.standardInput.next(typedAfter: since) }
+            group.addTask {
+                try await untilGone()
+                throw RequestEnded()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+        live.advance()
+        return reply
+    }
+
+    private func answer(live: LiveLine) async throws -> Outcome {
+        var verdict = self.verdict
+        while verdict == nil {
+            guard
+                let reply = try await ask(
+                    "Approve this request? [y]es, [n]o, or [f] this wasn't me: ", live: live)?.lowercased()
+            else { throw AgentFailure("no answer on standard input; use --event ID --yes|--reject|--report-fraud") }
+            if ["y", "yes"].contains(reply) { verdict = .approve }
+            if ["n", "no"].contains(reply) { verdict = .reject }
+            if ["f", "fraud"].contains(reply) { verdict = .fraud }
+            if verdict == nil { live.say("Please answer y, n or f.") }
+        }
+        let pairing = item.newDevice != nil
+        let prompt = pairing ? "Pairing code shown on the new machine: " : "Number shown on the requesting machine: "
+        // Six for a pairing code, and for a login once the user rejected
+        // several requests lately (the broker says how many).
+        let digits = item.matchDigits ?? (pairing ? 6 : 2)
+        var number = match
+        /// Asks until the reply is a number of the right length: anything
+        /// else is asked again, without spending one of the broker's tries.
+        func askNumber() async throws -> String {
+            while true {
+                guard let reply = try await ask(prompt, live: live) else {
+                    throw AgentFailure("no number on standard input; use --match N")
+                }
+                let typed = reply.filter { $0 != " " }
+                if typed.count == digits, typed.allSatisfy({ $0.isASCII && $0.isNumber }) { return typed }
+                live.say("Type the \(digits) digits shown on the \(pairing ? "new" : "requesting") machine.")
+            }
+        }
+        if verdict == .approve, item.matchRequired, number == nil { number = try await askNumber() }
+        while true {
+            do {
+                let decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
+                live.stop()
+                if decided.statusReason == .fraudReported {
+                    print(
+                        "Rejected and reported as not yours. Your other waiting requests are rejected too, and "
+                            + "new ones from requesters are refused for a while. If someone has your password, "
+                            + "change it.")
+                } else {
+                    print(decided.status == .approved ? "Approved." : "Rejected.")
+                }
+                return decided.status == .approved ? .approved : .rejected
+            } catch let error as CountersignError where error.code == "wrong_match" && self.verdict == nil {
+                // Asked again while tries remain; the broker counts them and
+                // rejects the request after the last.
+                live.say(shown(error.message))
+                number = try await askNumber()
+            } catch let error as CountersignError where error.code == "too_many_wrong_matches" {
+                live.stop()
+                print("Rejected: that was the third wrong number. The requesting machine is told so.")
+                return .rejected
+            } catch let error as CountersignError
+                where ["expired", "withdrawn", "already_decided"].contains(error.code)
+            {
+                live.stop()
+                print("Not answered: \(shown(error.message)).")
+                return .gone
+            }
+        }
+    }
+}
+
+/// The "time left" line of the request on screen, rewritten in place every
+/// second on a terminal while the person is asked (the cursor is saved,
+/// moved up to it, and put back, so typing is not disturbed). Elsewhere the
+/// time left is printed once.
+final class LiveLine: Sendable {
+    private struct State {
+        /// Lines printed since the time-left line.
+        var below = 0
+        var ticker: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+    private let interactive: Bool
+
+    init(interactive: Bool) { self.interactive = interactive }
+
+    func printTimeLeft(until end: Date) {
+        print(Self.text(until: end))
+        flushOutput()
+    }
+
+    /// A line printed below the time-left line.
+    func say(_ line: String) {
+        print(line)
+        flushOutput()
+        advance()
+    }
+
+    /// One more line below (an answered prompt).
+    func advance() { state.withLock { $0.below += 1 } }
+
+    func start(until end: Date) {
+        guard interactive else { return }
+        let ticker = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard !Task.isCancelled else { return }
+                state.withLock { state in
+                    // Save the cursor, go up to the line, rewrite it, come back.
+                    print(
+                        "\u{1B}7\u{1B}[\(state.below + 1)A\r\u{1B}[K\(Self.text(until: end))\u{1B}8", terminator: "")
+                    flushOutput()
+                }
+            }
+        }
+        state.withLock { $0.ticker = ticker }
+    }
+
+    func stop() {
+        state.withLock { state in
+            state.ticker?.cancel()
+            state.ticker = nil
+        }
+    }
+
+    private static func text(until end: Date) -> String {
+        let left = max(0, Int(end.timeIntervalSinceNow.rounded(.down)))
+        return "  time left: \(left) s"
+    }
+}
