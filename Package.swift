@@ -248,6 +248,8 @@ let package = Package(
                 "CountersignBroker", "CountersignSenders", "CountersignCore", "CountersignStore", "CountersignSQLite",
                 "CountersignClient",
                 "CountersignOTP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),

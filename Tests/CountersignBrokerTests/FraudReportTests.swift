@@ -71,7 +71,7 @@ struct FraudReportTests {
             let rejection = try await alice.device.decision(on: item, .reject, match: nil, now: broker.clock.now)
             #expect(try await broker.submit(client, eventID: login.event.ID, decision: rejection).status == .ok)
             broker.clock.advance(by: 40 * 86400)
-            try await broker.store.garbageCollect(
+            _ = try await broker.store.garbageCollect(
                 now: broker.clock.now, eventsEndedBefore: broker.clock.now - 30 * 86400)
             #expect(try await broker.store.event(id: login.event.ID) == nil, "the event is collected")
             struct Decisions: Decodable { let decisions: [EventDocument] }

@@ -247,7 +247,6 @@ struct FirstHourEndToEndTests {
         defer { broker.stop() }
         let closed = try freePort()
         let machine = try temporaryDirectory("agent-B")
-        let started = ContinuousClock.now
         let refused = try RunningProcess(
             "device-agent",
             [
@@ -255,9 +254,8 @@ struct FirstHourEndToEndTests {
                 "--config-dir", machine.path,
             ])
         #expect(try await refused.exitCode() == 1)
-        // Generous on a busy machine: a refused loopback connection is said
-        // at once, where the silent retries it replaces took the request's 30 s.
-        #expect(ContinuousClock.now - started < .seconds(25), "\(refused.text)")
+        // A refused connection is named as one: not a timeout after silent
+        // retries, which is what this replaced.
         #expect(
             refused.text.contains(
                 "cannot reach the broker at http://127.0.0.1:\(closed): connection refused (is it running?)"),
