@@ -97,7 +97,12 @@ struct LiveBroker {
 
     private static func serve(port: Int, arguments: [String], openFileLimit: Int?) async throws -> RunningProcess {
         let quiet = arguments.contains("--log-level") ? [] : ["--log-level", "warning"]
-        let serve = ["serve", "--port", String(port)] + quiet + arguments
+        // A test process starved by a loaded machine can take longer than
+        // the default 10 s between opening a connection and sending its
+        // request; the broker would rightly close it. Tests of that limit
+        // set their own.
+        let patient = arguments.contains("--request-read-timeout") ? [] : ["--request-read-timeout", "2m"]
+        let serve = ["serve", "--port", String(port)] + quiet + patient + arguments
         // prlimit sets the limit and execs the broker: the same process.
         let process =
             try openFileLimit.map {
