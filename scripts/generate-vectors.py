@@ -146,6 +146,22 @@ write("device-proofs.json", {
 
 
 EVENT_ID, NONCE = "ev_vectors0000000000000", b64url(b"\x01" * 16)
+SHOWN_FIELDS = ("event", "user", "app", "requester", "address", "location", "created", "details")
+
+
+def shown_digest(shown: dict) -> str:
+    """signing.md §2, what the approver was shown: the label, then per field
+    LF name "=" byte-length ":" UTF-8 value, hashed with SHA-256."""
+    data = b"countersign-shown-v1"
+    for name in SHOWN_FIELDS:
+        value = str(shown[name]).encode("utf-8")
+        data += b"\n" + name.encode() + b"=" + str(len(value)).encode() + b":" + value
+    return b64url(hashlib.sha256(data).digest())
+
+
+SHOWN = {"event": "LOGIN", "user": "alice", "app": "Example Shop", "requester": "build-42",
+         "address": "198.51.100.7", "location": "Unknown", "created": NOW - 20, "details": "Sign in to Example Shop"}
+SHOWN_DIGEST = shown_digest(SHOWN)
 new_device = ec.generate_private_key(ec.SECP256R1())
 NEW_DEVICE_ID = thumbprint(jwk_of(new_device))
 
@@ -154,7 +170,7 @@ def decision_case(comment, result, *, error=None, header=None, claims=None, key=
     h = {"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device_id}
     h.update(header or {})
     c = {"evt": EVENT_ID, "nonce": NONCE, "decision": "approve", "match": "42", "aud": ORIGIN, "iat": NOW,
-         "jti": "decision-" + comment.replace(" ", "-")}
+         "jti": "decision-" + comment.replace(" ", "-"), "shown": SHOWN_DIGEST}
     c.update(claims or {})
     c = {k: v for k, v in c.items() if v is not None}
     case = {"comment": comment, "decision": token or jws(h, c, key), "result": result, "pairing": pairing}
@@ -163,15 +179,18 @@ def decision_case(comment, result, *, error=None, header=None, claims=None, key=
     return case
 
 
-reject_claims = {"evt": EVENT_ID, "nonce": NONCE, "decision": "reject", "aud": ORIGIN, "iat": NOW, "jti": "flip"}
+reject_claims = {"evt": EVENT_ID, "nonce": NONCE, "decision": "reject", "aud": ORIGIN, "iat": NOW, "jti": "flip",
+                 "shown": SHOWN_DIGEST}
 signed_reject = jws({"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device_id}, reject_claims, device)
 write("decisions.json", {
     "description": "Decisions (proto/signing.md §2) on event `eventId` with server nonce `nonce`, verified at `now` "
                    "by a broker answering at `origins`, with `deviceKey`. Whether the verdict then settles the "
                    "event (number matching, revocation, window) is not part of these vectors. Cases with "
                    "`pairing` are verified for an ENROLL_NEW_TRUSTED_DEVICE event that would add the key with "
-                   "thumbprint `newDeviceId`: an approval must name it in `jkt`.",
+                   "thumbprint `newDeviceId`: an approval must name it in `jkt`. The event as the approver "
+                   "was shown it is `shown`; its digest, which a decision must carry, is `shownDigest`.",
     "deviceKey": device_jwk, "deviceId": device_id, "eventId": EVENT_ID, "nonce": NONCE, "now": NOW,
+    "shown": SHOWN, "shownDigest": SHOWN_DIGEST,
     "newDeviceId": NEW_DEVICE_ID,
     "origins": [ORIGIN],
     "tests": [
@@ -204,6 +223,45 @@ write("decisions.json", {
                               dict(reject_claims, decision="fraud", jti="flip-fraud"), device),
                           dict(reject_claims, decision="approve", jti="flip-fraud"))),
         decision_case("an unknown verdict", "invalid", error="malformed", claims={"decision": "maybe"}),
+        decision_case("without what the approver was shown", "invalid", error="wrong_display",
+                      claims={"shown": None}),
+        decision_case("approving other details than the event holds", "invalid", error="wrong_display",
+                      claims={"shown": shown_digest(dict(SHOWN, details="Sign in to Example Shop as admin"))}),
+        decision_case("rejecting another app's name", "invalid", error="wrong_display",
+                      claims={"decision": "reject", "match": None, "shown": shown_digest(dict(SHOWN, app="Bank"))}),
+    ],
+})
+
+
+def shown_case(comment, shown, *, digest_of=None):
+    case = {"comment": comment, "shown": shown, "digest": shown_digest(digest_of or shown),
+            "result": "invalid" if digest_of else "valid"}
+    return case
+
+
+write("shown.json", {
+    "description": "What the approver was shown (proto/signing.md §2): each `shown` is an event as an approver "
+                   "displays it; `digest` is valid when it is BASE64URL(SHA-256) of that display's canonical "
+                   "bytes, invalid when it was computed over another text.",
+    "tests": [
+        shown_case("the example in signing.md", {"event": "LOGIN", "user": "alice", "app": "Shop", "requester": "",
+                                                  "address": "", "location": "", "created": NOW, "details": ""}),
+        shown_case("a sign-in", SHOWN),
+        shown_case("no requester name, no details", dict(SHOWN, requester="", details="")),
+        shown_case("a transaction with non-ASCII text", dict(
+            SHOWN, event="TRANSACTION", details="Überweisung 1 250,00 € an Zoë Ødegård — 確認 ✅")),
+        shown_case("values holding line feeds, '=' and ':'", dict(
+            SHOWN, location="Paris\ndetails=4:evil", details="a=b:c\nd")),
+        shown_case("an IPv6 address and a 10-digit time", dict(SHOWN, address="2001:db8::7", created=9_999_999_999)),
+        shown_case("an amount changed after display", dict(SHOWN, details="Pay 10.00 EUR to ACME"),
+                   digest_of=dict(SHOWN, details="Pay 10000.00 EUR to ACME")),
+        shown_case("text moved from location into details", dict(SHOWN, location="Paris", details="x"),
+                   digest_of=dict(SHOWN, location="", details="Paris\nx")),
+        shown_case("the requester name changed", SHOWN, digest_of=dict(SHOWN, requester="build-43")),
+        shown_case("another user", SHOWN, digest_of=dict(SHOWN, user="mallory")),
+        shown_case("created one second later", SHOWN, digest_of=dict(SHOWN, created=SHOWN["created"] + 1)),
+        shown_case("look-alike letters (Cyrillic a)", dict(SHOWN, app="Example Shop"),
+                   digest_of=dict(SHOWN, app="Ex\u0430mple Shop")),
     ],
 })
 

@@ -47,18 +47,21 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    Benchmark("decision: verify its signature and binding") { benchmark in
+    Benchmark("decision: verify its signature and binding, with what was shown") { benchmark in
         let now = Date()
         let nonce = SecretToken.generate(bytes: 16)
+        let shown = ShownRequest(
+            event: "LOGIN", user: "alice", app: "Benchmark", requester: "laptop", address: "192.0.2.1",
+            location: "Unknown", created: Int(now.timeIntervalSince1970), details: "Sign in to Benchmark")
         let decision = try await DecisionProof.make(
-            key: deviceKey, eventID: "ev_benchmark", nonce: nonce, verdict: .approve, match: "42", broker: broker,
-            now: now)
+            key: deviceKey, eventID: "ev_benchmark", nonce: nonce, verdict: .approve, match: "42",
+            shown: shown.digest, broker: broker, now: now)
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             blackHole(
                 try await DecisionProof.verify(
-                    decision, key: device, eventID: "ev_benchmark", nonce: nonce, acceptedOrigins: origins, now: now,
-                    leeway: 60))
+                    decision, key: device, eventID: "ev_benchmark", nonce: nonce, shown: shown.digest,
+                    acceptedOrigins: origins, now: now, leeway: 60))
         }
     }
 

@@ -94,6 +94,18 @@ public struct CountersignBackend: Sendable {
         ).changes
     }
 
+    /// Checks, without trusting the broker, that a device whose key you
+    /// pinned (from the `device.enrolled` webhook or ``devices(user:)`` when
+    /// it enrolled) signed this event's verdict over exactly the words the
+    /// event shows for your app, named `app` as approvers see it. Throws
+    /// ``ProtocolError`` (`wrong_display`, `wrong_device`, `wrong_verdict`, …)
+    /// if anything differs; returns the device's signed claims.
+    public func verifyDecision(
+        of event: EventDocument, app: String, pinnedKeys: [DevicePublicKey]
+    ) async throws(ProtocolError) -> DecisionClaims {
+        try await DecisionProof.check(storedIn: event, app: app, pinnedKeys: pinnedKeys, broker: connection.baseURL)
+    }
+
     static func escape(_ segment: String) -> String {
         segment.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed.subtracting(["/"])) ?? segment
     }

@@ -194,15 +194,15 @@ public struct CountersignClient: Sendable {
             .DELETE, path, headers: [try await proofHeader(credential, .DELETE, path)], as: DeviceDocument.self)
     }
 
-    /// Signs and sends a decision on one inbox item (for a pairing, bound
-    /// to the key the item shows).
+    /// Signs and sends a decision on one inbox item, committing to what the
+    /// item shows (for a pairing, also to the key it would add).
     public func decide(
         _ item: InboxItem, verdict: Verdict, match: String?, credential: DeviceCredential
     ) async throws -> EventDocument {
         struct Body: Encodable { let decision: String }
         let jws = try await DecisionProof.make(
-            key: credential.privateKey, eventID: item.event.ID, nonce: item.nonce, verdict: verdict, match: match,
-            broker: connection.baseURL, now: Date(), newDevice: item.newDevice?.id)
+            key: credential.privateKey, on: item, verdict: verdict, match: match, broker: connection.baseURL,
+            now: Date())
         return try await connection.send(
             .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws), as: EventDocument.self)
     }

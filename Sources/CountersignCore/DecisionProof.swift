@@ -32,11 +32,14 @@ public struct DecisionClaims: JWTPayload, Equatable {
     /// For a pairing (`ENROLL_NEW_TRUSTED_DEVICE`): the RFC 7638 thumbprint
     /// of the new device's key, so an approval adds that key and no other.
     public var jkt: String?
+    /// The digest of what the approver was shown (``ShownRequest``), so a
+    /// verdict commits to the words it answered.
+    public var shown: String?
 
     /// Creates decision claims.
     public init(
         evt: String, nonce: String, decision: Verdict, match: String?, aud: String, iat: Int, jti: String,
-        jkt: String? = nil
+        jkt: String? = nil, shown: String? = nil
     ) {
         self.evt = evt
         self.nonce = nonce
@@ -46,6 +49,7 @@ public struct DecisionClaims: JWTPayload, Equatable {
         self.iat = iat
         self.jti = jti
         self.jkt = jkt
+        self.shown = shown
     }
 
     public func verify(using _: some JWTAlgorithm) async throws {}
@@ -56,21 +60,33 @@ public enum DecisionProof {
     /// The JOSE `typ` of a decision.
     public static let type = "countersign-decision+jwt"
 
-    /// Signs a decision on one event; `newDevice` is the thumbprint of the
-    /// key a pairing event asks to add.
+    /// Signs a decision on one event, committing to `shown`, the digest of
+    /// what the approver displayed; `newDevice` is the thumbprint of the key
+    /// a pairing event asks to add.
     public static func make(
         key: P256.Signing.PrivateKey, eventID: String, nonce: String, verdict: Verdict, match: String?,
-        broker: String, now: Date, newDevice: String? = nil
+        shown: String, broker: String, now: Date, newDevice: String? = nil
     ) async throws -> String {
         let claims = DecisionClaims(
             evt: eventID, nonce: nonce, decision: verdict, match: match,
             aud: Origin(url: broker)?.description ?? broker, iat: Int(now.timeIntervalSince1970),
-            jti: SecretToken.generate(bytes: 16), jkt: newDevice)
+            jti: SecretToken.generate(bytes: 16), jkt: newDevice, shown: shown)
         return try await CompactJWS.sign(claims, type: type, key: key)
     }
 
+    /// Signs a decision on an inbox item as the approver displayed it.
+    public static func make(
+        key: P256.Signing.PrivateKey, on item: InboxItem, verdict: Verdict, match: String?, broker: String,
+        now: Date
+    ) async throws -> String {
+        try await make(
+            key: key, eventID: item.event.ID, nonce: item.nonce, verdict: verdict, match: match,
+            shown: ShownRequest(item).digest, broker: broker, now: now, newDevice: item.newDevice?.id)
+    }
+
     /// Verifies a decision's signature and its binding to one event: event
-    /// id, server nonce, audience and freshness, and for a pairing event
+    /// id, server nonce, what the approver was shown (`shown`, the digest of
+    /// the event's ``ShownRequest``), audience and freshness, and for a pairing event
     /// (`newDevice`, the thumbprint of the key it would add) that an
     /// approval names that key in `jkt`. Whether the device may decide,
     /// and what the decision does, is ``DecisionRules``' job.
@@ -79,23 +95,25 @@ public enum DecisionProof {
         key: DevicePublicKey,
         eventID: String,
         nonce: String,
+        shown: String,
         newDevice: String? = nil,
         acceptedOrigins: Set<Origin>,
         now: Date,
         leeway: TimeInterval
     ) async throws(ProtocolError) -> DecisionClaims {
         try await verify(
-            CompactJWS.Parsed(token), key: key, eventID: eventID, nonce: nonce, newDevice: newDevice,
+            CompactJWS.Parsed(token), key: key, eventID: eventID, nonce: nonce, shown: shown, newDevice: newDevice,
             acceptedOrigins: acceptedOrigins, now: now, leeway: leeway)
     }
 
-    /// ``verify(_:key:eventID:nonce:newDevice:acceptedOrigins:now:leeway:)``
+    /// ``verify(_:key:eventID:nonce:shown:newDevice:acceptedOrigins:now:leeway:)``
     /// of a decision already parsed.
     package static func verify(
         _ jws: CompactJWS.Parsed,
         key: DevicePublicKey,
         eventID: String,
         nonce: String,
+        shown: String,
         newDevice: String? = nil,
         acceptedOrigins: Set<Origin>,
         now: Date,
@@ -109,6 +127,13 @@ public enum DecisionProof {
             SecretToken.constantTimeEquals(expected, given)
         else {
             throw ProtocolError(.wrongNonce, "the decision does not carry this event's nonce")
+        }
+        guard claims.shown == shown else {
+            throw ProtocolError(
+                .wrongDisplay,
+                claims.shown == nil
+                    ? "the decision does not say what the approver was shown (shown)"
+                    : "the decision was signed over another text of this request than the broker holds (shown)")
         }
         guard let audience = Origin(url: claims.aud), acceptedOrigins.contains(audience) else {
             throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")

@@ -39,6 +39,9 @@ public struct DeviceChange: Sendable, Equatable {
     public var action: Action
     public var author: ChangeAuthor
     public var at: Date
+    /// The key an enrollment added, sent with the `device.enrolled` webhook
+    /// so that an app can pin it; not kept in the audit log.
+    public var publicKey: DevicePublicKey?
 
     public init(
         issuer: String, clientUserID: String, deviceID: String, deviceName: String, action: Action,
@@ -60,5 +63,6 @@ extension DeviceChange {
         self.init(
             issuer: device.issuer, clientUserID: device.clientUserID, deviceID: device.id, deviceName: device.name,
             action: action, author: author, at: at)
+        if action == .enrolled { publicKey = device.publicKey }
     }
 }

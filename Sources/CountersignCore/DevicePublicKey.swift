@@ -95,3 +95,12 @@ public struct DevicePublicKey: Codable, Sendable, Hashable {
             .joined(separator: "-")
     }
 }
+
+extension DevicePublicKey: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("crv", crv)
+        object.field("kty", kty)
+        object.field("x", x)
+        object.field("y", y)
+    }
+}

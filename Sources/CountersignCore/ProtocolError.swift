@@ -15,6 +15,8 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         case wrongAudience = "wrong_audience"
         case wrongEvent = "wrong_event"
         case wrongNonce = "wrong_nonce"
+        case wrongDisplay = "wrong_display"
+        case wrongVerdict = "wrong_verdict"
         case stale = "stale"
         case wrongDevice = "wrong_device"
         case wrongKey = "wrong_key"

@@ -75,6 +75,40 @@ struct DecisionAttackTests {
         }
     }
 
+    @Test("an approval of other words than the event holds, or of no words, is refused; the true one then stands")
+    func otherDisplay() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let s = try await scene(broker, client)
+            let number = try #require(s.ticket.matchNumber)
+            // A device shown another app name or other details (a forged or
+            // stale display) signs what it saw; the broker holds the event's own.
+            var forged = s.item
+            forged.app = "Your Bank"
+            var edited = s.item
+            edited.event.details = "Sign in as admin"
+            var unnamed = s.item
+            unnamed.event.requesterName = nil
+            for item in [forged, edited, unnamed] {
+                let decision = try await s.alice.device.decision(
+                    on: item, .approve, match: number, now: broker.clock.now)
+                let response = try await broker.submit(client, eventID: s.item.event.ID, decision: decision)
+                #expect(response.status == .badRequest && errorCode(response) == "invalid_decision")
+                #expect(String(buffer: response.body).contains("wrong_display"))
+            }
+            let unsigned = try await DecisionProof.make(
+                key: s.alice.device.key, eventID: s.item.event.ID, nonce: s.item.nonce, verdict: .approve,
+                match: number, shown: "", broker: TestBroker.origin, now: broker.clock.now)
+            let response = try await broker.submit(client, eventID: s.item.event.ID, decision: unsigned)
+            #expect(String(buffer: response.body).contains("wrong_display"))
+            try await expectUnchanged(s, client)
+            let honest = try await s.alice.device.decision(on: s.item, .approve, match: number, now: broker.clock.now)
+            #expect(try await broker.submit(client, eventID: s.item.event.ID, decision: honest).status == .ok)
+            let decided = try await broker.poll(client, s.ticket)
+            #expect(decided.status == .approved)
+        }
+    }
+
     @Test("a rejection flipped to an approval under the old signature is refused")
     func flipped() async throws {
         let broker = try await TestBroker()

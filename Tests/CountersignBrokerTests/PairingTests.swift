@@ -35,7 +35,7 @@ struct PairingTests {
     ) async throws -> String {
         try await DecisionProof.make(
             key: approver.key, eventID: item.event.ID, nonce: item.nonce, verdict: verdict, match: code,
-            broker: TestBroker.origin, now: broker.clock.now, newDevice: jkt)
+            shown: ShownRequest(item).digest, broker: TestBroker.origin, now: broker.clock.now, newDevice: jkt)
     }
 
     @Test("approved: the new key is trusted at once, the requester learns it, the change is recorded")

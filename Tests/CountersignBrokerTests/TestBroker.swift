@@ -114,7 +114,7 @@ struct TestDevice {
     ) async throws -> String {
         try await DecisionProof.make(
             key: key, eventID: eventID ?? item.event.ID, nonce: item.nonce, verdict: verdict, match: match,
-            broker: TestBroker.origin, now: now)
+            shown: ShownRequest(item).digest, broker: TestBroker.origin, now: now)
     }
 }
 

@@ -21,21 +21,26 @@ struct ProofRoundTripTests {
         #expect(claims.jti.count >= 22)
     }
 
-    @Test("a decision binds event, nonce and verdict")
+    @Test("a decision binds event, nonce, verdict and what the approver was shown")
     func decision() async throws {
         let nonce = SecretToken.generate(bytes: 16)
+        let shown = ShownRequest(
+            event: "LOGIN", user: "alice", app: "Example", requester: "laptop", address: "192.0.2.1",
+            location: "Unknown", created: 1_800_000_000, details: "Pay 10 EUR")
         let token = try await DecisionProof.make(
-            key: key, eventID: "ev_1", nonce: nonce, verdict: .approve, match: "42", broker: "http://127.0.0.1:8080/",
-            now: now)
-        let claims = try await DecisionProof.verify(
-            token, key: DevicePublicKey(key.publicKey), eventID: "ev_1", nonce: nonce, acceptedOrigins: origins,
-            now: now, leeway: 60)
-        #expect(claims.decision == .approve && claims.match == "42")
-        await #expect(throws: ProtocolError(.wrongEvent, "")) {
+            key: key, eventID: "ev_1", nonce: nonce, verdict: .approve, match: "42", shown: shown.digest,
+            broker: "http://127.0.0.1:8080/", now: now)
+        func verify(eventID: String = "ev_1", shown: ShownRequest = shown) async throws -> DecisionClaims {
             try await DecisionProof.verify(
-                token, key: DevicePublicKey(key.publicKey), eventID: "ev_2", nonce: nonce, acceptedOrigins: origins,
-                now: now, leeway: 60)
+                token, key: DevicePublicKey(key.publicKey), eventID: eventID, nonce: nonce, shown: shown.digest,
+                acceptedOrigins: origins, now: now, leeway: 60)
         }
+        let claims = try await verify()
+        #expect(claims.decision == .approve && claims.match == "42" && claims.shown == shown.digest)
+        await #expect(throws: ProtocolError(.wrongEvent, "")) { try await verify(eventID: "ev_2") }
+        var edited = shown
+        edited.details = "Pay 10000 EUR"
+        await #expect(throws: ProtocolError(.wrongDisplay, "")) { try await verify(shown: edited) }
     }
 
     @Test("device keys off the curve or of another type are refused")

@@ -47,6 +47,30 @@ struct DecisionVectors: Decodable {
     let nonce: String
     let now: Int
     let origins: [String]
+    let shown: ShownVectors.Fields
+    let shownDigest: String
+    let tests: [Test]
+}
+
+struct ShownVectors: Decodable {
+    /// A display as the vectors write it: the fields of ``ShownRequest``.
+    struct Fields: Decodable, Sendable {
+        let event, user, app, requester, address, location, details: String
+        let created: Int
+        var request: ShownRequest {
+            ShownRequest(
+                event: event, user: user, app: app, requester: requester, address: address, location: location,
+                created: created, details: details)
+        }
+    }
+    struct Test: Decodable, CustomStringConvertible, Sendable {
+        let tcId: Int
+        let comment: String
+        let shown: Fields
+        let digest: String
+        let result: String
+        var description: String { "#\(tcId) \(comment)" }
+    }
     let tests: [Test]
 }
 

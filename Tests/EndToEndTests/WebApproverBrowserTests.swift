@@ -246,6 +246,25 @@ struct WebApproverBrowserTests {
             try await browser.click("#setup-button")
             try await browser.waitFor(text: "trusted device of alice")
 
+            // The page's digest of what it shows agrees with the vectors, valid and tampered.
+            let vectors = try String(
+                contentsOf: scriptsDirectory.deletingLastPathComponent().appendingPathComponent(
+                    "proto/vectors/shown.json"),
+                encoding: .utf8)
+            let verdicts = try await browser.execute(
+                """
+                const done = arguments[arguments.length - 1];
+                import("./keys.js").then(async (keys) => {
+                  const results = [];
+                  for (const test of (\(vectors)).tests) {
+                    results.push(((await keys.shownDigest(test.shown)) === test.digest) === (test.result === "valid"));
+                  }
+                  done(results);
+                }, (error) => done(String(error)));
+                """, async: true)
+            let agreed = try #require(verdicts as? [Bool], "\(String(describing: verdicts))")
+            #expect(agreed.count >= 10 && agreed.allSatisfy { $0 }, "\(agreed)")
+
             // Markup and script in every field a requester or backend writes stay text.
             let markup = #"<b>Pay</b> <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>"#
             let rejected = try await broker.backend.requestApproval(user: "alice", details: markup)

@@ -77,6 +77,10 @@ struct WebhookEndToEndTests {
         #expect(approved.signature == nil, "no broker-signed token in a webhook: fetch the event for it")
         #expect(received.first { $0.body?.type == "event.rejected" }?.body?.data.ID == payment.event.ID)
         #expect(received.first { $0.body?.type == "device.removed" }?.body?.data.device_id == device.id)
+        // The enrollment carries the key, to pin: its thumbprint is the device id.
+        let enrolled = try #require(received.first { $0.body?.type == "device.enrolled" }?.body?.data)
+        #expect(enrolled.device_id == device.id && enrolled.public_key?.thumbprint == device.id)
+        #expect(received.first { $0.body?.type == "device.removed" }?.body?.data.public_key == nil)
         // Nothing more comes: each message was delivered once.
         try await Task.sleep(for: .seconds(2))
         #expect(try await receiver.received().count == expected.count)

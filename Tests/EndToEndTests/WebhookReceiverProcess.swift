@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CountersignCore
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -18,6 +19,7 @@ struct WebhookReceiverProcess {
                 let ID: String?
                 let status: String?
                 let device_id: String?
+                let public_key: DevicePublicKey?
                 let client_user_id: String?
                 let signature: String?
             }

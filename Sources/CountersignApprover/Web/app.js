@@ -4,7 +4,7 @@
 
 import { forgetAccount, forgetPairing, loadAccount, loadPairing, saveAccount, savePairing } from "./account.js";
 import { Broker, BrokerError } from "./broker.js";
-import { fingerprint, fromBase64url, newKeyPair, publicJWK, thumbprint } from "./keys.js";
+import { fingerprint, fromBase64url, newKeyPair, publicJWK, shownRequest, thumbprint } from "./keys.js";
 
 const broker = new Broker(location.origin);
 const $ = (id) => document.getElementById(id);
@@ -177,14 +177,16 @@ function requestCard(item) {
   const pairing = event.event === "ENROLL_NEW_TRUSTED_DEVICE" && item.new_device;
   // What the requester wrote (its machine's name) and what the broker saw
   // (its address) on rows of their own: a name cannot pass for an address.
+  // Drawn from the fields a decision's digest commits to (keys.js shownRequest).
+  const shown = shownRequest(item);
   const rows = [
-    ["App", item.app],
-    ["Machine", event.requester_name ?? "an unnamed machine"],
-    ["Address", event.ip],
+    ["App", shown.app],
+    ["Machine", shown.requester || "an unnamed machine"],
+    ["Address", shown.address],
   ];
-  if (event.location && event.location !== "Unknown") rows.push(["Place", event.location]);
-  rows.push(["Requested", new Date(event.CreatedAt).toLocaleString()]);
-  if (event.details) rows.push(["Details", event.details]);
+  if (shown.location && shown.location !== "Unknown") rows.push(["Place", shown.location]);
+  rows.push(["Requested", new Date(shown.created * 1000).toLocaleString()]);
+  if (shown.details) rows.push(["Details", shown.details]);
   if (pairing) {
     rows.push(["Device", `${item.new_device.name} (${item.new_device.type})`]);
     rows.push(["Fingerprint", item.new_device.fingerprint]);

@@ -1,7 +1,7 @@
 // The broker's REST API as the web approver uses it; the broker is this
 // page's own origin (the page's CSP allows no other).
 
-import { decision, deviceProof } from "./keys.js";
+import { decision, deviceProof, shownDigest, shownRequest } from "./keys.js";
 
 export class BrokerError extends Error {
   constructor(status, code, message) {
@@ -128,6 +128,7 @@ export class Broker {
       nonce: item.nonce,
       verdict,
       match: verdict === "approve" ? match : undefined,
+      shown: await shownDigest(shownRequest(item)),
       audience: this.origin,
       newDeviceID: item.new_device?.id,
       now: this.now(),

@@ -63,9 +63,46 @@ export function deviceProof(privateKey, deviceID, method, url, now) {
   );
 }
 
-/** A decision (signing.md §2) on one inbox item. */
-export function decision(privateKey, deviceID, { eventID, nonce, verdict, match, audience, newDeviceID, now }) {
-  const claims = { evt: eventID, nonce, decision: verdict, aud: audience, iat: now, jti: randomID() };
+/**
+ * What the approver is shown of an inbox item (signing.md §2, "What the
+ * approver was shown"): the card is drawn from these fields, and a decision
+ * commits to their digest.
+ */
+export function shownRequest(item) {
+  const event = item.event;
+  return {
+    event: event.event,
+    user: event.client_user_id,
+    app: item.app,
+    requester: event.requester_name ?? "",
+    address: event.ip,
+    location: event.location,
+    created: Number(event.timestamp),
+    details: event.details ?? "",
+  };
+}
+
+const SHOWN_FIELDS = ["event", "user", "app", "requester", "address", "location", "created", "details"];
+
+/** BASE64URL(SHA-256) of the label, then per field LF name "=" UTF-8 byte length ":" UTF-8 value. */
+export async function shownDigest(shown) {
+  const parts = [utf8.encode("countersign-shown-v1")];
+  for (const name of SHOWN_FIELDS) {
+    const value = utf8.encode(String(shown[name]));
+    parts.push(utf8.encode(`\n${name}=${value.length}:`), value);
+  }
+  const bytes = new Uint8Array(parts.reduce((total, part) => total + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.length;
+  }
+  return base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+}
+
+/** A decision (signing.md §2) on one inbox item, committing to `shown`, the digest of what was displayed. */
+export function decision(privateKey, deviceID, { eventID, nonce, verdict, match, shown, audience, newDeviceID, now }) {
+  const claims = { evt: eventID, nonce, decision: verdict, aud: audience, iat: now, jti: randomID(), shown };
   if (match) claims.match = match;
   if (newDeviceID) claims.jkt = newDeviceID;
   return sign(privateKey, { typ: "countersign-decision+jwt", alg: "ES256", kid: deviceID }, claims);

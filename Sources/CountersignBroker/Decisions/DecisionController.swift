@@ -33,11 +33,14 @@ struct DecisionController {
         guard let event = try await environment.store.event(id: id) else {
             throw APIError.notFound("no such event")
         }
+        // What the approver was shown names the app as its API key is named now.
+        let app = try await environment.store.apiKey(id: event.issuer)?.name ?? ""
         let claims: DecisionClaims
         do {
             claims = try await DecisionProof.verify(
                 jws, key: device.publicKey, eventID: event.id, nonce: event.nonce,
-                newDevice: event.newDevice?.publicKey.thumbprint, acceptedOrigins: environment.origins, now: now,
+                shown: ShownRequest(event, app: app).digest, newDevice: event.newDevice?.publicKey.thumbprint,
+                acceptedOrigins: environment.origins, now: now,
                 leeway: environment.policy.proofLeeway)
         } catch {
             throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")

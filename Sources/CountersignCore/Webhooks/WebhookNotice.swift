@@ -145,6 +145,7 @@ public struct WebhookNotice: Sendable, Equatable {
             object.field("device_name", change.deviceName)
             object.field("ip", change.author.ip)
             object.field("issuer", change.issuer)
+            object.field("public_key", change.publicKey)
         }
     }
 }

@@ -1,0 +1,53 @@
+/// Checking a settled event's decision without trusting the broker: with
+/// device keys the app pinned itself, against the event's own fields.
+extension DecisionProof {
+    /// Verifies the decision an event document carries: signed by one of
+    /// `pinnedKeys` (the device the event names as `decided_by`), for this
+    /// event, over exactly what the event's fields show for the app named
+    /// `app` (``ShownRequest``), with the verdict the event's status claims,
+    /// and, given `broker`, addressed to that broker.
+    ///
+    /// The broker's own event token only says what the broker holds now; a
+    /// row edited in its database is re-signed with it. This check fails on
+    /// such an edit, since no device signed the edited words. The server
+    /// nonce, freshness and replay were the broker's to check when the
+    /// decision arrived and are not repeated.
+    public static func check(
+        storedIn event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], broker: String? = nil
+    ) async throws(ProtocolError) -> DecisionClaims {
+        guard let token = event.decision, let deviceID = event.decidedBy else {
+            throw ProtocolError(.malformed, "the event carries no device's decision (status \(event.status.rawValue))")
+        }
+        let jws = try CompactJWS.Parsed(token)
+        guard try DeviceProof.deviceID(in: jws) == deviceID else {
+            throw ProtocolError(.wrongDevice, "the decision is signed by another device than the event names")
+        }
+        guard let key = pinnedKeys.first(where: { $0.thumbprint == deviceID }) else {
+            throw ProtocolError(.wrongDevice, "the deciding device \(deviceID) is not one of the pinned keys")
+        }
+        let claims = try await CompactJWS.verify(jws, type: type, key: key, as: DecisionClaims.self)
+        guard claims.evt == event.ID else {
+            throw ProtocolError(.wrongEvent, "the decision was signed for another event")
+        }
+        let shown = ShownRequest(event, app: app)
+        guard claims.shown == shown.digest else {
+            throw ProtocolError(.wrongDisplay, "the event's fields are not what the approver was shown and signed")
+        }
+        let matches =
+            switch claims.decision {
+            case .approve: event.status == .approved
+            case .reject, .fraud: event.status == .rejected
+            }
+        guard matches else {
+            throw ProtocolError(
+                .wrongVerdict,
+                "the device signed \(claims.decision.rawValue) but the event says \(event.status.rawValue)")
+        }
+        if let broker {
+            guard let audience = Origin(url: claims.aud), audience == Origin(url: broker) else {
+                throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
+            }
+        }
+        return claims
+    }
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Checks a Countersign event's decision the way an app backend in Python
+would, without trusting the broker: the deciding device's signature with a
+key the backend pinned itself, and the event's own fields against the digest
+of what the approver was shown (proto/signing.md §2). Uses joserfc and the
+standard library only, no Countersign code.
+
+    verify-decision.py EVENT_JSON PINNED_KEYS_JSON APP_NAME [BROKER_ORIGIN]
+
+EVENT_JSON is the event document (GET /api/v1/events/{id}); PINNED_KEYS_JSON
+is a JWK, a list of JWKs, or a devices document ({"devices": [{"public_key":
+...}]}) saved when the devices enrolled; APP_NAME is the app's name as
+approvers see it. Prints the decision's claims as JSON and exits 0 when it
+holds; prints why and exits 1 when it does not.
+"""
+import sys
+
+if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
+    print(__doc__.strip())
+    sys.exit(0)
+if len(sys.argv) not in (4, 5):
+    print(__doc__.strip(), file=sys.stderr)
+    sys.exit(2)
+import base64
+import hashlib
+import json
+import urllib.parse
+
+from joserfc import jws
+from joserfc.jwk import ECKey
+
+FIELDS = ("event", "user", "app", "requester", "address", "location", "created", "details")
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def thumbprint(jwk: dict) -> str:
+    members = ",".join(f'"{name}":"{jwk[name]}"' for name in ("crv", "kty", "x", "y"))
+    return b64url(hashlib.sha256(("{" + members + "}").encode()).digest())
+
+
+def shown_digest(event: dict, app: str) -> str:
+    shown = {"event": event["event"], "user": event["client_user_id"], "app": app,
+             "requester": event.get("requester_name") or "", "address": event["ip"],
+             "location": event["location"], "created": int(event["timestamp"]),
+             "details": event.get("details") or ""}
+    data = b"countersign-shown-v1"
+    for name in FIELDS:
+        value = str(shown[name]).encode("utf-8")
+        data += b"\n" + name.encode() + b"=" + str(len(value)).encode() + b":" + value
+    return b64url(hashlib.sha256(data).digest())
+
+
+def origin(url: str) -> tuple:
+    parts = urllib.parse.urlsplit(url)
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+def pinned(document) -> list:
+    if isinstance(document, dict) and "devices" in document:
+        return [device["public_key"] for device in document["devices"]]
+    return document if isinstance(document, list) else [document]
+
+
+def check(event: dict, keys: list, app: str, broker: str | None) -> dict:
+    token, device = event.get("decision"), event.get("decided_by")
+    if not token or not device:
+        raise ValueError(f"the event carries no device's decision (status {event.get('status')})")
+    header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    if header.get("kid") != device:
+        raise ValueError("the decision is signed by another device than the event names")
+    if header.get("typ") != "countersign-decision+jwt" or header.get("alg") != "ES256":
+        raise ValueError("not an ES256 Countersign decision")
+    key = next((jwk for jwk in keys if thumbprint(jwk) == device), None)
+    if key is None:
+        raise ValueError(f"the deciding device {device} is not one of the pinned keys")
+    verified = jws.deserialize_compact(token, ECKey.import_key(key), algorithms=["ES256"])
+    claims = json.loads(verified.payload)
+    if claims.get("evt") != event["ID"]:
+        raise ValueError("the decision was signed for another event")
+    if claims.get("shown") != shown_digest(event, app):
+        raise ValueError("the event's fields are not what the approver was shown and signed")
+    expected = {"approve": "approved", "reject": "rejected", "fraud": "rejected"}.get(claims.get("decision"))
+    if expected != event.get("status"):
+        raise ValueError(f"the device signed {claims.get('decision')} but the event says {event.get('status')}")
+    if broker is not None and origin(claims.get("aud", "")) != origin(broker):
+        raise ValueError("the decision is addressed to another broker")
+    return claims
+
+
+with open(sys.argv[1], encoding="utf-8") as file:
+    event_document = json.load(file)
+with open(sys.argv[2], encoding="utf-8") as file:
+    pinned_keys = pinned(json.load(file))
+try:
+    result = check(event_document, pinned_keys, sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+except Exception as error:  # any failure means: do not trust this decision
+    print(f"decision does not hold: {error}", file=sys.stderr)
+    sys.exit(1)
+print(json.dumps(result, sort_keys=True))
