@@ -27,7 +27,7 @@ for source in broker.rglob("*.swift"):
     # Where each controller is mounted (see buildRouter); the rest are under /api/v1.
     base = {"Application+build.swift": "", "OperationsController.swift": "", "VerificationPageController.swift": "",
             "OAuthController.swift": "", "IdentityController.swift": "/api/v0/",
-            "ApproverController.swift": ""}.get(source.name, "/api/v1/")
+            "ApproverController.swift": "", "CIBAController.swift": ""}.get(source.name, "/api/v1/")
     for method, path in re.findall(r'\.(get|post|delete|put|patch)\("([^"]+)"(?:,\s*use:|\)\s*\{)', text):
         full = ("/" + path if base == "" else base + path)
         registered.add((method.upper(), re.sub(r":[A-Za-z]+", "{}", full)))

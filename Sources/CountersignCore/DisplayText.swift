@@ -57,6 +57,9 @@ public enum DisplayText {
         public static let deviceType = Field(name: "type", maximumLength: 64)
         /// An app's (an API key's) name.
         public static let appName = Field(name: "name", maximumLength: 128)
+        /// A CIBA client's `binding_message`: short, as the specification
+        /// asks, since the person compares it with the client's screen.
+        public static let bindingMessage = Field(name: "binding_message", maximumLength: 64)
     }
 
     /// The text as stored (without leading and trailing white space, each

@@ -207,6 +207,20 @@ enum PostgresMigrations {
                 "CREATE INDEX events_requested_by_address ON events (ip, created_at) WHERE requested_by = 'requester'",
             ]
         ),
+        (
+            "v15-ciba",
+            [
+                """
+                CREATE TABLE ciba_requests (
+                    event_id text PRIMARY KEY, api_key_id text NOT NULL, scope text NOT NULL,
+                    poll_interval integer NOT NULL, next_poll_at double precision NOT NULL, notification_token text,
+                    auth_req_id text, redeemed_at double precision, created_at double precision NOT NULL)
+                """,
+                "CREATE INDEX ciba_requests_created ON ciba_requests (created_at)",
+                "ALTER TABLE refresh_tokens ADD COLUMN client_user_id text",
+                "ALTER TABLE refresh_tokens ADD COLUMN acr text",
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

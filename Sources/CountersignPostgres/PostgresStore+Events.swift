@@ -6,7 +6,7 @@ import PostgresNIO
 extension PostgresStore {
     public func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
-        now: Date
+        ciba: CIBARequest?, now: Date
     ) async throws {
         let logger = logger
         // READ COMMITTED under a lock per user instead of SERIALIZABLE: the
@@ -25,6 +25,7 @@ extension PostgresStore {
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
             try await Self.insert(announcing, into: db, logger: logger)
+            if let ciba { try await Self.insert(ciba, into: db, logger: logger) }
             try await Self.announce(WebhookNotice.created(event, now: now), into: db, logger: logger)
         }
     }

@@ -176,6 +176,12 @@ extension PostgresStore {
                 "DELETE FROM proof_ids WHERE expires_at < \(cutoff) RETURNING 1",
                 "DELETE FROM enrollment_tokens WHERE expires_at < \(cutoff) RETURNING 1",
                 "DELETE FROM events WHERE expires_at < \(eventCutoff) RETURNING 1",
+                // A CIBA request goes with its event (created before the event's
+                // window, at most CIBAPollRule.expiryRange.upperBound long).
+                """
+                DELETE FROM ciba_requests
+                WHERE created_at < \(eventCutoff - Double(CIBAPollRule.expiryRange.upperBound)) RETURNING 1
+                """,
                 // Kept a day: longer than any code, authorization code or send-limit window.
                 "DELETE FROM verification_challenges WHERE created_at < \(cutoff - 86400) RETURNING 1",
                 "DELETE FROM refresh_tokens WHERE expires_at < \(cutoff) RETURNING 1",

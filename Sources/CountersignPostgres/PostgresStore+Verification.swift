@@ -148,10 +148,10 @@ extension PostgresStore {
         try await db.run(
             """
             INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
-                rotated_at, revoked_at, auth_time)
+                rotated_at, revoked_at, auth_time, client_user_id, acr)
             VALUES (\(token.digest), \(token.familyID), \(token.apiKeyID), \(token.identityID),
                 \(token.createdAt.seconds), \(token.expiresAt.seconds), \(token.rotatedAt?.seconds),
-                \(token.revokedAt?.seconds), \(token.authTime?.seconds))
+                \(token.revokedAt?.seconds), \(token.authTime?.seconds), \(token.clientUserID), \(token.acr))
             """, logger: logger)
     }
 
@@ -169,7 +169,8 @@ extension PostgresStore {
                 apiKeyID: try $0.value("api_key_id"),
                 identityID: try $0.value("identity_id"), createdAt: try $0.date("created_at"),
                 expiresAt: try $0.date("expires_at"), rotatedAt: try $0.optionalDate("rotated_at"),
-                revokedAt: try $0.optionalDate("revoked_at"), authTime: try $0.optionalDate("auth_time"))
+                revokedAt: try $0.optionalDate("revoked_at"), authTime: try $0.optionalDate("auth_time"),
+                clientUserID: try $0.value("client_user_id"), acr: try $0.value("acr"))
         }
     }
 

@@ -6,13 +6,14 @@ import GRDB
 extension SQLiteStore {
     public func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
-        now: Date
+        ciba: CIBARequest?, now: Date
     ) async throws {
         try await write { db in
             let open = try Self.openPending(like: event, by: requester, window: limits.rateWindow, now: now, in: db)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester)
             try Self.insert(announcing, into: db)
+            if let ciba { try Self.insert(ciba, into: db) }
             try Self.announce(WebhookNotice.created(event, now: now), into: db)
         }
     }

@@ -148,6 +148,14 @@ extension SQLiteStore {
                 sql: "DELETE FROM events WHERE expires_at < ?",
                 arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
             removed += db.changesCount
+            // A CIBA request goes with its event (created before the event's
+            // window, at most CIBAPollRule.expiryRange.upperBound long).
+            try db.execute(
+                sql: "DELETE FROM ciba_requests WHERE created_at < ?",
+                arguments: [
+                    min(eventsEndedBefore, now).timeIntervalSince1970 - Double(CIBAPollRule.expiryRange.upperBound)
+                ])
+            removed += db.changesCount
             // Kept a day: longer than any code, authorization code or send-limit window.
             try db.execute(
                 sql: "DELETE FROM verification_challenges WHERE created_at < ?", arguments: [cutoff - 86400])

@@ -282,6 +282,20 @@ extension SQLiteStore {
                     "CREATE INDEX events_requested_by_address ON events (ip, created_at) WHERE requested_by = 'requester'"
             )
         }
+        migrator.registerMigration("v15-ciba") { db in
+            // OpenID CIBA requests, one per event a client asked for.
+            try db.execute(
+                sql: """
+                    CREATE TABLE ciba_requests (
+                        event_id TEXT PRIMARY KEY NOT NULL, api_key_id TEXT NOT NULL, scope TEXT NOT NULL,
+                        poll_interval INTEGER NOT NULL, next_poll_at REAL NOT NULL, notification_token TEXT,
+                        auth_req_id TEXT, redeemed_at REAL, created_at REAL NOT NULL)
+                    """)
+            try db.execute(sql: "CREATE INDEX ciba_requests_created ON ciba_requests (created_at)")
+            // A CIBA grant's refresh tokens name the user, not a verified identity.
+            try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN client_user_id TEXT")
+            try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN acr TEXT")
+        }
         return migrator
     }
 }

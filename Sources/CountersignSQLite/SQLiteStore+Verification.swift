@@ -146,14 +146,15 @@ extension SQLiteStore {
         try db.execute(
             sql: """
                 INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
-                    rotated_at, revoked_at, auth_time)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    rotated_at, revoked_at, auth_time, client_user_id, acr)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 token.digest, token.familyID, token.apiKeyID, token.identityID,
                 token.createdAt.timeIntervalSince1970,
                 token.expiresAt.timeIntervalSince1970, token.rotatedAt?.timeIntervalSince1970,
-                token.revokedAt?.timeIntervalSince1970, token.authTime?.timeIntervalSince1970,
+                token.revokedAt?.timeIntervalSince1970, token.authTime?.timeIntervalSince1970, token.clientUserID,
+                token.acr,
             ])
     }
 
@@ -169,7 +170,8 @@ extension SQLiteStore {
                 expiresAt: Date(timeIntervalSince1970: $0["expires_at"]),
                 rotatedAt: ($0["rotated_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                 revokedAt: ($0["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                authTime: ($0["auth_time"] as Double?).map(Date.init(timeIntervalSince1970:)))
+                authTime: ($0["auth_time"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                clientUserID: $0["client_user_id"], acr: $0["acr"])
         }
     }
 

@@ -154,10 +154,20 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// Every change to an event or a device writes its ``WebhookNotice``
     /// to the outbox in its transaction, one message per enabled endpoint
     /// of the app that wants its type.
+    ///
+    /// With `ciba`, the OpenID CIBA request that asked for it is stored in
+    /// the same transaction.
     func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
-        now: Date
+        ciba: CIBARequest?, now: Date
     ) async throws
+    /// The CIBA request of this event, or nil.
+    func cibaRequest(eventID: String) async throws -> CIBARequest?
+    /// A token request's poll of a CIBA request: ``CIBAPollRule`` decides
+    /// from the request and its event as they stand, and the request state
+    /// it returns is written in the same transaction, so two polls at once
+    /// cannot both be issued tokens. Throws `notFound` without a request.
+    func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPollRule.Outcome
     /// How many of a user's events were rejected (by a device, a report,
     /// or the last wrong number) at `since` or later.
     func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int
@@ -292,7 +302,15 @@ extension CountersignStore {
     /// them per user.
     public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
         try await insertPendingEvent(
-            event, by: .backend, limits: PendingLimits(perUser: maxPending), announcing: [], now: now)
+            event, by: .backend, limits: PendingLimits(perUser: maxPending), announcing: [], ciba: nil, now: now)
+    }
+
+    /// ``insertPendingEvent(_:by:limits:announcing:ciba:now:)`` of an event no CIBA client asked for.
+    public func insertPendingEvent(
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
+        now: Date
+    ) async throws {
+        try await insertPendingEvent(event, by: requester, limits: limits, announcing: announcing, ciba: nil, now: now)
     }
 
     /// Ends a rotation after its transaction: the new token, or, for a

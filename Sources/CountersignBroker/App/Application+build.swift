@@ -75,6 +75,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
     ApproverController().register(on: open)
     open.addRoutes(OAuthController(environment: environment).endpoints)
+    open.addRoutes(CIBAController(environment: environment).endpoints)
     // An app's key id, without a device: enrolling, redeeming a verification.
     var appAuthenticating = lifecycle
     appAuthenticating.authenticator = CallerAuthenticator(environment: environment, acceptsDeviceProofs: false)

@@ -145,12 +145,6 @@ struct EventController {
     }
 
     /// Seed case 2: a machine that is not trusted asks; a trusted device decides.
-    ///
-    /// A requester (the API key id alone) asking for a user with no trusted
-    /// device gets the same answer as for one with devices, and then never
-    /// hears back: the event is stored, nobody is asked, and it expires. The
-    /// key id ships inside apps, so a 409 would tell anyone which user ids
-    /// have devices. The backend, with its secret, is told (409).
     private func createPending(
         issuer key: APIKey, by requester: PendingRequester, name: String, body: CreateRequest,
         requesterName: String?, ip: String, pairing: Pairing?, context: EventCreatorContext
@@ -158,46 +152,20 @@ struct EventController {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
         }
-        let devices = try await environment.store.devices(issuer: key.id, clientUserID: user)
-        guard requester != .backend || devices.contains(where: { $0.revokedAt == nil }) else {
-            throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
-        }
-        let now = environment.now()
-        let requesterToken = SecretToken.generate(bytes: 32)
-        let matchNumber: String?
-        if pairing != nil {
-            matchNumber = ApprovalEvent.newPairingCode()
-        } else if body.numberMatching == false {
-            matchNumber = nil
-        } else {
-            let rejected = try await environment.store.rejectedEvents(
-                issuer: key.id, clientUserID: user, since: now - MatchNumberRule.window)
-            matchNumber = ApprovalEvent.newMatchNumber(digits: MatchNumberRule.digits(rejectedRecently: rejected))
-        }
-        let event = ApprovalEvent.pending(
-            issuer: key.id, user: user, name: name, ip: ip, location: body.location, details: body.details,
-            requesterName: requesterName, matchNumber: matchNumber,
-            requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: pairing?.device, now: now,
-            window: environment.policy.window)
-        // The user's devices hear of it by push, if they asked to; the
-        // messages commit with the event and go out after the answer.
-        let pushes =
-            environment.push == nil
-            ? [] : WebPushDelivery.messages(for: event, app: key.name, devices: devices, now: now)
-        try await environment.store.insertPendingEvent(
-            event, by: requester, limits: environment.policy.pendingLimits, announcing: pushes, now: now)
+        let opened = try await PendingEvents(environment: environment).open(
+            PendingEvents.Draft(
+                key: key, user: user, name: name, ip: ip, location: body.location, details: body.details,
+                requesterName: requesterName, numberMatching: body.numberMatching != false,
+                newDevice: pairing?.device),
+            by: requester)
         if let pairing {
-            try await ProofCheck(environment: environment).spend(pairing.proof, of: pairing.device.publicKey, now: now)
+            try await ProofCheck(environment: environment).spend(
+                pairing.proof, of: pairing.device.publicKey, now: opened.event.createdAt)
         }
-        environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: user))
-        if !pushes.isEmpty {
-            environment.hub.notify(WakeKey.outbox)
-            environment.metrics.queued(pushes)
-        }
-        environment.metrics.created(event)
-        let document = try await environment.document(for: event, withToken: false)
+        let document = try await environment.document(for: opened.event, withToken: false)
         return JSONBody(
-            EventTicket(event: document, requesterToken: requesterToken, matchNumber: event.matchNumber),
+            EventTicket(
+                event: document, requesterToken: opened.requesterToken, matchNumber: opened.event.matchNumber),
             status: .created)
     }
 

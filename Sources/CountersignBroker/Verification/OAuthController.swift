@@ -4,8 +4,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The standard OAuth 2.0 / OpenID Connect face of the verification flow:
-/// discovery, and the token endpoint for public clients (PKCE, no secret).
+/// The standard OAuth 2.0 / OpenID Connect face of the broker: discovery,
+/// and the token endpoint for the verification flow's public clients (PKCE,
+/// no secret) and for CIBA clients (their secret).
 struct OAuthController {
     let environment: BrokerEnvironment
 
@@ -20,16 +21,20 @@ struct OAuthController {
         let authorizationEndpoint: String
         let tokenEndpoint: String
         let jwksURI: String
+        let backchannelAuthenticationEndpoint: String
+        let backchannelTokenDeliveryModesSupported = ["poll"]
+        let backchannelUserCodeParameterSupported = false
+        let acrValuesSupported = [CIBAAuthentication.deviceACR, CIBAAuthentication.totpACR]
         let responseTypesSupported = ["code"]
-        let grantTypesSupported = ["authorization_code", "refresh_token"]
+        let grantTypesSupported = ["authorization_code", "refresh_token", CIBAController.grantType]
         let codeChallengeMethodsSupported = ["S256"]
-        let tokenEndpointAuthMethodsSupported = ["none"]
+        let tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
         let subjectTypesSupported = ["public"]
         let idTokenSigningAlgValuesSupported = ["ES256"]
         let scopesSupported = ["openid", "email", "phone"]
         let claimsSupported = [
-            "iss", "sub", "aud", "exp", "iat", "auth_time", "email", "email_verified", "phone_number",
-            "phone_number_verified",
+            "iss", "sub", "aud", "exp", "iat", "auth_time", "acr", "email", "email_verified", "phone_number",
+            "phone_number_verified", "urn:openid:params:jwt:claim:auth_req_id",
         ]
 
         enum CodingKeys: String, CodingKey {
@@ -37,6 +42,10 @@ struct OAuthController {
             case authorizationEndpoint = "authorization_endpoint"
             case tokenEndpoint = "token_endpoint"
             case jwksURI = "jwks_uri"
+            case backchannelAuthenticationEndpoint = "backchannel_authentication_endpoint"
+            case backchannelTokenDeliveryModesSupported = "backchannel_token_delivery_modes_supported"
+            case backchannelUserCodeParameterSupported = "backchannel_user_code_parameter_supported"
+            case acrValuesSupported = "acr_values_supported"
             case responseTypesSupported = "response_types_supported"
             case grantTypesSupported = "grant_types_supported"
             case codeChallengeMethodsSupported = "code_challenge_methods_supported"
@@ -53,7 +62,8 @@ struct OAuthController {
         return JSONBody(
             Discovery(
                 issuer: issuer, authorizationEndpoint: issuer + "/oauth/authorize",
-                tokenEndpoint: issuer + "/oauth/token", jwksURI: issuer + "/.well-known/jwks.json"),
+                tokenEndpoint: issuer + "/oauth/token", jwksURI: issuer + "/.well-known/jwks.json",
+                backchannelAuthenticationEndpoint: issuer + "/oauth/bc-authorize"),
             headers: [.cacheControl: "public, max-age=300"])
     }
 
@@ -64,6 +74,8 @@ struct OAuthController {
         var clientID: String?
         var codeVerifier: String?
         var refreshToken: String?
+        var clientSecret: String?
+        var authReqID: String?
 
         enum CodingKeys: String, CodingKey {
             case code
@@ -72,6 +84,8 @@ struct OAuthController {
             case clientID = "client_id"
             case codeVerifier = "code_verifier"
             case refreshToken = "refresh_token"
+            case clientSecret = "client_secret"
+            case authReqID = "auth_req_id"
         }
     }
 
@@ -101,58 +115,43 @@ struct OAuthController {
         }
     }
 
-    /// RFC 6749 §5.2 error body.
-    struct TokenError: Error, Encodable, Sendable {
-        let error: String
-        let errorDescription: String
-        enum CodingKeys: String, CodingKey {
-            case error
-            case errorDescription = "error_description"
-        }
-        init(_ error: String, _ description: String) {
-            self.error = error
-            self.errorDescription = description
-        }
-    }
-
     @Sendable func token(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        let headers: HTTPFields = [.cacheControl: "no-store", HTTPField.Name("Pragma")!: "no-cache"]
         do {
             let form = try await request.decodeForm(TokenForm.self, context: context)
-            guard let clientID = form.clientID, let key = try await environment.store.apiKey(id: clientID) else {
-                return try JSONBody(
-                    TokenError("invalid_client", "client_id is missing or unknown"), status: .unauthorized,
-                    headers: headers
-                ).response(from: request, context: context)
-            }
+            let client = try await OAuthClient.identify(
+                request, clientID: form.clientID, clientSecret: form.clientSecret, in: environment)
             let tokens: OAuthTokens
             switch form.grantType {
-            case "authorization_code": tokens = try await redeem(form, key: key)
-            case "refresh_token": tokens = try await refresh(form, key: key)
-            default: throw TokenError("unsupported_grant_type", "use authorization_code or refresh_token")
+            case "authorization_code": tokens = try await redeem(form, key: client.key)
+            case "refresh_token": tokens = try await refresh(form, client: client)
+            case CIBAController.grantType:
+                tokens = try await CIBAController(environment: environment).redeem(form.authReqID, client: client)
+            default:
+                throw OAuthError(
+                    "unsupported_grant_type", "use authorization_code, refresh_token or \(CIBAController.grantType)")
             }
-            return try JSONBody(TokenResponse(tokens), headers: headers).response(from: request, context: context)
-        } catch let error as TokenError {
-            return try JSONBody(error, status: .badRequest, headers: headers).response(from: request, context: context)
+            return try JSONBody(TokenResponse(tokens), headers: OAuthError.headers).response(
+                from: request, context: context)
+        } catch let error as OAuthError {
+            return try error.response(from: request, context: context)
         } catch let error as APIError where error.status.code < 500 {
-            return try JSONBody(TokenError("invalid_request", error.message), status: .badRequest, headers: headers)
-                .response(from: request, context: context)
+            return try OAuthError("invalid_request", error.message).response(from: request, context: context)
         }
     }
 
     private func redeem(_ form: TokenForm, key: APIKey) async throws -> OAuthTokens {
         guard let code = form.code, let verifier = form.codeVerifier, let redirectURI = form.redirectURI else {
-            throw TokenError("invalid_request", "code, code_verifier and redirect_uri are required")
+            throw OAuthError("invalid_request", "code, code_verifier and redirect_uri are required")
         }
         guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
-            throw TokenError("invalid_grant", "unknown authorization code")
+            throw OAuthError("invalid_grant", "unknown authorization code")
         }
         let redeemed: VerificationChallenge
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(
                 challengeID: challengeID, code: code, verifier: verifier, redirectURL: redirectURI, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
-            throw TokenError("invalid_grant", failure.explanation)
+            throw OAuthError("invalid_grant", failure.explanation)
         }
         let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(
@@ -163,29 +162,48 @@ struct OAuthController {
                 nonce: redeemed.nonce)
     }
 
-    private func refresh(_ form: TokenForm, key: APIKey) async throws -> OAuthTokens {
+    private func refresh(_ form: TokenForm, client: OAuthClient) async throws -> OAuthTokens {
         guard let presented = form.refreshToken else {
-            throw TokenError("invalid_request", "refresh_token is required")
+            throw OAuthError("invalid_request", "refresh_token is required")
         }
         let digest = SecretToken.digest(presented)
-        guard let record = try await environment.store.refreshToken(digest: digest), record.apiKeyID == key.id,
-            let identity = try await environment.store.verifiedIdentity(id: record.identityID)
+        guard let record = try await environment.store.refreshToken(digest: digest), record.apiKeyID == client.key.id
         else {
-            throw TokenError("invalid_grant", "unknown refresh token")
+            throw OAuthError("invalid_grant", "unknown refresh token")
+        }
+        // A CIBA grant's client is confidential: its refresh needs the secret too.
+        if record.clientUserID != nil, !client.authenticated {
+            throw OAuthError("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
+        }
+        let identity: VerifiedIdentity?
+        if record.clientUserID == nil {
+            guard let found = try await environment.store.verifiedIdentity(id: record.identityID) else {
+                throw OAuthError("invalid_grant", "unknown refresh token")
+            }
+            identity = found
+        } else {
+            identity = nil
         }
         let issuer = OAuthTokenIssuer(environment: environment)
-        let (secret, replacement) = issuer.newRefreshToken(for: identity, family: record.familyID)
+        let (secret, replacement) =
+            identity.map { issuer.newRefreshToken(for: $0, family: record.familyID) }
+            ?? issuer.newRefreshToken(replacing: record)
         let rotated: RefreshTokenRecord
         do {
             rotated = try await environment.store.rotateRefreshToken(
                 digest: digest, replacement: replacement, now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
-            throw TokenError(
+            throw OAuthError(
                 "invalid_grant", "this refresh token was already used; every token of its grant is revoked")
         } catch let error as StoreError where error.code == .notFound {
-            throw TokenError("invalid_grant", "the refresh token has expired")
+            throw OAuthError("invalid_grant", "the refresh token has expired")
+        }
+        let authTime = rotated.authTime ?? record.createdAt
+        if let identity {
+            return try await issuer.tokens(for: identity, authTime: authTime, refreshToken: secret)
         }
         return try await issuer.tokens(
-            for: identity, authTime: rotated.authTime ?? record.createdAt, refreshToken: secret)
+            user: record.clientUserID ?? "", apiKeyID: record.apiKeyID, authTime: authTime, refreshToken: secret,
+            acr: rotated.acr)
     }
 }

@@ -41,14 +41,58 @@ struct OAuthTokenIssuer {
 
     /// A refresh token: the secret for the client and the record to store.
     func newRefreshToken(for identity: VerifiedIdentity, family: String) -> (String, RefreshTokenRecord) {
+        newRefreshToken(apiKeyID: identity.apiKeyID, identityID: identity.id, clientUserID: nil, family: family)
+    }
+
+    /// A refresh token of a CIBA grant's family: it names the user.
+    func newRefreshToken(replacing record: RefreshTokenRecord) -> (String, RefreshTokenRecord) {
+        newRefreshToken(
+            apiKeyID: record.apiKeyID, identityID: record.identityID, clientUserID: record.clientUserID,
+            family: record.familyID)
+    }
+
+    private func newRefreshToken(apiKeyID: String, identityID: String, clientUserID: String?, family: String)
+        -> (String, RefreshTokenRecord)
+    {
         let now = environment.now()
         let secret = SecretToken.generate(bytes: 32)
         return (
             secret,
             RefreshTokenRecord(
-                digest: SecretToken.digest(secret), familyID: family, apiKeyID: identity.apiKeyID,
-                identityID: identity.id, createdAt: now, expiresAt: now + Self.refreshTokenLifetime)
+                digest: SecretToken.digest(secret), familyID: family, apiKeyID: apiKeyID, identityID: identityID,
+                createdAt: now, expiresAt: now + Self.refreshTokenLifetime, clientUserID: clientUserID)
         )
+    }
+
+    /// Access, ID and refresh tokens for a CIBA grant: a trusted device (or
+    /// a TOTP code) approved `event`, which the client asked for with
+    /// `authReqID`.
+    func issue(approved event: ApprovalEvent, authReqID: String) async throws -> OAuthTokens {
+        let authTime = event.decidedAt ?? environment.now()
+        var (secret, record) = newRefreshToken(
+            apiKeyID: event.issuer, identityID: "", clientUserID: event.clientUserID, family: "ciba:" + event.id)
+        record.authTime = authTime
+        record.acr = CIBAAuthentication.acr(of: event.method)
+        try await environment.store.insertRefreshToken(record)
+        return try await tokens(
+            user: event.clientUserID, apiKeyID: event.issuer, authTime: authTime, refreshToken: secret,
+            acr: record.acr, authReqID: authReqID)
+    }
+
+    /// Signs the access and ID tokens of a CIBA grant for `user`.
+    func tokens(
+        user: String, apiKeyID: String, authTime: Date, refreshToken: String, acr: String? = nil,
+        authReqID: String? = nil
+    ) async throws -> OAuthTokens {
+        let now = environment.now()
+        let claims = OAuthTokenClaims(
+            iss: environment.issuer, sub: user, aud: apiKeyID, iat: Int(now.timeIntervalSince1970),
+            exp: Int((now + Self.accessTokenLifetime).timeIntervalSince1970), jti: SecretToken.generate(bytes: 16),
+            tokenType: "access_token", clientID: apiKeyID, scope: "openid", authTime: nil, identifier: nil,
+            identifierType: nil, authMethod: "CIBA", acr: acr)
+        return try await sign(access: claims, authTime: authTime, refreshToken: refreshToken) {
+            $0.authReqID = authReqID
+        }
     }
 
     /// Signs the access and ID tokens to go with `refreshToken`.
@@ -57,22 +101,33 @@ struct OAuthTokenIssuer {
     {
         let now = environment.now()
         let isEmail = identity.identifierType == .email
-        var claims = OAuthTokenClaims(
+        let claims = OAuthTokenClaims(
             iss: environment.issuer, sub: identity.userID, aud: identity.apiKeyID, iat: Int(now.timeIntervalSince1970),
             exp: Int((now + Self.accessTokenLifetime).timeIntervalSince1970), jti: SecretToken.generate(bytes: 16),
             tokenType: "access_token", clientID: identity.apiKeyID, scope: "access", authTime: nil,
             identifier: identity.identifier, identifierType: identity.identifierType, authMethod: "OTP")
-        let accessToken = try await environment.keys.sign(claims)
+        return try await sign(access: claims, authTime: authTime, refreshToken: refreshToken) {
+            $0.email = isEmail ? identity.identifier : nil
+            $0.emailVerified = isEmail ? true : nil
+            $0.phoneNumber = isEmail ? nil : identity.identifier
+            $0.phoneNumberVerified = isEmail ? nil : true
+            $0.nonce = nonce
+        }
+    }
+
+    /// Signs the access token `access`, then the ID token made of it: its
+    /// own id, no `client_id` or `scope`, `auth_time`, and what `idClaims` adds.
+    private func sign(
+        access: OAuthTokenClaims, authTime: Date, refreshToken: String, idClaims: (inout OAuthTokenClaims) -> Void
+    ) async throws -> OAuthTokens {
+        let accessToken = try await environment.keys.sign(access)
+        var claims = access
         claims.tokenType = "id_token"
         claims.jti = SecretToken.generate(bytes: 16)
         claims.clientID = nil
         claims.scope = nil
         claims.authTime = Int(authTime.timeIntervalSince1970)
-        claims.email = isEmail ? identity.identifier : nil
-        claims.emailVerified = isEmail ? true : nil
-        claims.phoneNumber = isEmail ? nil : identity.identifier
-        claims.phoneNumberVerified = isEmail ? nil : true
-        claims.nonce = nonce
+        idClaims(&claims)
         let idToken = try await environment.keys.sign(claims)
         return OAuthTokens(
             accessToken: accessToken, idToken: idToken, refreshToken: refreshToken,

@@ -15,8 +15,10 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
     public var clientID: String?
     public var scope: String?
     public var authTime: Int?
-    public var identifier: String
-    public var identifierType: IdentifierType
+    /// The verified email address or phone number (nil for a CIBA grant,
+    /// whose subject is the app's user id).
+    public var identifier: String?
+    public var identifierType: IdentifierType?
     public var email: String?
     public var emailVerified: Bool?
     public var phoneNumber: String?
@@ -24,12 +26,16 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
     public var authMethod: String
     /// The OpenID Connect nonce the app sent to /oauth/authorize (ID token only).
     public var nonce: String?
+    /// How the user authenticated: ``CIBAAuthentication/deviceACR`` or ``CIBAAuthentication/totpACR``.
+    public var acr: String?
+    /// For a CIBA grant, the `auth_req_id` it answers (CIBA Core §10.3.1).
+    public var authReqID: String?
 
     public init(
         iss: String, sub: String, aud: String, iat: Int, exp: Int, jti: String, tokenType: String, clientID: String?,
-        scope: String?, authTime: Int?, identifier: String, identifierType: IdentifierType, email: String? = nil,
+        scope: String?, authTime: Int?, identifier: String?, identifierType: IdentifierType?, email: String? = nil,
         emailVerified: Bool? = nil, phoneNumber: String? = nil, phoneNumberVerified: Bool? = nil, authMethod: String,
-        nonce: String? = nil
+        nonce: String? = nil, acr: String? = nil, authReqID: String? = nil
     ) {
         self.iss = iss
         self.sub = sub
@@ -49,10 +55,13 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
         self.phoneNumberVerified = phoneNumberVerified
         self.authMethod = authMethod
         self.nonce = nonce
+        self.acr = acr
+        self.authReqID = authReqID
     }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce
+        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce, acr
+        case authReqID = "urn:openid:params:jwt:claim:auth_req_id"
         case tokenType = "token_type"
         case clientID = "client_id"
         case authTime = "auth_time"

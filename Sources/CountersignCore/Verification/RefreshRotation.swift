@@ -19,6 +19,7 @@ public enum RefreshRotation: Sendable {
         var next = replacement
         next.familyID = current.familyID
         next.authTime = current.authTime
+        next.acr = current.acr
         return .rotated(next: next)
     }
 }

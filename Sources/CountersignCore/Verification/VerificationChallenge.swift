@@ -166,10 +166,17 @@ public struct RefreshTokenRecord: Sendable, Equatable {
     public var revokedAt: Date?
     /// When the user proved the identifier, kept across rotations for `auth_time`.
     public var authTime: Date?
+    /// For a CIBA grant, the user the device approved for (`identityID` is
+    /// then empty: no verified email or phone stands behind it).
+    public var clientUserID: String?
+    /// For a CIBA grant, how the user authenticated (the ID token's `acr`),
+    /// kept across rotations.
+    public var acr: String?
 
     public init(
         digest: Data, familyID: String, apiKeyID: String, identityID: String, createdAt: Date, expiresAt: Date,
-        rotatedAt: Date? = nil, revokedAt: Date? = nil, authTime: Date? = nil
+        rotatedAt: Date? = nil, revokedAt: Date? = nil, authTime: Date? = nil, clientUserID: String? = nil,
+        acr: String? = nil
     ) {
         self.digest = digest
         self.familyID = familyID
@@ -180,5 +187,7 @@ public struct RefreshTokenRecord: Sendable, Equatable {
         self.rotatedAt = rotatedAt
         self.revokedAt = revokedAt
         self.authTime = authTime
+        self.clientUserID = clientUserID
+        self.acr = acr
     }
 }

@@ -1,0 +1,199 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// OpenID CIBA Core 1.0 (poll mode): a client (an API key with its secret)
+/// asks for a user's approval at `/oauth/bc-authorize`; the user's trusted
+/// devices see it as any other request; the client polls the token endpoint
+/// with the `auth_req_id` until a device decides.
+///
+/// No number matching: a CIBA client shows its user no number it could
+/// have been given (the specification has no place for one). The
+/// `binding_message`, which the client shows on its own screen, takes its
+/// place as the request's details: the person compares the two.
+struct CIBAController {
+    let environment: BrokerEnvironment
+
+    static let grantType = "urn:openid:params:grant-type:ciba"
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("oauth/bc-authorize", use: authorize)
+    }
+
+    struct AuthenticationForm: Decodable {
+        var scope: String?
+        var loginHint: String?
+        var idTokenHint: String?
+        var loginHintToken: String?
+        var bindingMessage: String?
+        var requestedExpiry: String?
+        var clientNotificationToken: String?
+        var userCode: String?
+        var clientID: String?
+        var clientSecret: String?
+
+        enum CodingKeys: String, CodingKey {
+            case scope
+            case loginHint = "login_hint"
+            case idTokenHint = "id_token_hint"
+            case loginHintToken = "login_hint_token"
+            case bindingMessage = "binding_message"
+            case requestedExpiry = "requested_expiry"
+            case clientNotificationToken = "client_notification_token"
+            case userCode = "user_code"
+            case clientID = "client_id"
+            case clientSecret = "client_secret"
+        }
+    }
+
+    /// CIBA Core §7.3.
+    struct AuthenticationResponse: Encodable {
+        let authReqID: String
+        let expiresIn: Int
+        let interval: Int
+
+        enum CodingKeys: String, CodingKey {
+            case authReqID = "auth_req_id"
+            case expiresIn = "expires_in"
+            case interval
+        }
+    }
+
+    @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        do {
+            let form = try await request.decodeForm(AuthenticationForm.self, context: context)
+            let client = try await OAuthClient.identify(
+                request, clientID: form.clientID, clientSecret: form.clientSecret, in: environment)
+            guard client.authenticated else {
+                throw OAuthError(
+                    "invalid_client", "a CIBA client authenticates with its secret (client_secret_basic or _post)")
+            }
+            let answer = try await open(
+                try Self.check(form, window: environment.policy.window), client: client, ip: context.clientAddress)
+            return try JSONBody(answer, headers: OAuthError.headers).response(from: request, context: context)
+        } catch let error as OAuthError {
+            return try error.response(from: request, context: context)
+        } catch let error as APIError where error.status.code < 500 {
+            return try OAuthError("invalid_request", error.message).response(from: request, context: context)
+        }
+    }
+
+    /// A request the form asks for, checked without a read.
+    struct Checked {
+        let user: String
+        let scope: String
+        let bindingMessage: String?
+        let expiry: Int
+    }
+
+    static func check(_ form: AuthenticationForm, window: TimeInterval) throws -> Checked {
+        let scopes = (form.scope ?? "").split(separator: " ").map(String.init)
+        guard scopes.contains("openid") else {
+            throw OAuthError("invalid_scope", "scope must include openid")
+        }
+        let hints = [form.loginHint, form.idTokenHint, form.loginHintToken].compactMap { $0 }
+        guard hints.count == 1 else {
+            throw OAuthError("invalid_request", "send exactly one of login_hint, id_token_hint and login_hint_token")
+        }
+        guard form.idTokenHint == nil, form.loginHintToken == nil else {
+            throw OAuthError(
+                "invalid_request",
+                "only login_hint (the app's user id) names the user; id_token_hint and "
+                    + "login_hint_token are not supported")
+        }
+        guard form.userCode == nil else {
+            throw OAuthError(
+                "invalid_request", "user_code is not supported (backchannel_user_code_parameter_supported)")
+        }
+        guard let user = form.loginHint, ClientUserID.isValid(user) else {
+            throw OAuthError("unknown_user_id", "login_hint is not a valid user id")
+        }
+        var bindingMessage: String?
+        if let message = form.bindingMessage {
+            switch DisplayText.check(message, as: .bindingMessage) {
+            case .success(let text): bindingMessage = text
+            case .failure(let refusal):
+                throw OAuthError(
+                    "invalid_binding_message", refusal.message(field: DisplayText.Field.bindingMessage.name))
+            }
+        }
+        var expiry = Int(window)
+        if let requested = form.requestedExpiry {
+            guard let seconds = Int(requested), CIBAPollRule.expiryRange.contains(seconds) else {
+                throw OAuthError(
+                    "invalid_request",
+                    "requested_expiry must be whole seconds from \(CIBAPollRule.expiryRange.lowerBound) to "
+                        + "\(CIBAPollRule.expiryRange.upperBound)")
+            }
+            expiry = seconds
+        }
+        guard form.clientNotificationToken == nil else {
+            throw OAuthError(
+                "invalid_request", "this client is registered for the poll mode: send no client_notification_token")
+        }
+        return Checked(user: user, scope: scopes.joined(separator: " "), bindingMessage: bindingMessage, expiry: expiry)
+    }
+
+    private func open(_ checked: Checked, client: OAuthClient, ip: String) async throws -> AuthenticationResponse {
+        let interval = CIBAPollRule.initialInterval
+        let opened: PendingEvents.Opened
+        do {
+            opened = try await PendingEvents(environment: environment).open(
+                PendingEvents.Draft(
+                    key: client.key, user: checked.user, name: EventName.login, ip: ip,
+                    details: checked.bindingMessage, numberMatching: false, window: TimeInterval(checked.expiry)),
+                by: .backend
+            ) { event, _ in
+                CIBARequest(
+                    eventID: event.id, apiKeyID: client.key.id, scope: checked.scope, interval: interval,
+                    nextPollAt: event.createdAt, createdAt: event.createdAt)
+            }
+        } catch let error as APIError where error.code == "no_trusted_device" {
+            throw OAuthError("unknown_user_id", "this user has no trusted device to approve the request")
+        } catch let error as StoreError {
+            guard case .limitReached(let retryAfter) = error.code else { throw error }
+            throw OAuthError(
+                "access_denied", "too many requests are waiting for this user", status: .tooManyRequests,
+                retryAfter: retryAfter)
+        }
+        return AuthenticationResponse(
+            authReqID: CIBARequest.authRequestID(eventID: opened.event.id, secret: opened.requesterToken),
+            expiresIn: checked.expiry, interval: interval)
+    }
+
+    /// The token endpoint's answer to `grant_type=urn:openid:params:grant-type:ciba` (CIBA Core §10-11).
+    func redeem(_ authReqID: String?, client: OAuthClient) async throws -> OAuthTokens {
+        guard client.authenticated else {
+            throw OAuthError("invalid_client", "a CIBA client authenticates with its secret")
+        }
+        guard let authReqID else { throw OAuthError("invalid_request", "auth_req_id is required") }
+        // Unknown, malformed, another client's or a wrong secret: one answer.
+        let unknown = OAuthError("invalid_grant", "unknown auth_req_id")
+        guard let (eventID, secret) = CIBARequest.parse(authRequestID: authReqID),
+            let request = try await environment.store.cibaRequest(eventID: eventID),
+            request.apiKeyID == client.key.id,
+            let event = try await environment.store.event(id: eventID),
+            let digest = event.requesterTokenDigest,
+            SecretToken.constantTimeEquals(SecretToken.digest(secret), digest)
+        else { throw unknown }
+        switch try await environment.store.pollCIBARequest(eventID: eventID, now: environment.now()) {
+        case .pending:
+            throw OAuthError("authorization_pending", "the user has not answered yet")
+        case .slowDown(let next):
+            throw OAuthError("slow_down", "poll at most every \(next.interval) s")
+        case .denied:
+            throw OAuthError("access_denied", "the user rejected the request")
+        case .expired:
+            throw OAuthError("expired_token", "the request expired before the user answered")
+        case .redeemed:
+            throw OAuthError("invalid_grant", "this auth_req_id was redeemed already")
+        case .issue:
+            // As decided: read again, since the decision may have landed after the first read.
+            guard let approved = try await environment.store.event(id: eventID) else { throw unknown }
+            return try await OAuthTokenIssuer(environment: environment).issue(approved: approved, authReqID: authReqID)
+        }
+    }
+}

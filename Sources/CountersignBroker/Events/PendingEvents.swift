@@ -1,0 +1,83 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+/// Opening a pending event for a trusted device to decide, whoever asks:
+/// a requester or the backend through the events API, a CIBA client
+/// through `/oauth/bc-authorize`.
+struct PendingEvents {
+    let environment: BrokerEnvironment
+
+    /// What the asker wants shown, already held to the display rules.
+    struct Draft {
+        let key: APIKey
+        let user: String
+        let name: String
+        let ip: String
+        var location: String? = nil
+        var details: String? = nil
+        var requesterName: String? = nil
+        var numberMatching = true
+        var newDevice: NewDevice? = nil
+        /// Seconds until it expires; the broker's window if nil.
+        var window: TimeInterval? = nil
+    }
+
+    struct Opened {
+        let event: ApprovalEvent
+        /// The secret that collects the outcome.
+        let requesterToken: String
+    }
+
+    /// Stores the event (with the CIBA request `ciba` makes of it, in the
+    /// same transaction), queues the pushes to the user's devices and
+    /// wakes their inbox polls.
+    ///
+    /// A requester (the API key id alone) asking for a user with no trusted
+    /// device gets the same answer as for one with devices, and then never
+    /// hears back: the event is stored, nobody is asked, and it expires. The
+    /// key id ships inside apps, so a 409 would tell anyone which user ids
+    /// have devices. The backend, with its secret, is told (409).
+    func open(
+        _ draft: Draft, by requester: PendingRequester,
+        ciba: ((ApprovalEvent, _ requesterToken: String) -> CIBARequest)? = nil
+    ) async throws -> Opened {
+        let key = draft.key
+        let devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
+        guard requester != .backend || devices.contains(where: { $0.revokedAt == nil }) else {
+            throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
+        }
+        let now = environment.now()
+        let requesterToken = SecretToken.generate(bytes: 32)
+        let matchNumber: String?
+        if draft.newDevice != nil {
+            matchNumber = ApprovalEvent.newPairingCode()
+        } else if !draft.numberMatching {
+            matchNumber = nil
+        } else {
+            let rejected = try await environment.store.rejectedEvents(
+                issuer: key.id, clientUserID: draft.user, since: now - MatchNumberRule.window)
+            matchNumber = ApprovalEvent.newMatchNumber(digits: MatchNumberRule.digits(rejectedRecently: rejected))
+        }
+        let event = ApprovalEvent.pending(
+            issuer: key.id, user: draft.user, name: draft.name, ip: draft.ip, location: draft.location,
+            details: draft.details, requesterName: draft.requesterName, matchNumber: matchNumber,
+            requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: draft.newDevice, now: now,
+            window: draft.window ?? environment.policy.window)
+        // The user's devices hear of it by push, if they asked to; the
+        // messages commit with the event and go out after the answer.
+        let pushes =
+            environment.push == nil
+            ? [] : WebPushDelivery.messages(for: event, app: key.name, devices: devices, now: now)
+        try await environment.store.insertPendingEvent(
+            event, by: requester, limits: environment.policy.pendingLimits, announcing: pushes,
+            ciba: ciba?(event, requesterToken), now: now)
+        environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: draft.user))
+        if !pushes.isEmpty {
+            environment.hub.notify(WakeKey.outbox)
+            environment.metrics.queued(pushes)
+        }
+        environment.metrics.created(event)
+        return Opened(event: event, requesterToken: requesterToken)
+    }
+}

@@ -1,0 +1,64 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresStore {
+    static func insert(_ request: CIBARequest, into db: PostgresConnection, logger: Logger) async throws {
+        try await db.run(
+            """
+            INSERT INTO ciba_requests (event_id, api_key_id, scope, poll_interval, next_poll_at,
+                notification_token, auth_req_id, redeemed_at, created_at)
+            VALUES (\(request.eventID), \(request.apiKeyID), \(request.scope), \(request.interval),
+                \(request.nextPollAt.seconds), \(request.notificationToken), \(request.authRequestID),
+                \(request.redeemedAt?.seconds), \(request.createdAt.seconds))
+            """, logger: logger)
+    }
+
+    private static func cibaRequest(eventID: String, locking: Bool, in db: PostgresConnection, logger: Logger)
+        async throws -> CIBARequest?
+    {
+        let query: PostgresQuery =
+            locking
+            ? "SELECT * FROM ciba_requests WHERE event_id = \(eventID) FOR UPDATE"
+            : "SELECT * FROM ciba_requests WHERE event_id = \(eventID)"
+        return try await db.row(query, logger: logger).map {
+            CIBARequest(
+                eventID: try $0.value("event_id"), apiKeyID: try $0.value("api_key_id"), scope: try $0.value("scope"),
+                interval: Int(try $0.value("poll_interval", as: Int32.self)), nextPollAt: try $0.date("next_poll_at"),
+                notificationToken: try $0.value("notification_token"), authRequestID: try $0.value("auth_req_id"),
+                redeemedAt: try $0.optionalDate("redeemed_at"), createdAt: try $0.date("created_at"))
+        }
+    }
+
+    public func cibaRequest(eventID: String) async throws -> CIBARequest? {
+        let logger = logger
+        return try await read { db in
+            try await Self.cibaRequest(eventID: eventID, locking: false, in: db, logger: logger)
+        }
+    }
+
+    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPollRule.Outcome {
+        let logger = logger
+        return try await write { db in
+            guard let request = try await Self.cibaRequest(eventID: eventID, locking: true, in: db, logger: logger),
+                let event = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger)
+                    .map(Self.event(row:))
+            else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
+            let outcome = CIBAPollRule.poll(request, status: event.status(at: now), now: now)
+            switch outcome {
+            case .pending(let next), .slowDown(let next), .issue(let next):
+                try await db.run(
+                    """
+                    UPDATE ciba_requests SET poll_interval = \(Int32(next.interval)),
+                        next_poll_at = \(next.nextPollAt.seconds), redeemed_at = \(next.redeemedAt?.seconds)
+                    WHERE event_id = \(eventID)
+                    """, logger: logger)
+            case .denied, .expired, .redeemed:
+                break
+            }
+            return outcome
+        }
+    }
+}

@@ -1,0 +1,58 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    static func insert(_ request: CIBARequest, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO ciba_requests (event_id, api_key_id, scope, poll_interval, next_poll_at,
+                    notification_token, auth_req_id, redeemed_at, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                request.eventID, request.apiKeyID, request.scope, request.interval,
+                request.nextPollAt.timeIntervalSince1970, request.notificationToken, request.authRequestID,
+                request.redeemedAt?.timeIntervalSince1970, request.createdAt.timeIntervalSince1970,
+            ])
+    }
+
+    private static func cibaRequest(eventID: String, in db: Database) throws -> CIBARequest? {
+        try Row.fetchOne(db, sql: "SELECT * FROM ciba_requests WHERE event_id = ?", arguments: [eventID]).map {
+            CIBARequest(
+                eventID: $0["event_id"], apiKeyID: $0["api_key_id"], scope: $0["scope"], interval: $0["poll_interval"],
+                nextPollAt: Date(timeIntervalSince1970: $0["next_poll_at"]),
+                notificationToken: $0["notification_token"],
+                authRequestID: $0["auth_req_id"],
+                redeemedAt: ($0["redeemed_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                createdAt: Date(timeIntervalSince1970: $0["created_at"]))
+        }
+    }
+
+    public func cibaRequest(eventID: String) async throws -> CIBARequest? {
+        try read { db in try Self.cibaRequest(eventID: eventID, in: db) }
+    }
+
+    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPollRule.Outcome {
+        try await write { db in
+            guard let request = try Self.cibaRequest(eventID: eventID, in: db),
+                let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
+            else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
+            let outcome = CIBAPollRule.poll(request, status: event.status(at: now), now: now)
+            switch outcome {
+            case .pending(let next), .slowDown(let next), .issue(let next):
+                try db.execute(
+                    sql:
+                        "UPDATE ciba_requests SET poll_interval = ?, next_poll_at = ?, redeemed_at = ? WHERE event_id = ?",
+                    arguments: [
+                        next.interval, next.nextPollAt.timeIntervalSince1970, next.redeemedAt?.timeIntervalSince1970,
+                        eventID,
+                    ])
+            case .denied, .expired, .redeemed:
+                break
+            }
+            return outcome
+        }
+    }
+}
