@@ -13,6 +13,12 @@ auth_req_id claim), refreshes them once, and checks the auth_req_id does not
 work twice. Prints one JSON object: {"outcome": "tokens" or the error code,
 ...}; exits 0 whenever the broker answered as the specification says.
 
+Ping mode (--ping-port PORT, for a client the broker's operator registered
+with `device-broker apikey set-ciba-ping KEY http://127.0.0.1:PORT/ciba`):
+sends a client_notification_token, listens on PORT for the notification,
+checks its bearer token and auth_req_id, and only then calls the token
+endpoint once. It also checks that a request without the token is refused.
+
 Options: --binding-message TEXT, --requested-expiry SECONDS, --auth
 basic|post (client authentication, default basic), --errors (instead of a
 flow, send each malformed request and print the error each one got).
@@ -25,7 +31,10 @@ if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
 if len(sys.argv) < 5:
     print(__doc__.strip(), file=sys.stderr)
     sys.exit(2)
+import http.server
 import json
+import secrets
+import threading
 import time
 
 import requests
@@ -91,7 +100,55 @@ def error_of(response):
         return f"HTTP {response.status_code}"
 
 
+class Notifications(http.server.BaseHTTPRequestHandler):
+    """The client's notification endpoint (CIBA Core §10.2)."""
+    received = []
+    arrived = threading.Event()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        Notifications.received.append((self.path, self.headers.get("Authorization"),
+                                       self.headers.get("Content-Type"), body))
+        self.send_response(204)
+        self.end_headers()
+        Notifications.arrived.set()
+
+    def log_message(self, *arguments):
+        pass
+
+
+def ping_flow(port):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Notifications)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    assert "ping" in meta["backchannel_token_delivery_modes_supported"], meta
+    without = authenticate(login_hint=user)
+    notification_token = secrets.token_urlsafe(32)
+    answer = authenticate(login_hint=user, binding_message=option("--binding-message"),
+                          client_notification_token=notification_token)
+    if answer.status_code != 200:
+        return {"outcome": error_of(answer), "status": answer.status_code}
+    auth_req_id = answer.json()["auth_req_id"]
+    print("auth_req_id:", auth_req_id, flush=True)
+    if not Notifications.arrived.wait(answer.json()["expires_in"] + 60):
+        return {"outcome": "no notification"}
+    path, authorization, content_type, body = Notifications.received[0]
+    notified = json.loads(body)
+    tokens = token({"grant_type": GRANT, "auth_req_id": notified["auth_req_id"]})
+    result = {"outcome": "tokens" if tokens.status_code == 200 else error_of(tokens),
+              "without_notification_token": error_of(without),
+              "notification": {"path": path, "bearer_matches": authorization == "Bearer " + notification_token,
+                               "content_type": content_type, "auth_req_id_matches": notified == {
+                                   "auth_req_id": auth_req_id}}}
+    if tokens.status_code == 200:
+        result["claims"] = verified(tokens.json()["id_token"], auth_req_id)
+    time.sleep(2)
+    result["notifications"] = len(Notifications.received)
+    return result
+
+
 def flow():
+    if option("--ping-port"):
+        return ping_flow(int(option("--ping-port")))
     answer = authenticate(login_hint=user, binding_message=option("--binding-message"),
                           requested_expiry=option("--requested-expiry"))
     if answer.status_code != 200:

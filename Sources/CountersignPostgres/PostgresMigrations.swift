@@ -221,6 +221,17 @@ enum PostgresMigrations {
                 "ALTER TABLE refresh_tokens ADD COLUMN acr text",
             ]
         ),
+        (
+            "v16-ciba-ping",
+            [
+                """
+                CREATE TABLE ciba_clients (
+                    api_key_id text PRIMARY KEY, notification_endpoint text NOT NULL,
+                    updated_at double precision NOT NULL)
+                """,
+                "ALTER TABLE ciba_requests ADD COLUMN notification_endpoint text",
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

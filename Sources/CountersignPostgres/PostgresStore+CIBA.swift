@@ -9,9 +9,10 @@ extension PostgresStore {
         try await db.run(
             """
             INSERT INTO ciba_requests (event_id, api_key_id, scope, poll_interval, next_poll_at,
-                notification_token, auth_req_id, redeemed_at, created_at)
+                notification_token, notification_endpoint, auth_req_id, redeemed_at, created_at)
             VALUES (\(request.eventID), \(request.apiKeyID), \(request.scope), \(request.interval),
-                \(request.nextPollAt.seconds), \(request.notificationToken), \(request.authRequestID),
+                \(request.nextPollAt.seconds), \(request.notificationToken), \(request.notificationEndpoint),
+                \(request.authRequestID),
                 \(request.redeemedAt?.seconds), \(request.createdAt.seconds))
             """, logger: logger)
     }
@@ -27,8 +28,50 @@ extension PostgresStore {
             CIBARequest(
                 eventID: try $0.value("event_id"), apiKeyID: try $0.value("api_key_id"), scope: try $0.value("scope"),
                 interval: Int(try $0.value("poll_interval", as: Int32.self)), nextPollAt: try $0.date("next_poll_at"),
-                notificationToken: try $0.value("notification_token"), authRequestID: try $0.value("auth_req_id"),
+                notificationToken: try $0.value("notification_token"),
+                notificationEndpoint: try $0.value("notification_endpoint"), authRequestID: try $0.value("auth_req_id"),
                 redeemedAt: try $0.optionalDate("redeemed_at"), createdAt: try $0.date("created_at"))
+        }
+    }
+
+    /// What every change that ends an event writes with it for a CIBA
+    /// client in ping mode: its notification, in the outbox.
+    static func pingCIBAClient(ofEvent eventID: String, now: Date, in db: PostgresConnection, logger: Logger)
+        async throws
+    {
+        guard
+            let ping = try await cibaRequest(eventID: eventID, locking: false, in: db, logger: logger)?.ping(now: now)
+        else { return }
+        try await insert([ping], into: db, logger: logger)
+    }
+
+    public func setCIBANotificationEndpoint(_ endpoint: String?, apiKeyID: String, now: Date) async throws {
+        let logger = logger
+        try await write { db in
+            guard
+                try await db.row(
+                    "SELECT 1 FROM api_keys WHERE id = \(apiKeyID) AND revoked_at IS NULL", logger: logger) != nil
+            else { throw StoreError(.notFound, "no such API key") }
+            if let endpoint {
+                try await db.run(
+                    """
+                    INSERT INTO ciba_clients (api_key_id, notification_endpoint, updated_at)
+                    VALUES (\(apiKeyID), \(endpoint), \(now.seconds))
+                    ON CONFLICT (api_key_id) DO UPDATE SET notification_endpoint = excluded.notification_endpoint,
+                        updated_at = excluded.updated_at
+                    """, logger: logger)
+            } else {
+                try await db.run("DELETE FROM ciba_clients WHERE api_key_id = \(apiKeyID)", logger: logger)
+            }
+        }
+    }
+
+    public func cibaNotificationEndpoint(apiKeyID: String) async throws -> String? {
+        let logger = logger
+        return try await read { db in
+            try await db.row(
+                "SELECT notification_endpoint FROM ciba_clients WHERE api_key_id = \(apiKeyID)", logger: logger
+            ).map { try $0.value("notification_endpoint") }
         }
     }
 

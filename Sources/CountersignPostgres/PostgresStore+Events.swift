@@ -272,6 +272,7 @@ extension PostgresStore {
     static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresConnection, logger: Logger) async throws {
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
         try await record(DecisionRecord(event, now: now), in: db, logger: logger)
+        try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger)
     }
 
     static func record(_ decision: DecisionRecord?, in db: PostgresConnection, logger: Logger) async throws {

@@ -32,6 +32,9 @@ extension PostgresStore {
                 """, logger: logger
             ).map(Self.event(row:))
             try await Self.announce(events.map { WebhookNotice.expired($0, now: now) }, into: db, logger: logger)
+            for event in events {
+                try await Self.pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger)
+            }
             return events.count
         }
     }

@@ -8,12 +8,13 @@ extension SQLiteStore {
         try db.execute(
             sql: """
                 INSERT INTO ciba_requests (event_id, api_key_id, scope, poll_interval, next_poll_at,
-                    notification_token, auth_req_id, redeemed_at, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    notification_token, notification_endpoint, auth_req_id, redeemed_at, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 request.eventID, request.apiKeyID, request.scope, request.interval,
-                request.nextPollAt.timeIntervalSince1970, request.notificationToken, request.authRequestID,
+                request.nextPollAt.timeIntervalSince1970, request.notificationToken, request.notificationEndpoint,
+                request.authRequestID,
                 request.redeemedAt?.timeIntervalSince1970, request.createdAt.timeIntervalSince1970,
             ])
     }
@@ -23,10 +24,44 @@ extension SQLiteStore {
             CIBARequest(
                 eventID: $0["event_id"], apiKeyID: $0["api_key_id"], scope: $0["scope"], interval: $0["poll_interval"],
                 nextPollAt: Date(timeIntervalSince1970: $0["next_poll_at"]),
-                notificationToken: $0["notification_token"],
+                notificationToken: $0["notification_token"], notificationEndpoint: $0["notification_endpoint"],
                 authRequestID: $0["auth_req_id"],
                 redeemedAt: ($0["redeemed_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                 createdAt: Date(timeIntervalSince1970: $0["created_at"]))
+        }
+    }
+
+    /// What every change that ends an event writes with it for a CIBA
+    /// client in ping mode: its notification, in the outbox.
+    static func pingCIBAClient(ofEvent eventID: String, now: Date, in db: Database) throws {
+        guard let ping = try cibaRequest(eventID: eventID, in: db)?.ping(now: now) else { return }
+        try insert([ping], into: db)
+    }
+
+    public func setCIBANotificationEndpoint(_ endpoint: String?, apiKeyID: String, now: Date) async throws {
+        try await write { db in
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [apiKeyID])
+                    != nil
+            else { throw StoreError(.notFound, "no such API key") }
+            if let endpoint {
+                try db.execute(
+                    sql: """
+                        INSERT INTO ciba_clients (api_key_id, notification_endpoint, updated_at) VALUES (?, ?, ?)
+                        ON CONFLICT (api_key_id) DO UPDATE SET notification_endpoint = excluded.notification_endpoint,
+                            updated_at = excluded.updated_at
+                        """, arguments: [apiKeyID, endpoint, now.timeIntervalSince1970])
+            } else {
+                try db.execute(sql: "DELETE FROM ciba_clients WHERE api_key_id = ?", arguments: [apiKeyID])
+            }
+        }
+    }
+
+    public func cibaNotificationEndpoint(apiKeyID: String) async throws -> String? {
+        try read { db in
+            try String.fetchOne(
+                db, sql: "SELECT notification_endpoint FROM ciba_clients WHERE api_key_id = ?", arguments: [apiKeyID])
         }
     }
 

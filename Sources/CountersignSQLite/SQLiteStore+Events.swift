@@ -252,6 +252,7 @@ extension SQLiteStore {
     static func changed(_ event: ApprovalEvent, now: Date, in db: Database) throws {
         try announce(WebhookNotice.decided(event, now: now), into: db)
         try record(DecisionRecord(event, now: now), in: db)
+        try pingCIBAClient(ofEvent: event.id, now: now, in: db)
     }
 
     static func record(_ decision: DecisionRecord?, in db: Database) throws {

@@ -296,6 +296,16 @@ extension SQLiteStore {
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN client_user_id TEXT")
             try db.execute(sql: "ALTER TABLE refresh_tokens ADD COLUMN acr TEXT")
         }
+        migrator.registerMigration("v16-ciba-ping") { db in
+            // Clients registered for the ping mode, and where each request's ping goes.
+            try db.execute(
+                sql: """
+                    CREATE TABLE ciba_clients (
+                        api_key_id TEXT PRIMARY KEY NOT NULL, notification_endpoint TEXT NOT NULL,
+                        updated_at REAL NOT NULL)
+                    """)
+            try db.execute(sql: "ALTER TABLE ciba_requests ADD COLUMN notification_endpoint TEXT")
+        }
         return migrator
     }
 }

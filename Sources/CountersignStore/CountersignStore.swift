@@ -161,6 +161,12 @@ public protocol CountersignStore: CountersignOutboxStore {
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
         ciba: CIBARequest?, now: Date
     ) async throws
+    /// Registers an API key as a CIBA client in ping mode, notified at
+    /// `endpoint`; nil returns it to the poll mode. `notFound` for an
+    /// unknown or revoked key.
+    func setCIBANotificationEndpoint(_ endpoint: String?, apiKeyID: String, now: Date) async throws
+    /// Where a ping-mode CIBA client is notified, or nil for the poll mode.
+    func cibaNotificationEndpoint(apiKeyID: String) async throws -> String?
     /// The CIBA request of this event, or nil.
     func cibaRequest(eventID: String) async throws -> CIBARequest?
     /// A token request's poll of a CIBA request: ``CIBAPollRule`` decides

@@ -73,6 +73,48 @@ extension StoreConformance {
             try check(
                 try await store.cibaRequest(eventID: unanswered.id)?.nextPollAt == Fixture.t0, "nothing written")
         },
+        Case(name: "CIBA: ping mode: the notification commits with the decision or the expiry, poll mode gets none") {
+            store in
+            try await Fixture.apiKey("ck_app", in: store)
+            try await checkThrows(.notFound, "registering an unknown key") {
+                try await store.setCIBANotificationEndpoint("https://a.example/ciba", apiKeyID: "ck_x", now: Fixture.t0)
+            }
+            try await store.setCIBANotificationEndpoint("https://a.example/ciba", apiKeyID: "ck_app", now: Fixture.t0)
+            try check(
+                try await store.cibaNotificationEndpoint(apiKeyID: "ck_app") == "https://a.example/ciba", "registered")
+            let device = try await Fixture.enrolled(in: store)
+            func request(_ event: ApprovalEvent, ping: Bool) -> CIBARequest {
+                CIBARequest(
+                    eventID: event.id, apiKeyID: "ck_app", scope: "openid", interval: 2, nextPollAt: Fixture.t0,
+                    notificationToken: ping ? "token-0123456789abcdef" : nil,
+                    notificationEndpoint: ping ? "https://a.example/ciba" : nil,
+                    authRequestID: ping ? "\(event.id).secret" : nil, createdAt: Fixture.t0)
+            }
+            let pinged = Fixture.event(match: nil)
+            let polled = Fixture.event(match: nil)
+            let unanswered = Fixture.event(window: 30, match: nil)
+            for (event, ping) in [(pinged, true), (polled, false), (unanswered, true)] {
+                try await store.insertPendingEvent(
+                    event, by: .backend, limits: PendingLimits(perUser: 5), announcing: [],
+                    ciba: request(event, ping: ping), now: Fixture.t0)
+            }
+            for event in [pinged, polled] {
+                _ = try await store.settleEvent(
+                    id: event.id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "jws"),
+                    now: Fixture.t0 + 3)
+            }
+            _ = try await store.announceExpiredEvents(now: Fixture.t0 + 31, limit: 100)
+            let pings = try await store.outboxMessages(
+                targets: [pinged.id, polled.id, unanswered.id], state: nil, limit: 10
+            ).filter { $0.kind == .cibaPing }
+            try check(Set(pings.map(\.target)) == [pinged.id, unanswered.id] && pings.count == 2, "\(pings)")
+            let payload = pings.first { $0.target == pinged.id }?.payload ?? Data()
+            let body = try JSONSerialization.jsonObject(with: payload) as? [String: String]
+            try check(body == ["auth_req_id": "\(pinged.id).secret"], "the body carries the auth_req_id")
+
+            try await store.setCIBANotificationEndpoint(nil, apiKeyID: "ck_app", now: Fixture.t0)
+            try check(try await store.cibaNotificationEndpoint(apiKeyID: "ck_app") == nil, "back to poll mode")
+        },
         Case(name: "CIBA: a grant's refresh tokens keep the user and acr across a rotation") { store in
             let record = RefreshTokenRecord(
                 digest: Data(repeating: 7, count: 32), familyID: "ciba:ev_1", apiKeyID: "ck_app", identityID: "",

@@ -10,7 +10,8 @@ extension DeviceBroker {
             commandName: "apikey",
             abstract: "Manage the API keys apps use.",
             subcommands: [
-                Create.self, List.self, SetRedirectURLs.self, SetWebhook.self, Rotate.self, Revoke.self, Audit.self,
+                Create.self, List.self, SetRedirectURLs.self, SetWebhook.self, SetCIBAPing.self, Rotate.self,
+                Revoke.self, Audit.self,
             ])
     }
 }
@@ -120,6 +121,53 @@ extension DeviceBroker.APIKeyCommand {
                 throw ValidationError("a redirect URL is given twice")
             }
             print("\(apiKeyID): \(redirectURLs.count) redirect URL(s) registered")
+        }
+    }
+}
+
+extension DeviceBroker.APIKeyCommand {
+    struct SetCIBAPing: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-ciba-ping",
+            abstract: "Register an API key as a CIBA client in ping mode, notified at a URL (--poll: back to polling).",
+            discussion: """
+                In ping mode every /oauth/bc-authorize request must carry a client_notification_token; when the \
+                user answers (or the request runs out) the broker POSTs {"auth_req_id": …} to the URL with that \
+                token as a bearer token, through the outbox, and the client then calls the token endpoint.
+                """)
+
+        @OptionGroup var store: StoreOptions
+
+        @Argument(help: "The API key id.")
+        var apiKeyID: String
+
+        @Argument(help: "The client's notification endpoint: https, or http to 127.0.0.1, [::1] or localhost.")
+        var url: String?
+
+        @Flag(help: "Return the client to the poll mode.")
+        var poll = false
+
+        func validate() throws {
+            switch (url, poll) {
+            case (nil, false): throw ValidationError("give the notification endpoint's URL, or --poll")
+            case (.some, true): throw ValidationError("give a URL or --poll, not both")
+            case (let url?, false):
+                if let problem = WebhookEndpoint.problem(withURL: url, what: "notification endpoint") {
+                    throw ValidationError(problem)
+                }
+            case (nil, true): break
+            }
+        }
+
+        func run() async throws {
+            do {
+                try await store.withStore { [url, apiKeyID] store in
+                    try await store.setCIBANotificationEndpoint(url, apiKeyID: apiKeyID, now: Date())
+                }
+            } catch let error as StoreError where error.code == .notFound {
+                throw ValidationError("no API key \(apiKeyID), or it is revoked")
+            }
+            print(url.map { "\(apiKeyID): CIBA ping mode, notified at \($0)" } ?? "\(apiKeyID): CIBA poll mode")
         }
     }
 }

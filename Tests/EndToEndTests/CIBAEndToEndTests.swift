@@ -62,6 +62,43 @@ struct CIBAEndToEndTests {
         _ = try await broker.backend.verifyDecision(of: decided, app: "demo", pinnedKeys: devices.map(\.publicKey))
     }
 
+    @Test("ping mode: the decision reaches the client's endpoint with its bearer token, then the token endpoint")
+    func ping() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let port = try freePort()
+        let register = try RunningProcess(
+            "device-broker",
+            ["apikey", "set-ciba-ping", broker.apiKeyID, "http://127.0.0.1:\(port)/ciba"] + broker.storeArguments)
+        #expect(try await register.exitCode(timeout: .seconds(120)) == 0, "\(register.text)")
+        #expect(register.text.contains("ping mode"))
+
+        let ciba = try client(broker, ["--ping-port", String(port), "--binding-message", "Sign in to the console"])
+        let eventID = try await eventID(of: ciba)
+        let approve = try broker.agent(["approve", "--event", eventID, "--yes"], configDirectory: laptop)
+        #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
+        #expect(try await ciba.exitCode(timeout: .seconds(180)) == 0, "\(ciba.text)")
+        let outcome = try result(of: ciba)
+        #expect(outcome["outcome"] as? String == "tokens", "\(outcome)")
+        #expect(outcome["without_notification_token"] as? String == "invalid_request")
+        let notification = try #require(outcome["notification"] as? [String: Any])
+        #expect(
+            notification["path"] as? String == "/ciba" && notification["content_type"] as? String == "application/json")
+        #expect(notification["bearer_matches"] as? Bool == true && notification["auth_req_id_matches"] as? Bool == true)
+        #expect(outcome["notifications"] as? Int == 1, "one notification per request")
+        #expect((outcome["claims"] as? [String: Any])?["sub"] as? String == "alice")
+
+        // Back to polling: a notification token is refused again.
+        let back = try RunningProcess(
+            "device-broker", ["apikey", "set-ciba-ping", broker.apiKeyID, "--poll"] + broker.storeArguments)
+        #expect(try await back.exitCode(timeout: .seconds(120)) == 0, "\(back.text)")
+        let refused = try RunningProcess(
+            "device-broker",
+            ["apikey", "set-ciba-ping", broker.apiKeyID, "http://169.254.169.254/latest"] + broker.storeArguments)
+        #expect(try await refused.exitCode(timeout: .seconds(120)) != 0, "plain http off loopback: \(refused.text)")
+    }
+
     @Test("poll mode: a rejection is access_denied; nobody answering is expired_token")
     func deniedAndExpired() async throws {
         let broker = try await LiveBroker.start()

@@ -46,11 +46,16 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     // A broker whose own URL is on loopback is a developer's: its app's
     // receiver runs on the same machine.
     let developing = URLComponents(string: issuer)?.host.map(WebhookEndpoint.isLoopback) ?? false
+    let allowPrivate = configuration.allowPrivateWebhookEndpoints || developing
     let webhooks = StandardWebhookSender(
         endpointGuard: EndpointGuard(
-            allowPrivateAddresses: configuration.allowPrivateWebhookEndpoints || developing,
-            what: "webhook endpoint", flag: "--allow-private-webhook-endpoints"))
-    app.addServices(OutboxWorker(environment: environment, push: push, webhooks: webhooks, logger: logger))
+            allowPrivateAddresses: allowPrivate, what: "webhook endpoint", flag: "--allow-private-webhook-endpoints"))
+    let cibaPings = CIBANotificationSender(
+        endpointGuard: EndpointGuard(
+            allowPrivateAddresses: allowPrivate, what: "CIBA notification endpoint",
+            flag: "--allow-private-webhook-endpoints"))
+    app.addServices(
+        OutboxWorker(environment: environment, push: push, webhooks: webhooks, cibaPings: cibaPings, logger: logger))
     return app
 }
 

@@ -4,10 +4,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// OpenID CIBA Core 1.0 (poll mode): a client (an API key with its secret)
-/// asks for a user's approval at `/oauth/bc-authorize`; the user's trusted
-/// devices see it as any other request; the client polls the token endpoint
-/// with the `auth_req_id` until a device decides.
+/// OpenID CIBA Core 1.0, poll and ping modes: a client (an API key with its
+/// secret) asks for a user's approval at `/oauth/bc-authorize`; the user's
+/// trusted devices see it as any other request; the client polls the token
+/// endpoint with the `auth_req_id` until a device decides, or, registered
+/// for the ping mode (`device-broker apikey set-ciba-ping`), is notified
+/// through the outbox when it did and then calls the token endpoint.
 ///
 /// No number matching: a CIBA client shows its user no number it could
 /// have been given (the specification has no place for one). The
@@ -71,8 +73,9 @@ struct CIBAController {
                 throw OAuthError(
                     "invalid_client", "a CIBA client authenticates with its secret (client_secret_basic or _post)")
             }
-            let answer = try await open(
-                try Self.check(form, window: environment.policy.window), client: client, ip: context.clientAddress)
+            let checked = try Self.check(form, window: environment.policy.window)
+            let ping = try await notification(for: client, token: form.clientNotificationToken)
+            let answer = try await open(checked, client: client, ping: ping, ip: context.clientAddress)
             return try JSONBody(answer, headers: OAuthError.headers).response(from: request, context: context)
         } catch let error as OAuthError {
             return try error.response(from: request, context: context)
@@ -87,6 +90,27 @@ struct CIBAController {
         let scope: String
         let bindingMessage: String?
         let expiry: Int
+    }
+
+    /// Ping mode for a client registered with a notification endpoint
+    /// (its token is then required), poll mode otherwise (no token taken).
+    func notification(for client: OAuthClient, token: String?) async throws -> (endpoint: String, token: String)? {
+        guard let endpoint = try await environment.store.cibaNotificationEndpoint(apiKeyID: client.key.id) else {
+            guard token == nil else {
+                throw OAuthError(
+                    "invalid_request", "this client is registered for the poll mode: send no client_notification_token")
+            }
+            return nil
+        }
+        guard let token else {
+            throw OAuthError(
+                "invalid_request", "this client is registered for the ping mode: client_notification_token is required")
+        }
+        guard CIBARequest.isValidNotificationToken(token) else {
+            throw OAuthError(
+                "invalid_request", "client_notification_token must be 16 to 1024 characters of a bearer token")
+        }
+        return (endpoint, token)
     }
 
     static func check(_ form: AuthenticationForm, window: TimeInterval) throws -> Checked {
@@ -130,14 +154,12 @@ struct CIBAController {
             }
             expiry = seconds
         }
-        guard form.clientNotificationToken == nil else {
-            throw OAuthError(
-                "invalid_request", "this client is registered for the poll mode: send no client_notification_token")
-        }
         return Checked(user: user, scope: scopes.joined(separator: " "), bindingMessage: bindingMessage, expiry: expiry)
     }
 
-    private func open(_ checked: Checked, client: OAuthClient, ip: String) async throws -> AuthenticationResponse {
+    private func open(
+        _ checked: Checked, client: OAuthClient, ping: (endpoint: String, token: String)?, ip: String
+    ) async throws -> AuthenticationResponse {
         let interval = CIBAPollRule.initialInterval
         let opened: PendingEvents.Opened
         do {
@@ -146,10 +168,13 @@ struct CIBAController {
                     key: client.key, user: checked.user, name: EventName.login, ip: ip,
                     details: checked.bindingMessage, numberMatching: false, window: TimeInterval(checked.expiry)),
                 by: .backend
-            ) { event, _ in
+            ) { event, secret in
                 CIBARequest(
                     eventID: event.id, apiKeyID: client.key.id, scope: checked.scope, interval: interval,
-                    nextPollAt: event.createdAt, createdAt: event.createdAt)
+                    nextPollAt: event.createdAt, notificationToken: ping?.token, notificationEndpoint: ping?.endpoint,
+                    // Kept only to be sent back in the ping.
+                    authRequestID: ping.map { _ in CIBARequest.authRequestID(eventID: event.id, secret: secret) },
+                    createdAt: event.createdAt)
             }
         } catch let error as APIError where error.code == "no_trusted_device" {
             throw OAuthError("unknown_user_id", "this user has no trusted device to approve the request")

@@ -22,6 +22,7 @@ struct OutboxWorker: Service {
     let environment: BrokerEnvironment
     let push: PushSettings?
     let webhooks: StandardWebhookSender
+    let cibaPings: CIBANotificationSender
     let logger: Logger
     /// How long a claimed message is nobody else's: more than the longest
     /// an attempt takes (``WebPushSender/attemptDeadline``,
@@ -88,9 +89,8 @@ struct OutboxWorker: Service {
         do {
             outcome = try await attempt(message)
         } catch {
-            outcome = message.kind.backoff.afterFailure(
-                attempts: message.attempts + 1, reason: "the broker could not attempt it: \(error)",
-                deliverUntil: message.deliverUntil, now: environment.now())
+            outcome = message.afterFailedAttempt(
+                reason: "the broker could not attempt it: \(error)", now: environment.now())
         }
         let now = environment.now()
         do {
@@ -126,6 +126,8 @@ struct OutboxWorker: Service {
             return try await WebPushDelivery(environment: environment, push: push).attempt(message)
         case .webhook:
             return try await WebhookDelivery(environment: environment, sender: webhooks).attempt(message)
+        case .cibaPing:
+            return try await CIBAPingDelivery(environment: environment, sender: cibaPings).attempt(message)
         }
     }
 }

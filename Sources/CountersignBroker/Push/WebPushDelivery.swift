@@ -47,9 +47,7 @@ struct WebPushDelivery {
         case .refused(let reason):
             return .failed(reason: reason)
         case .retry(let reason, let retryAfter):
-            return message.kind.backoff.afterFailure(
-                attempts: message.attempts + 1, reason: reason, retryAfter: retryAfter,
-                deliverUntil: message.deliverUntil, now: environment.now())
+            return message.afterFailedAttempt(reason: reason, retryAfter: retryAfter, now: environment.now())
         }
     }
 }

@@ -22,7 +22,7 @@ struct OAuthController {
         let tokenEndpoint: String
         let jwksURI: String
         let backchannelAuthenticationEndpoint: String
-        let backchannelTokenDeliveryModesSupported = ["poll"]
+        let backchannelTokenDeliveryModesSupported = ["poll", "ping"]
         let backchannelUserCodeParameterSupported = false
         let acrValuesSupported = [CIBAAuthentication.deviceACR, CIBAAuthentication.totpACR]
         let responseTypesSupported = ["code"]

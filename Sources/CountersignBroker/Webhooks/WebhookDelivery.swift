@@ -36,9 +36,7 @@ struct WebhookDelivery {
             let health = try await environment.store.recordWebhookAttempt(
                 endpointID: endpoint.id, delivered: false, reason: reason, now: environment.now())
             if case .disabled(let why) = health { return .failed(reason: "the endpoint was disabled: \(why)") }
-            return message.kind.backoff.afterFailure(
-                attempts: message.attempts + 1, reason: reason, retryAfter: retryAfter,
-                deliverUntil: message.deliverUntil, now: environment.now())
+            return message.afterFailedAttempt(reason: reason, retryAfter: retryAfter, now: environment.now())
         }
     }
 }

@@ -19,6 +19,8 @@ public struct CIBARequest: Sendable, Equatable {
     public var nextPollAt: Date
     /// Ping mode: the client's bearer token for its notification endpoint.
     public var notificationToken: String?
+    /// Ping mode: where the client was registered to be notified when it asked.
+    public var notificationEndpoint: String?
     /// Ping mode: the `auth_req_id` the notification carries back (only
     /// kept when a notification will be sent).
     public var authRequestID: String?
@@ -28,7 +30,8 @@ public struct CIBARequest: Sendable, Equatable {
 
     public init(
         eventID: String, apiKeyID: String, scope: String, interval: Int, nextPollAt: Date,
-        notificationToken: String? = nil, authRequestID: String? = nil, redeemedAt: Date? = nil, createdAt: Date
+        notificationToken: String? = nil, notificationEndpoint: String? = nil, authRequestID: String? = nil,
+        redeemedAt: Date? = nil, createdAt: Date
     ) {
         self.eventID = eventID
         self.apiKeyID = apiKeyID
@@ -36,9 +39,34 @@ public struct CIBARequest: Sendable, Equatable {
         self.interval = interval
         self.nextPollAt = nextPollAt
         self.notificationToken = notificationToken
+        self.notificationEndpoint = notificationEndpoint
         self.authRequestID = authRequestID
         self.redeemedAt = redeemedAt
         self.createdAt = createdAt
+    }
+
+    /// How long a ping is tried: the client may still redeem an approval
+    /// after the request's window, so longer than that.
+    public static let pingDeliveryTime: TimeInterval = 3600
+
+    /// Ping mode: the notification (CIBA Core §10.2) that tells the client
+    /// its request was answered (or ran out), to be sent through the
+    /// outbox; nil for a request in poll mode.
+    public func ping(now: Date) -> OutboxMessage? {
+        guard notificationToken != nil, notificationEndpoint != nil, let authRequestID else { return nil }
+        let body = try? JSONSerialization.data(withJSONObject: ["auth_req_id": authRequestID], options: [.sortedKeys])
+        return OutboxMessage(
+            kind: .cibaPing, target: eventID, eventID: eventID, payload: body ?? Data(), createdAt: now,
+            deliverUntil: now + Self.pingDeliveryTime)
+    }
+
+    /// Whether a `client_notification_token` can be sent back as a bearer
+    /// token (RFC 6750 §2.1 `b64token`), 16 to 1024 characters as CIBA Core
+    /// §7.1 bounds it.
+    public static func isValidNotificationToken(_ token: String) -> Bool {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/")
+        let body = token.reversed().drop { $0 == "=" }
+        return (16...1024).contains(token.count) && !body.isEmpty && body.allSatisfy(allowed.contains)
     }
 
     /// `<event id>.<secret>`.

@@ -14,12 +14,15 @@ public struct OutboxMessage: Sendable, Equatable {
         /// A Standard Webhooks message to the endpoint
         /// ``OutboxMessage/target``; the payload is its body.
         case webhook
+        /// A CIBA ping (CIBA Core §10.2) for the request of the event
+        /// ``OutboxMessage/target``; the payload is its body.
+        case cibaPing = "ciba_ping"
 
         /// How the kind's messages are retried.
         public var backoff: DeliveryBackoff {
             switch self {
             case .webPush: .push
-            case .webhook: .webhook
+            case .webhook, .cibaPing: .webhook
             }
         }
     }
@@ -104,4 +107,14 @@ public enum OutboxOutcome: Sendable, Equatable {
     case retry(at: Date, reason: String)
     case failed(reason: String)
     case cancelled(reason: String)
+}
+
+extension OutboxMessage {
+    /// What this attempt's failure means for the message: another attempt
+    /// after its kind's back-off (or the receiver's `retryAfter`), or failed
+    /// once it is out of time.
+    public func afterFailedAttempt(reason: String, retryAfter: TimeInterval? = nil, now: Date) -> OutboxOutcome {
+        kind.backoff.afterFailure(
+            attempts: attempts + 1, reason: reason, retryAfter: retryAfter, deliverUntil: deliverUntil, now: now)
+    }
 }

@@ -87,19 +87,19 @@ public struct WebhookEndpoint: Sendable, Equatable {
     /// http to this machine's loopback address (a receiver under
     /// development). No user name or password in it (the URL is shown and
     /// logged), no fragment, at most 2000 characters.
-    public static func problem(withURL url: String) -> String? {
-        guard url.count <= 2000 else { return "the webhook URL is longer than 2000 characters" }
+    public static func problem(withURL url: String, what: String = "webhook URL") -> String? {
+        guard url.count <= 2000 else { return "the \(what) is longer than 2000 characters" }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             let host = components.host, !host.isEmpty
-        else { return "the webhook URL must be an absolute https URL" }
+        else { return "the \(what) must be an absolute https URL" }
         guard components.user == nil, components.password == nil else {
-            return "the webhook URL must not carry a user name or password"
+            return "the \(what) must not carry a user name or password"
         }
-        guard components.fragment == nil else { return "the webhook URL must not have a fragment" }
+        guard components.fragment == nil else { return "the \(what) must not have a fragment" }
         switch scheme {
         case "https": return nil
         case "http" where isLoopback(host): return nil
-        default: return "the webhook URL must be https (http only to 127.0.0.1, [::1] or localhost)"
+        default: return "the \(what) must be https (http only to 127.0.0.1, [::1] or localhost)"
         }
     }
 
