@@ -97,12 +97,7 @@ struct LiveBroker {
 
     private static func serve(port: Int, arguments: [String], openFileLimit: Int?) async throws -> RunningProcess {
         let quiet = arguments.contains("--log-level") ? [] : ["--log-level", "warning"]
-        // A test process starved by a loaded machine can take longer than
-        // the default 10 s between opening a connection and sending its
-        // request; the broker would rightly close it. Tests of that limit
-        // set their own.
-        let patient = arguments.contains("--request-read-timeout") ? [] : ["--request-read-timeout", "2m"]
-        let serve = ["serve", "--port", String(port)] + quiet + patient + arguments
+        let serve = ["serve", "--port", String(port)] + quiet + arguments
         // prlimit sets the limit and execs the broker: the same process.
         let process =
             try openFileLimit.map {
@@ -223,6 +218,9 @@ func postForm(_ url: String, form: URLComponents) async throws -> FormAnswer {
     var request = HTTPClientRequest(url: url)
     request.method = .POST
     request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+    // Never pooled: a kept connection to a broker a test stopped can be
+    // handed out for the next broker that gets the same port, and fail.
+    request.headers.add(name: "Connection", value: "close")
     request.body = .bytes(ByteBuffer(string: form.percentEncodedQuery!.replacingOccurrences(of: "+", with: "%2B")))
     let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
     return FormAnswer(

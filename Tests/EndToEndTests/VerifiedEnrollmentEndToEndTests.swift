@@ -14,6 +14,8 @@ struct VerifiedEnrollmentEndToEndTests {
     func completePage(_ pageURL: String, email: String, broker: LiveBroker) async throws -> HTTPResponseStatus {
         func fetch(_ url: String, form: [String: String]? = nil) async throws -> (HTTPResponseStatus, String) {
             var request = HTTPClientRequest(url: url)
+            // Never pooled: brokers of other tests come and go on reused ports.
+            request.headers.add(name: "Connection", value: "close")
             if let form {
                 var components = URLComponents()
                 components.queryItems = form.map { URLQueryItem(name: $0.key, value: $0.value) }
