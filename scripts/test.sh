@@ -68,6 +68,19 @@ if [ ! -f /usr/include/qrencode.h ] || ! command -v zbarimg >/dev/null || ! comm
     fi
 fi
 
+# The PAM module is built with the system compiler against Debian's PAM
+# headers and driven through a real PAM stack by pamtester.
+if [ ! -f /usr/include/security/pam_modules.h ] || ! command -v pamtester >/dev/null || ! command -v make >/dev/null
+then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpam0g-dev pamtester make >/dev/null
+    else
+        echo "error: the PAM tests need root and Debian's libpam0g-dev, pamtester and make" >&2
+        exit 1
+    fi
+fi
+
 # The hosted page is tested in a real headless browser, driven over WebDriver.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = 0 ]; then

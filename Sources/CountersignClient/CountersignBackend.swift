@@ -39,19 +39,25 @@ public struct CountersignBackend: Sendable {
     }
 
     /// Asks `user`'s trusted devices to approve something (a `TRANSACTION`
-    /// by default), shown to the approver with `details`.
+    /// by default), shown to the approver with `details`, and with the
+    /// requesting machine's name and the end user's address if given.
     public func requestApproval(
-        user: String, event: String = EventName.transaction, details: String? = nil, numberMatching: Bool = true
+        user: String, event: String = EventName.transaction, details: String? = nil, numberMatching: Bool = true,
+        requesterName: String? = nil, ip: String? = nil
     ) async throws -> EventTicket {
         struct Body: Encodable {
             let client_user_id: String
             let event: String
             let details: String?
             let number_matching: Bool
+            let requester_name: String?
+            let ip: String?
         }
         return try await connection.send(
             .POST, "/api/v1/events", headers: [authorization],
-            body: Body(client_user_id: user, event: event, details: details, number_matching: numberMatching),
+            body: Body(
+                client_user_id: user, event: event, details: details, number_matching: numberMatching,
+                requester_name: requesterName, ip: ip),
             as: EventTicket.self)
     }
 

@@ -19,7 +19,7 @@ struct DeviceAgent: AsyncParsableCommand {
         subcommands: [
             Enroll.self, Login.self, Approve.self, Watch.self, Code.self, Devices.self, Push.self, Service.self,
             Status.self, RecoveryCodes.self,
-            PIN.self,
+            PIN.self, PAMHelper.self,
         ]
     )
 

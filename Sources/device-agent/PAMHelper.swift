@@ -1,0 +1,339 @@
+import ArgumentParser
+import CountersignClient
+import CountersignCore
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What pam_countersign.so runs for each login: it asks the user's trusted
+/// devices through the broker, and tells the module what to show, what to
+/// ask, and the verdict, one line at a time (deploy/pam/pam_countersign.c
+/// has the protocol). Not for people to run.
+struct PAMHelper: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pam-helper",
+        abstract: "The helper the pam_countersign module runs for each login (see docs/pam.md).",
+        shouldDisplay: false)
+
+    @Option(help: "The helper's configuration file.")
+    var config = "/etc/countersign/pam.conf"
+    @Option(help: "The Unix user logging in.")
+    var user: String
+    @Option(help: "The PAM service (sshd, sudo, …).")
+    var service = ""
+    @Option(help: "The remote host, if any.")
+    var rhost = ""
+    @Option(help: "The terminal, if any.")
+    var tty = ""
+    @Option(help: "The command line of the process that loaded the module (sudo's).")
+    var command = ""
+
+    func run() async throws {
+        let module = PAMModuleChannel()
+        let log = AuthLog()
+        let verdict: PAMVerdict
+        do {
+            let settings = try PAMSettings.load(path: config)
+            verdict = await PAMLogin(
+                settings: settings, unixUser: user, service: service, rhost: rhost, command: command,
+                module: module, log: log
+            ).run()
+        } catch {
+            log.write(LOG_ERR, "\(service) login of \(user) denied: \(error)")
+            verdict = .deny("the Countersign PAM configuration is unusable")
+        }
+        module.send(verdict.line)
+    }
+}
+
+enum PAMVerdict: Equatable {
+    case allow(String)
+    case deny(String)
+    case ignore(String)
+
+    var line: String {
+        switch self {
+        case .allow(let id): "allow \(id)"
+        case .deny(let why): "deny \(why)"
+        case .ignore(let why): "ignore \(why)"
+        }
+    }
+}
+
+/// One login: one request, at most one code.
+struct PAMLogin {
+    let settings: PAMSettings
+    let unixUser: String
+    let service: String
+    let rhost: String
+    let command: String
+    let module: PAMModuleChannel
+    let log: AuthLog
+
+    var host: String { ProcessInfo.processInfo.hostName }
+
+    /// What the approver reads.
+    var details: String {
+        let text =
+            service == "sudo"
+            ? "sudo as \(unixUser) on \(host): \(command.isEmpty ? "(command unknown)" : command)"
+            : "\(service.isEmpty ? "login" : service) as \(unixUser) on \(host)"
+                + (rhost.isEmpty ? "" : " from \(rhost)")
+        return String(text.prefix(1000))
+    }
+
+    func run() async -> PAMVerdict {
+        let user = settings.userID(for: unixUser)
+        let backend = CountersignBackend(
+            broker: settings.broker, apiKeyID: settings.apiKeyID, apiSecretKey: settings.apiSecret)
+        let requester = CountersignClient(broker: settings.broker, apiKeyID: settings.apiKeyID)
+        let who = "\(service) login of \(unixUser) (\(user))" + (rhost.isEmpty ? "" : " from \(rhost)")
+        let ticket: EventTicket
+        do {
+            ticket = try await backend.requestApproval(
+                user: user, event: EventName.login, details: details, numberMatching: true,
+                requesterName: String("\(host) (\(service.isEmpty ? "pam" : service))".prefix(128)),
+                ip: try? DisplayText.checkAddress(rhost).get())
+        } catch let error as CountersignError where error.code == "no_trusted_device" {
+            switch settings.unenrolled {
+            case .deny:
+                log.write(LOG_NOTICE, "\(who) denied: the user has no trusted device")
+                module.error("Countersign: \(unixUser) has no trusted device.")
+                return .deny("not enrolled")
+            case .skip:
+                log.write(LOG_NOTICE, "\(who) left to the next module: the user has no trusted device")
+                return .ignore("not enrolled")
+            }
+        } catch let error as CountersignError where error.isTransient {
+            switch settings.failMode {
+            case .secure:
+                log.write(LOG_ERR, "\(who) denied: \(error.message) (fail_mode secure)")
+                module.error("Countersign: the broker cannot be reached; login refused.")
+                return .deny("broker unreachable")
+            case .safe:
+                log.write(LOG_WARNING, "\(who) ALLOWED WITHOUT APPROVAL: \(error.message) (fail_mode safe)")
+                return .allow("-")
+            }
+        } catch {
+            log.write(LOG_ERR, "\(who) denied: \(error)")
+            module.error("Countersign: the request could not be made; login refused.")
+            return .deny("request refused")
+        }
+        let id = ticket.event.ID
+        log.write(LOG_INFO, "\(who): request \(id) sent")
+        let left = max(0, Int(ticket.event.expiresAt.timeIntervalSinceNow.rounded()))
+        let number = ticket.matchNumber.map { "number \($0), " } ?? ""
+        let first = await module.ask(
+            "Countersign: approve the request on your trusted device (\(number)within \(left) s), then press Enter; "
+                + "or type a code from device-agent code: ")
+        guard case .answer(let answer) = first else {
+            return await give(up: ticket, requester, who: who, reason: "the login was abandoned at the prompt")
+        }
+        if !answer.trimmingCharacters(in: .whitespaces).isEmpty {
+            return await code(answer, for: ticket, requester, who: who)
+        }
+        let outcome = await waitForOutcome(ticket, requester)
+        switch outcome {
+        case .approved(let event):
+            log.write(LOG_NOTICE, "\(who): request \(id) approved by device \(event.decidedBy ?? "?")")
+            return .allow(id)
+        case .rejected:
+            log.write(LOG_NOTICE, "\(who): request \(id) rejected")
+            module.error("Countersign: the request was rejected.")
+            return .deny("rejected")
+        case .abandoned:
+            return await give(up: ticket, requester, who: who, reason: "the login went away while waiting")
+        case .failed(let why):
+            log.write(LOG_ERR, "\(who): request \(id) denied: \(why)")
+            module.error("Countersign: no answer could be read; login refused.")
+            return .deny("broker failed")
+        case .expired:
+            log.write(LOG_NOTICE, "\(who): request \(id) expired unanswered")
+            let late = await module.ask(
+                "Countersign: no answer came in time. Type a code from device-agent code (or press Enter to give up): ")
+            guard case .answer(let code) = late, !code.trimmingCharacters(in: .whitespaces).isEmpty else {
+                log.write(LOG_NOTICE, "\(who): request \(id) denied: expired")
+                return .deny("expired")
+            }
+            do {
+                let match = try await backend.verifyCode(user: user, code: code.trimmingCharacters(in: .whitespaces))
+                log.write(LOG_NOTICE, "\(who): allowed by a code from device \(match.deviceID) after \(id) expired")
+                return .allow(id)
+            } catch {
+                log.write(LOG_NOTICE, "\(who): code refused after \(id) expired: \(error)")
+                module.error("Countersign: that code is not valid.")
+                return .deny("code refused")
+            }
+        }
+    }
+
+    private func code(_ code: String, for ticket: EventTicket, _ requester: CountersignClient, who: String) async
+        -> PAMVerdict
+    {
+        let id = ticket.event.ID
+        do {
+            let event = try await requester.submitCode(code.trimmingCharacters(in: .whitespaces), for: ticket)
+            if event.status == .approved {
+                log.write(LOG_NOTICE, "\(who): request \(id) approved by a code")
+                return .allow(id)
+            }
+        } catch {
+            log.write(LOG_NOTICE, "\(who): code refused for \(id): \(error)")
+        }
+        module.error("Countersign: that code is not valid.")
+        _ = try? await requester.withdraw(ticket)
+        return .deny("code refused")
+    }
+
+    private func give(up ticket: EventTicket, _ requester: CountersignClient, who: String, reason: String) async
+        -> PAMVerdict
+    {
+        _ = try? await requester.withdraw(ticket)
+        log.write(LOG_NOTICE, "\(who): request \(ticket.event.ID) withdrawn: \(reason)")
+        return .deny("abandoned")
+    }
+
+    enum Outcome {
+        case approved(EventDocument)
+        case rejected
+        case expired
+        case abandoned
+        case failed(String)
+    }
+
+    /// The event's outcome, or `abandoned` as soon as the module goes away.
+    private func waitForOutcome(_ ticket: EventTicket, _ requester: CountersignClient) async -> Outcome {
+        await withTaskGroup(of: Outcome.self) { group in
+            group.addTask {
+                do {
+                    let event = try await requester.awaitOutcome(of: ticket)
+                    switch event.status {
+                    case .approved: return .approved(event)
+                    case .rejected: return .rejected
+                    case .expired, .pending: return .expired
+                    }
+                } catch {
+                    return .failed("\(error)")
+                }
+            }
+            group.addTask {
+                await module.ended()
+                return .abandoned
+            }
+            let first = await group.next() ?? .failed("no outcome")
+            group.cancelAll()
+            return first
+        }
+    }
+}
+
+/// The helper's side of the module's socket: lines out on standard output,
+/// lines in from standard input, read by a thread of their own.
+final class PAMModuleChannel: Sendable {
+    enum Reply: Equatable {
+        case answer(String)
+        case cancelled
+    }
+
+    private struct State {
+        var lines: [String] = []
+        var closed = false
+        var lineWaiter: CheckedContinuation<String?, Never>?
+        var endWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+    }
+    private let state = Mutex(State())
+
+    init() {
+        Thread.detachNewThread { [self] in
+            while let line = readLine(strippingNewline: true) { received(line) }
+            close()
+        }
+    }
+
+    private func received(_ line: String) {
+        let waiter = state.withLock { state -> CheckedContinuation<String?, Never>? in
+            if let waiter = state.lineWaiter {
+                state.lineWaiter = nil
+                return waiter
+            }
+            state.lines.append(line)
+            return nil
+        }
+        waiter?.resume(returning: line)
+    }
+
+    private func close() {
+        let (lineWaiter, endWaiters) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.lineWaiter = nil
+                state.endWaiters = [:]
+            }
+            return (state.lineWaiter, Array(state.endWaiters.values))
+        }
+        lineWaiter?.resume(returning: nil)
+        for waiter in endWaiters { waiter.resume() }
+    }
+
+    private func nextLine() async -> String? {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> String?? in
+                if !state.lines.isEmpty { return .some(state.lines.removeFirst()) }
+                if state.closed { return .some(nil) }
+                state.lineWaiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Returns once the module closed its end (the login went away), or
+    /// the task is cancelled.
+    func ended() async {
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state in
+                    if state.closed || Task.isCancelled { return true }
+                    state.endWaiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.endWaiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    func send(_ line: String) {
+        // One line each: nothing the broker sent may start another.
+        let clean = String(line.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
+        FileHandle.standardOutput.write(Data((clean + "\n").utf8))
+    }
+
+    func error(_ text: String) { send("error " + text) }
+
+    /// Asks the person; `cancelled` when the conversation failed or the module went away.
+    func ask(_ prompt: String) async -> Reply {
+        send("prompt " + prompt)
+        guard let line = await nextLine() else { return .cancelled }
+        if line.hasPrefix("answer ") { return .answer(String(line.dropFirst("answer ".count))) }
+        if line == "answer" { return .answer("") }
+        return .cancelled
+    }
+}
+
+/// The authentication log (syslog's auth facility, private part).
+struct AuthLog: Sendable {
+    init() {
+        // openlog keeps the pointer: a string that is never freed.
+        openlog(strdup("countersign-pam"), LOG_PID, LOG_AUTHPRIV)
+    }
+
+    func write(_ priority: Int32, _ message: String) {
+        withVaList([message]) { vsyslog(priority, "%s", $0) }
+    }
+}
