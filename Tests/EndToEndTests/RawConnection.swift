@@ -77,6 +77,27 @@ final class RawConnection {
         case stillOpen(String)
     }
 
+    /// One response: its head and a body of its Content-Length, or what
+    /// came before the server closed or the receive timeout passed.
+    func readResponse() -> String {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let text = String(decoding: received, as: UTF8.self)
+            if let end = text.range(of: "\r\n\r\n") {
+                let length =
+                    text[..<end.lowerBound].split(separator: "\r\n")
+                    .first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                if text[end.upperBound...].utf8.count >= length { return text }
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return text }
+            received += buffer[..<count]
+        }
+    }
+
     /// Reads until the server closes the connection or the receive timeout passes.
     func readUntilClosed() -> Ending {
         var received: [UInt8] = []
