@@ -172,3 +172,130 @@ struct PAMEndToEndTests {
         #expect(try await exposed.exitCode(timeout: .seconds(120)) != 0, "\(exposed.text)")
     }
 }
+
+/// The same module in a real sshd (started as a link named after its own
+/// PAM service: OpenSSH takes the service name from its program name), for
+/// a throwaway local user, logged into by paramiko over keyboard-interactive.
+@Suite("end to end: SSH logins through sshd and the PAM module", .serialized)
+struct SSHEndToEndTests {
+    final class SSHServer {
+        let user: String
+        let service: PAMEndToEndTests.Service
+        var process: RunningProcess!
+        var port = 0
+
+        init(broker: LiveBroker, user: String) async throws {
+            self.user = user
+            guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd") else {
+                throw ProcessFailure("/usr/sbin/sshd is missing: scripts/test.sh installs openssh-server")
+            }
+            service = try await PAMEndToEndTests.Service(
+                broker: broker, stack: ["auth required MODULE", "session required pam_permit.so"])
+            let add = try RunningProcess("/usr/sbin/useradd", ["-M", "-d", "/", "-s", "/bin/sh", user])
+            guard try await add.exitCode(timeout: .seconds(60)) == 0 else {
+                throw ProcessFailure("useradd failed (the SSH tests need root):\n\(add.text)")
+            }
+            try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+            let directory = service.directory
+            let hostKey = directory.appendingPathComponent("host_key")
+            let keygen = try RunningProcess(
+                "/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey.path])
+            guard try await keygen.exitCode(timeout: .seconds(60)) == 0 else { throw ProcessFailure(keygen.text) }
+            let config = directory.appendingPathComponent("sshd_config")
+            try """
+            ListenAddress 127.0.0.1
+            HostKey \(hostKey.path)
+            PidFile none
+            UsePAM yes
+            KbdInteractiveAuthentication yes
+            PasswordAuthentication no
+            PubkeyAuthentication no
+            AuthenticationMethods keyboard-interactive
+            AllowUsers \(user)
+            LoginGraceTime 300
+            """.write(to: config, atomically: true, encoding: .utf8)
+            let program = directory.appendingPathComponent(service.name)
+            try FileManager.default.createSymbolicLink(atPath: program.path, withDestinationPath: "/usr/sbin/sshd")
+            for attempt in 1...5 {
+                port = try freePort()
+                // In a session of its own: sshd signals its process group.
+                process = try RunningProcess(
+                    "/usr/bin/setsid", ["-w", program.path, "-D", "-e", "-f", config.path, "-p", String(port)])
+                do {
+                    _ = try await process.waitFor("Server listening on 127.0.0.1 port", timeout: .seconds(60))
+                    break
+                } catch  where attempt < 5 && process.text.contains("Address already in use") {
+                    continue
+                }
+            }
+        }
+
+        func stop() {
+            process?.stop()
+            let remove = try? RunningProcess("/usr/sbin/userdel", [user])
+            remove?.process.waitUntilExit()
+        }
+
+        func login(_ options: [String] = []) throws -> RunningProcess {
+            try RunningProcess(
+                "/usr/bin/env",
+                [
+                    "python3", scriptsDirectory.appendingPathComponent("ssh-login.py").path, "127.0.0.1", String(port),
+                    user,
+                ]
+                    + options, keepingInputOpen: true)
+        }
+    }
+
+    @Test("the number is in sshd's prompt; approved, the session runs; rejected, it is refused")
+    func approveAndReject() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+
+        let login = try server.login()
+        let number = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: server.user)
+        #expect(event.ip == "127.0.0.1" && event.details?.contains("from 127.0.0.1") == true, "\(event)")
+        let approve = try broker.agent(
+            ["approve", "--event", event.ID, "--yes", "--match", number], configDirectory: laptop, user: server.user)
+        #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
+        login.send("\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
+        #expect(login.text.contains("ran: \(server.user)"), "\(login.text)")
+
+        let refused = try server.login()
+        _ = try await refused.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let second = try await PAMEndToEndTests().pending(broker, user: server.user)
+        let reject = try broker.agent(
+            ["approve", "--event", second.ID, "--reject"], configDirectory: laptop, user: server.user)
+        #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
+        refused.send("\n")
+        #expect(try await refused.exitCode(timeout: .seconds(120)) == 1, "\(refused.text)")
+        #expect(refused.text.contains("denied:") && !refused.text.contains("ran:"))
+    }
+
+    @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
+    func disconnected() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+        let login = try server.login(["--disconnect-at-prompt"])
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 3, "\(login.text)")
+        #expect(login.text.contains("prompt: ") && !login.text.contains("ran:"))
+        // The one request of this attempt, withdrawn (perhaps at once).
+        var events: [EventDocument] = []
+        for _ in 0..<600 {
+            events = try await broker.backend.events(user: user)
+            if events.first?.statusReason == .withdrawn { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(events.count == 1 && events.first?.statusReason == .withdrawn, "\(events)")
+    }
+}
