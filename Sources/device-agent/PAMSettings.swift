@@ -79,7 +79,8 @@ struct PAMSettings: Equatable {
     }
 
     /// A file that holds a secret: refused if its group or others may read
-    /// or write it, or if it is not a regular file.
+    /// or write it, if someone else than root (or the helper's user) owns
+    /// it, or if it is not a regular file.
     static func readPrivate(_ path: String, what: String) throws -> String {
         let attributes: [FileAttributeKey: Any]
         do {
@@ -89,6 +90,11 @@ struct PAMSettings: Equatable {
         }
         guard attributes[.type] as? FileAttributeType == .typeRegular else {
             throw Problem("\(what) \(path) is not a regular file")
+        }
+        // Whoever may edit it decides where logins are approved.
+        let owner = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value
+        guard owner == 0 || owner == geteuid() else {
+            throw Problem("\(what) \(path) must belong to root")
         }
         let mode = (attributes[.posixPermissions] as? Int) ?? 0o777
         guard mode & 0o077 == 0 else {

@@ -166,10 +166,19 @@ struct PAMEndToEndTests {
         }
         #expect(withdrawn, "the helper withdrew the request when the module went away")
 
-        // A configuration others can read holds a secret in the open: refused.
+        // A configuration others can read holds a secret in the open, and
+        // one another user owns could send logins elsewhere: both refused.
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: service.config.path)
         let exposed = try service.authenticate("alice")
         #expect(try await exposed.exitCode(timeout: .seconds(120)) != 0, "\(exposed.text)")
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o600, .ownerAccountID: 65534], ofItemAtPath: service.config.path)
+        let foreign = try service.authenticate("alice")
+        #expect(try await foreign.exitCode(timeout: .seconds(120)) != 0, "\(foreign.text)")
+        try FileManager.default.setAttributes([.ownerAccountID: 0], ofItemAtPath: service.config.path)
+        let fine = try service.authenticate("alice")
+        _ = try await fine.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        fine.killNow()
     }
 }
 
