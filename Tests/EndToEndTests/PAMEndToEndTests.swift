@@ -14,7 +14,9 @@ struct PAMEndToEndTests {
         let directory: URL
         let config: URL
 
-        init(broker: LiveBroker, settings: [String: String] = [:], stack: [String]? = nil) async throws {
+        init(broker: LiveBroker, settings: [String: String] = [:], stack: [String]? = nil, helper: String? = nil)
+            async throws
+        {
             // Loud, never silent: these tests need root (a PAM service file)
             // and the tools the test script installs.
             guard getuid() == 0 else { throw ProcessFailure("the PAM tests need root to write /etc/pam.d") }
@@ -44,7 +46,7 @@ struct PAMEndToEndTests {
                 to: config, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config.path)
             let line =
-                "\(module.path) helper=\(Binaries.directory.appendingPathComponent("device-agent").path) "
+                "\(module.path) helper=\(helper ?? Binaries.directory.appendingPathComponent("device-agent").path) "
                 + "config=\(config.path) timeout=200"
             let lines = (stack ?? ["auth required \(line)"]).map { $0.replacingOccurrences(of: "MODULE", with: line) }
             try (lines + ["account required pam_permit.so", ""]).joined(separator: "\n").write(
@@ -140,6 +142,14 @@ struct PAMEndToEndTests {
         let stranger = try strict.authenticate("bob")
         #expect(try await stranger.exitCode(timeout: .seconds(120)) != 0, "\(stranger.text)")
         #expect(stranger.text.contains("no trusted device"))
+
+        // A helper that dies, or ends without a verdict, or says something
+        // else than the protocol, never lets anyone in.
+        for helper in ["/bin/false", "/bin/true", "/usr/bin/yes", "/nonexistent/helper"] {
+            let broken = try await Service(broker: broker, helper: helper)
+            let attempt = try broken.authenticate("alice")
+            #expect(try await attempt.exitCode(timeout: .seconds(120)) != 0, "\(helper): \(attempt.text)")
+        }
 
         // Skipped: the next module decides (here, one that lets everyone in).
         let skipping = try await Service(
