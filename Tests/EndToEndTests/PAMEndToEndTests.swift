@@ -122,6 +122,25 @@ struct PAMEndToEndTests {
         #expect(again.text.contains("not valid"))
     }
 
+    @Test("no answer before the window closes: the second prompt takes a code, and the expired request stays expired")
+    func codeAfterExpiry() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "5s"])
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let service = try await Service(broker: broker)
+        let login = try service.authenticate("alice")
+        _ = try await login.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        let event = try await pending(broker)
+        login.send("\n")
+        _ = try await login.waitFor("no answer came in time", timeout: .seconds(120))
+        let generate = try broker.agent(["code"], configDirectory: laptop)
+        #expect(try await generate.exitCode(timeout: .seconds(120)) == 0, "\(generate.text)")
+        let code = try #require(generate.text.firstMatch(of: /\b(\d{6})\b/)?.1)
+        login.send("\(code)\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
+        #expect(try await broker.backend.event(id: event.ID).status == .expired)
+    }
+
     @Test("broker unreachable: refused in secure mode, let in in safe mode; not enrolled: refused, or skipped")
     func failModes() async throws {
         let broker = try await LiveBroker.start()
