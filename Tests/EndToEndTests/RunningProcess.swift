@@ -3,8 +3,11 @@ import Synchronization
 
 /// A real child process whose output the test reads line by line.
 final class RunningProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     private let output = OutputBuffer()
+    /// Where the output is read from: held for as long as this object is,
+    /// since its descriptor is closed with it.
+    private let outputPipe = Pipe()
     let name: String
 
     /// Starts `executable` (a product of this package) with `arguments`.
@@ -13,20 +16,12 @@ final class RunningProcess: Sendable {
         _ executable: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
         keepingInputOpen: Bool = false
     ) throws {
-        let process = Process()
-        process.executableURL =
-            executable.hasPrefix("/")
-            ? URL(fileURLWithPath: executable) : Binaries.directory.appendingPathComponent(executable)
-        process.arguments = arguments
+        let path =
+            executable.hasPrefix("/") ? executable : Binaries.directory.appendingPathComponent(executable).path
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+        let pipe = outputPipe
         let input = Pipe()
-        process.standardInput = input
-        self.process = process
         self.name = ([executable] + arguments.prefix(1)).joined(separator: " ")
         let output = self.output
         // At the end of the output the handler is taken off: left on, it is
@@ -41,7 +36,12 @@ final class RunningProcess: Sendable {
             }
         }
         self.input = input.fileHandleForWriting
-        try process.run()
+        process = try ChildProcess(
+            path, arguments, environment: env, input: input.fileHandleForReading.fileDescriptor,
+            output: pipe.fileHandleForWriting.fileDescriptor)
+        // The child's ends, closed here: the output ends when the child's does.
+        try pipe.fileHandleForWriting.close()
+        try input.fileHandleForReading.close()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         if !keepingInputOpen { try input.fileHandleForWriting.close() }
     }
