@@ -45,10 +45,10 @@ scripts/check-format.sh
 # terminal emulator that shows what a person at the approver's terminal reads.
 # http_ece and py_vapid are the push service's side of Web Push; dbus-next
 # is the desktop's notification server; standardwebhooks is the app
-# backend's side of webhooks.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks" 2>/dev/null; then
+# backend's side of webhooks; paramiko is the ssh client of the PAM tests.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks, paramiko" 2>/dev/null; then
     python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte \
-        http-ece py-vapid dbus-next standardwebhooks
+        http-ece py-vapid dbus-next standardwebhooks paramiko
 fi
 python3 scripts/check-openapi.py
 
@@ -69,14 +69,15 @@ if [ ! -f /usr/include/qrencode.h ] || ! command -v zbarimg >/dev/null || ! comm
 fi
 
 # The PAM module is built with the system compiler against Debian's PAM
-# headers and driven through a real PAM stack by pamtester.
-if [ ! -f /usr/include/security/pam_modules.h ] || ! command -v pamtester >/dev/null || ! command -v make >/dev/null
-then
+# headers and driven through a real PAM stack by pamtester, by a real sshd
+# that paramiko logs into, and by the real sudo.
+if [ ! -f /usr/include/security/pam_modules.h ] || ! command -v pamtester >/dev/null || ! command -v make >/dev/null \
+    || [ ! -x /usr/sbin/sshd ] || [ ! -x /usr/bin/sudo ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpam0g-dev pamtester make >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libpam0g-dev pamtester make openssh-server sudo >/dev/null
     else
-        echo "error: the PAM tests need root and Debian's libpam0g-dev, pamtester and make" >&2
+        echo "error: the PAM tests need root and Debian's libpam0g-dev, pamtester, make, openssh-server and sudo" >&2
         exit 1
     fi
 fi

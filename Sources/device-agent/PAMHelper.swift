@@ -75,10 +75,17 @@ struct PAMLogin {
 
     var host: String { ProcessInfo.processInfo.hostName }
 
+    /// Whether sudo asks: by its PAM service, or by the program that loaded
+    /// the module (sudoers' `pam_service` can name another service).
+    var isSudo: Bool {
+        let program = command.split(separator: " ", maxSplits: 1).first?.split(separator: "/").last
+        return service == "sudo" || service == "sudo-i" || program == "sudo" || program == "sudoedit"
+    }
+
     /// What the approver reads.
     var details: String {
         let text =
-            service == "sudo"
+            isSudo
             ? "sudo as \(unixUser) on \(host): \(command.isEmpty ? "(command unknown)" : command)"
             : "\(service.isEmpty ? "login" : service) as \(unixUser) on \(host)"
                 + (rhost.isEmpty ? "" : " from \(rhost)")
@@ -334,6 +341,8 @@ struct AuthLog: Sendable {
     }
 
     func write(_ priority: Int32, _ message: String) {
-        withVaList([message]) { vsyslog(priority, "%s", $0) }
+        // A C string: a Swift String passed as a variadic argument reaches
+        // "%s" as an object pointer and logs garbage.
+        message.withCString { text in withVaList([text]) { vsyslog(priority, "%s", $0) } }
     }
 }

@@ -14,9 +14,10 @@ struct PAMEndToEndTests {
         let directory: URL
         let config: URL
 
-        init(broker: LiveBroker, settings: [String: String] = [:], stack: [String]? = nil, helper: String? = nil)
-            async throws
-        {
+        init(
+            broker: LiveBroker, settings: [String: String] = [:], stack: [String]? = nil, helper: String? = nil,
+            timeout: Int = 200
+        ) async throws {
             // Loud, never silent: these tests need root (a PAM service file)
             // and the tools the test script installs.
             guard getuid() == 0 else { throw ProcessFailure("the PAM tests need root to write /etc/pam.d") }
@@ -25,6 +26,8 @@ struct PAMEndToEndTests {
                     throw ProcessFailure("\(tool) is missing: scripts/test.sh installs pamtester and libpam0g-dev")
                 }
             }
+            // Before the first login: the helper's first line would be lost.
+            _ = try SyslogReceiver.start()
             directory = try temporaryDirectory("pam")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let module = directory.appendingPathComponent("pam_countersign.so")
@@ -47,7 +50,7 @@ struct PAMEndToEndTests {
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config.path)
             let line =
                 "\(module.path) helper=\(helper ?? Binaries.directory.appendingPathComponent("device-agent").path) "
-                + "config=\(config.path) timeout=200"
+                + "config=\(config.path) timeout=\(timeout)"
             let lines = (stack ?? ["auth required \(line)"]).map { $0.replacingOccurrences(of: "MODULE", with: line) }
             try (lines + ["account required pam_permit.so", ""]).joined(separator: "\n").write(
                 toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
@@ -59,6 +62,19 @@ struct PAMEndToEndTests {
         func authenticate(_ user: String) throws -> RunningProcess {
             try RunningProcess("/usr/bin/pamtester", ["-v", name, user, "authenticate"], keepingInputOpen: true)
         }
+    }
+
+    /// A throwaway local user, with no home and no password.
+    static func addUser(_ user: String) async throws {
+        let add = try RunningProcess("/usr/sbin/useradd", ["-M", "-d", "/", "-s", "/bin/sh", user])
+        guard try await add.exitCode(timeout: .seconds(60)) == 0 else {
+            throw ProcessFailure("useradd failed (these tests need root):\n\(add.text)")
+        }
+    }
+
+    static func removeUser(_ user: String) {
+        let remove = try? RunningProcess("/usr/sbin/userdel", [user])
+        remove?.process.waitUntilExit()
     }
 
     /// The pending request the helper made for `user`.
@@ -88,6 +104,13 @@ struct PAMEndToEndTests {
         login.send("\n")
         #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
         #expect(login.text.contains("successfully authenticated"))
+        // In the authentication log, with the event id: the helper's line
+        // and the module's own.
+        let log = try SyslogReceiver.start()
+        let approved = try await log.waitFor("countersign-pam[", "request \(event.ID) approved by device")
+        #expect(SyslogReceiver.facility(of: approved) == 10, "authpriv: \(approved)")
+        let allowed = try await log.waitFor("(\(service.name):auth)", "alice allowed: request \(event.ID)")
+        #expect(SyslogReceiver.facility(of: allowed) == 10, "authpriv: \(allowed)")
 
         let refused = try service.authenticate("alice")
         _ = try await refused.waitFor(#"number (\d+),"#, timeout: .seconds(120))
@@ -97,6 +120,7 @@ struct PAMEndToEndTests {
         refused.send("\n")
         #expect(try await refused.exitCode(timeout: .seconds(120)) != 0, "\(refused.text)")
         #expect(refused.text.contains("rejected"))
+        _ = try await log.waitFor("countersign-pam[", "request \(second.ID) rejected")
         #expect(try await broker.backend.events(user: "alice").count == 2, "one request per attempt")
     }
 
@@ -152,10 +176,13 @@ struct PAMEndToEndTests {
         let refused = try secure.authenticate("alice")
         #expect(try await refused.exitCode(timeout: .seconds(120)) != 0, "\(refused.text)")
         #expect(refused.text.contains("cannot be reached"))
+        let log = try SyslogReceiver.start()
+        _ = try await log.waitFor("\(secure.name) login of alice", "denied:", "(fail_mode secure)")
 
         let safe = try await Service(broker: broker, settings: ["broker": down, "fail_mode": "safe"])
         let allowed = try safe.authenticate("alice")
         #expect(try await allowed.exitCode(timeout: .seconds(120)) == 0, "\(allowed.text)")
+        _ = try await log.waitFor("\(safe.name) login of alice", "ALLOWED WITHOUT APPROVAL", "(fail_mode safe)")
 
         let strict = try await Service(broker: broker)
         let stranger = try strict.authenticate("bob")
@@ -176,6 +203,28 @@ struct PAMEndToEndTests {
             stack: ["auth [success=done ignore=ignore default=die] MODULE", "auth required pam_permit.so"])
         let skipped = try skipping.authenticate("bob")
         #expect(try await skipped.exitCode(timeout: .seconds(120)) == 0, "\(skipped.text)")
+    }
+
+    @Test("a helper silent past the module's timeout is killed and the login refused, said in the log")
+    func silentHelper() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let directory = try temporaryDirectory("silent-helper")
+        let pidFile = directory.appendingPathComponent("pid")
+        let helper = directory.appendingPathComponent("helper")
+        try "#!/bin/sh\necho $$ > \(pidFile.path)\nexec sleep 600\n".write(
+            to: helper, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: helper.path)
+        let service = try await Service(broker: broker, helper: helper.path, timeout: 2)
+
+        let attempt = try service.authenticate("alice")
+        #expect(try await attempt.exitCode(timeout: .seconds(120)) != 0, "\(attempt.text)")
+        #expect(!attempt.text.contains("successfully authenticated"))
+        let pid = try #require(
+            Int32(String(contentsOf: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(pid, 0) == -1 && errno == ESRCH, "the silent helper is gone (killed and reaped)")
+        _ = try await SyslogReceiver.start().waitFor(
+            "(\(service.name):auth)", "the helper ended without a verdict for alice; denied")
     }
 
     @Test("the login going away at the prompt withdraws the request and lets nobody in; a bad config refuses")
@@ -208,5 +257,205 @@ struct PAMEndToEndTests {
         let fine = try service.authenticate("alice")
         _ = try await fine.waitFor(#"number (\d+),"#, timeout: .seconds(120))
         fine.killNow()
+    }
+}
+
+/// The same module in a real sshd (started as a link named after its own
+/// PAM service: OpenSSH takes the service name from its program name), for
+/// a throwaway local user, logged into by paramiko over keyboard-interactive.
+@Suite("end to end: SSH logins through sshd and the PAM module", .serialized)
+struct SSHEndToEndTests {
+    final class SSHServer {
+        let user: String
+        let service: PAMEndToEndTests.Service
+        var process: RunningProcess!
+        var port = 0
+
+        init(broker: LiveBroker, user: String) async throws {
+            self.user = user
+            guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd") else {
+                throw ProcessFailure("/usr/sbin/sshd is missing: scripts/test.sh installs openssh-server")
+            }
+            service = try await PAMEndToEndTests.Service(
+                broker: broker, stack: ["auth required MODULE", "session required pam_permit.so"])
+            try await PAMEndToEndTests.addUser(user)
+            try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+            let directory = service.directory
+            let hostKey = directory.appendingPathComponent("host_key")
+            let keygen = try RunningProcess(
+                "/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", hostKey.path])
+            guard try await keygen.exitCode(timeout: .seconds(60)) == 0 else { throw ProcessFailure(keygen.text) }
+            let config = directory.appendingPathComponent("sshd_config")
+            try """
+            ListenAddress 127.0.0.1
+            HostKey \(hostKey.path)
+            PidFile none
+            UsePAM yes
+            KbdInteractiveAuthentication yes
+            PasswordAuthentication no
+            PubkeyAuthentication no
+            AuthenticationMethods keyboard-interactive
+            AllowUsers \(user)
+            LoginGraceTime 300
+            """.write(to: config, atomically: true, encoding: .utf8)
+            let program = directory.appendingPathComponent(service.name)
+            try FileManager.default.createSymbolicLink(atPath: program.path, withDestinationPath: "/usr/sbin/sshd")
+            for attempt in 1...5 {
+                port = try freePort()
+                // In a process group of its own (as every RunningProcess):
+                // sshd signals its process group.
+                process = try RunningProcess(program.path, ["-D", "-e", "-f", config.path, "-p", String(port)])
+                do {
+                    _ = try await process.waitFor("Server listening on 127.0.0.1 port", timeout: .seconds(60))
+                    break
+                } catch  where attempt < 5 && process.text.contains("Address already in use") {
+                    continue
+                }
+            }
+        }
+
+        func stop() {
+            process?.stop()
+            PAMEndToEndTests.removeUser(user)
+        }
+
+        func login(_ options: [String] = []) throws -> RunningProcess {
+            try RunningProcess(
+                "/usr/bin/env",
+                [
+                    "python3", scriptsDirectory.appendingPathComponent("ssh-login.py").path, "127.0.0.1", String(port),
+                    user,
+                ]
+                    + options, keepingInputOpen: true)
+        }
+    }
+
+    @Test("the number is in sshd's prompt; approved, the session runs; rejected, it is refused")
+    func approveAndReject() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+
+        let login = try server.login()
+        let number = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: server.user)
+        #expect(event.ip == "127.0.0.1" && event.details?.contains("from 127.0.0.1") == true, "\(event)")
+        let approve = try broker.agent(
+            ["approve", "--event", event.ID, "--yes", "--match", number], configDirectory: laptop, user: server.user)
+        #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
+        login.send("\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
+        #expect(login.text.contains("ran: \(server.user)"), "\(login.text)")
+
+        let refused = try server.login()
+        _ = try await refused.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let second = try await PAMEndToEndTests().pending(broker, user: server.user)
+        let reject = try broker.agent(
+            ["approve", "--event", second.ID, "--reject"], configDirectory: laptop, user: server.user)
+        #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
+        refused.send("\n")
+        #expect(try await refused.exitCode(timeout: .seconds(120)) == 1, "\(refused.text)")
+        #expect(refused.text.contains("denied:") && !refused.text.contains("ran:"))
+    }
+
+    @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
+    func disconnected() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+        let login = try server.login(["--disconnect-at-prompt"])
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 3, "\(login.text)")
+        #expect(login.text.contains("prompt: ") && !login.text.contains("ran:"))
+        // The one request of this attempt, withdrawn (perhaps at once).
+        var events: [EventDocument] = []
+        for _ in 0..<600 {
+            events = try await broker.backend.events(user: user)
+            if events.first?.statusReason == .withdrawn { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(events.count == 1 && events.first?.statusReason == .withdrawn, "\(events)")
+    }
+}
+
+/// The module in the real sudo, for a throwaway user whom a sudoers
+/// drop-in lets run commands as root after authenticating with the
+/// module's PAM service (sudoers' `pam_service`; /etc/pam.d/sudo is left
+/// alone). sudo reads the answers on its standard input (`-S`).
+@Suite("end to end: sudo through the PAM module", .serialized)
+struct SudoEndToEndTests {
+    final class SudoUser {
+        let name = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        let service: PAMEndToEndTests.Service
+        let sudoers: String
+
+        init(broker: LiveBroker) async throws {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sudo") else {
+                throw ProcessFailure("/usr/bin/sudo is missing: scripts/test.sh installs sudo")
+            }
+            service = try await PAMEndToEndTests.Service(broker: broker)
+            try await PAMEndToEndTests.addUser(name)
+            // One try per sudo: each try is an authentication, and so a request.
+            sudoers = "/etc/sudoers.d/\(service.name)"
+            try """
+            Defaults:\(name) pam_service=\(service.name), passwd_tries=1, !lecture
+            \(name) ALL=(ALL) ALL
+
+            """.write(toFile: sudoers, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o440], ofItemAtPath: sudoers)
+        }
+
+        func stop() {
+            try? FileManager.default.removeItem(atPath: sudoers)
+            PAMEndToEndTests.removeUser(name)
+        }
+
+        /// `sudo -S -k id -un` run by this user (-k: no cached credentials).
+        func sudo() throws -> RunningProcess {
+            try RunningProcess(
+                "/usr/sbin/runuser", ["-u", name, "--", "/usr/bin/sudo", "-S", "-k", "/usr/bin/id", "-un"],
+                keepingInputOpen: true)
+        }
+    }
+
+    @Test(
+        "sudo shows the number; approved, the command runs as root; rejected, sudo refuses; the command is in the request"
+    )
+    func approveAndReject() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        let user = try await SudoUser(broker: broker)
+        defer { user.stop() }
+        let laptop = try await broker.enrollMachine(user: user.name, name: "laptop")
+
+        let sudo = try user.sudo()
+        let number = try await sudo.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: user.name)
+        #expect(event.details?.contains("sudo as \(user.name) on") == true, "\(event.details ?? "")")
+        #expect(event.details?.hasSuffix("/usr/bin/sudo -S -k /usr/bin/id -un") == true, "\(event.details ?? "")")
+        let approve = try broker.agent(
+            ["approve", "--event", event.ID, "--yes", "--match", number], configDirectory: laptop, user: user.name)
+        #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
+        sudo.send("\n")
+        #expect(try await sudo.exitCode(timeout: .seconds(120)) == 0, "\(sudo.text)")
+        // id's output follows sudo's prompt (no line break after an answer on -S).
+        #expect(sudo.text.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(": root"), "\(sudo.text)")
+
+        let refused = try user.sudo()
+        _ = try await refused.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        let second = try await PAMEndToEndTests().pending(broker, user: user.name)
+        let reject = try broker.agent(
+            ["approve", "--event", second.ID, "--reject"], configDirectory: laptop, user: user.name)
+        #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
+        refused.send("\n")
+        #expect(try await refused.exitCode(timeout: .seconds(120)) == 1, "\(refused.text)")
+        #expect(refused.text.contains("rejected") && !refused.text.contains(": root"), "\(refused.text)")
+        _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "request \(second.ID) rejected")
+        #expect(try await broker.backend.events(user: user.name).count == 2, "one request per sudo")
     }
 }
