@@ -77,20 +77,20 @@ struct MultiInstanceEndToEndTests {
             let decided = ContinuousClock.now
             _ = try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
             let (event, woken) = try await held.value
+            // The wake, shown without a clock: the poll was held before the
+            // decision (waitUntilHolding), and a hold that ran out would have
+            // answered with the event still pending.
             #expect(event.status == .approved)
             wakes.append(woken - decided)
         }
-        // Not a timing test: anything short of the 25 s hold is a wake-up.
-        #expect(wakes.allSatisfy { $0 < .seconds(20) }, "\(wakes)")
         print("cross-instance wake (decision sent through A → poll on B answered): \(wakes.sorted())")
 
         // A trusted device's inbox long-poll on B wakes on a request created through A.
         let inbox = Task { try await throughB.inbox(devices[1], wait: 25) }
         try await b.waitUntilHolding(1)
-        let started = ContinuousClock.now
         _ = try await throughA.requestLogin(user: "alice", requesterName: "another-machine")
+        // A hold that ran out would have answered with an empty inbox.
         #expect(try await inbox.value.count == 1)
-        #expect(ContinuousClock.now - started < .seconds(20))
         try await stop(a, b, database: database)
     }
 
