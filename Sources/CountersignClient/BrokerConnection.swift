@@ -11,6 +11,9 @@ public struct BrokerConnection: Sendable {
     public let baseURL: String
     /// Sent as `User-Agent`: the program and its release.
     public let userAgent: String
+    /// Sent with every request besides its own headers: a load generator's
+    /// `X-Forwarded-For` standing for clients behind a proxy, say.
+    public var extraHeaders: [(String, String)] = []
     private let client: HTTPClient
 
     /// A connection over the process-wide HTTP client of this SDK, which
@@ -57,7 +60,7 @@ public struct BrokerConnection: Sendable {
     ) async throws -> Response {
         var request = HTTPClientRequest(url: url(path))
         request.method = method
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        for (name, value) in extraHeaders + headers { request.headers.add(name: name, value: value) }
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: userAgent)
         if let body {

@@ -33,6 +33,13 @@ struct CountersignBench: AsyncParsableCommand {
     @Option(help: "Its secret key (to ask for enrollment tokens).")
     var apiSecret: String
 
+    @Flag(
+        help: """
+            Each pair's requester speaks from an address of its own (X-Forwarded-For, from 198.18.0.0/15), \
+            as clients behind a load balancer do: for a broker started with --trusted-proxy 127.0.0.1.
+            """)
+    var spreadAddresses = false
+
     @Option(help: "Pairs of requester and approver; a comma-separated list runs one scenario each.")
     var concurrency: String = "1,16,64"
 
@@ -91,7 +98,7 @@ struct CountersignBench: AsyncParsableCommand {
         for level in levels {
             let result = try await Scenario(
                 pairs: Array(pairs.prefix(level)), requesterSide: requesterSide, approverSide: approverSide,
-                apiKey: apiKey, duration: duration
+                apiKey: apiKey, duration: duration, spreadAddresses: spreadAddresses
             ).run()
             print(
                 result.summary(

@@ -103,6 +103,8 @@ struct Scenario {
     let approverSide: BrokerConnection
     let apiKey: String
     let duration: Double
+    /// Whether each pair's requester speaks from an address of its own.
+    var spreadAddresses = false
 
     struct Result {
         var roundTrips: [Double] = []
@@ -112,12 +114,17 @@ struct Scenario {
     }
 
     func run() async throws -> Result {
-        let requester = CountersignClient(connection: requesterSide, apiKeyID: apiKey)
         let approver = CountersignClient(connection: approverSide, apiKeyID: apiKey)
         let started = ContinuousClock.now
         let deadline = started + .milliseconds(Int64(duration * 1000))
         let results = await withTaskGroup(of: Result.self) { group in
-            for device in pairs {
+            for (index, device) in pairs.enumerated() {
+                var connection = requesterSide
+                if spreadAddresses {
+                    // 198.18.0.0/15 is set aside for benchmarks (RFC 2544).
+                    connection.extraHeaders = [("X-Forwarded-For", "198.18.\(index / 256).\(index % 256)")]
+                }
+                let requester = CountersignClient(connection: connection, apiKeyID: apiKey)
                 group.addTask {
                     var result = Result()
                     while ContinuousClock.now < deadline {

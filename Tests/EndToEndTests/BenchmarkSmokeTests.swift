@@ -5,18 +5,23 @@ import Testing
 /// Its figures are not judged here (docs/benchmarks.md has them).
 @Suite("end to end: countersign-bench smoke run", .serialized)
 struct BenchmarkSmokeTests {
-    @Test("two scenarios of one second each print a summary line with round trips/s and no errors")
+    @Test(
+        "two scenarios of one second each, requesters spread over addresses, print a summary line with round trips/s and no errors"
+    )
     func smoke() async throws {
-        // One address plays every client, as docs/benchmarks.md runs it.
+        // Each requester from an address of its own, as docs/benchmarks.md
+        // runs it; one pending request per address at most, so that four
+        // requesters on one address would be refused (and show as errors).
         let broker = try await LiveBroker.start(arguments: [
             "--max-requests-per-address", "100000000", "--max-requests-per-user", "100000000",
+            "--max-pending-per-address", "1", "--trusted-proxy", "127.0.0.1",
         ])
         defer { broker.stop() }
         let bench = try RunningProcess(
             "countersign-bench",
             [
                 "--broker", broker.url, "--api-key", broker.apiKeyID, "--api-secret", broker.apiSecret,
-                "--concurrency", "1,4", "--duration", "1", "--idle-waiters", "20",
+                "--concurrency", "1,4", "--duration", "1", "--idle-waiters", "20", "--spread-addresses",
                 "--broker-pid", String(broker.process.process.processIdentifier),
             ])
         #expect(try await bench.exitCode(timeout: .seconds(60)) == 0, "\(bench.text)")
