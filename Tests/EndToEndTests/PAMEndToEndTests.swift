@@ -361,6 +361,31 @@ struct SSHEndToEndTests {
         #expect(refused.text.contains("denied:") && !refused.text.contains("ran:"))
     }
 
+    @Test("a TOTP code typed at sshd's prompt lets the session in once; the same code again is refused")
+    func code() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+        let generate = try broker.agent(["code"], configDirectory: laptop, user: user)
+        #expect(try await generate.exitCode(timeout: .seconds(120)) == 0, "\(generate.text)")
+        let code = try #require(generate.text.firstMatch(of: /\b(\d{6})\b/)?.1)
+
+        let login = try server.login()
+        _ = try await login.waitFor("prompt: .*device-agent code", timeout: .seconds(120))
+        login.send("\(code)\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
+        #expect(login.text.contains("ran: \(user)"), "\(login.text)")
+
+        let again = try server.login()
+        _ = try await again.waitFor("prompt: .*device-agent code", timeout: .seconds(120))
+        again.send("\(code)\n")
+        #expect(try await again.exitCode(timeout: .seconds(120)) == 1, "\(again.text)")
+        #expect(again.text.contains("denied:") && !again.text.contains("ran:"), "\(again.text)")
+    }
+
     @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
     func disconnected() async throws {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
