@@ -386,6 +386,26 @@ struct SSHEndToEndTests {
         #expect(again.text.contains("denied:") && !again.text.contains("ran:"), "\(again.text)")
     }
 
+    @Test("nobody answers before the window closes: Enter at the second prompt, and sshd refuses")
+    func expired() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "5s"])
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+        let login = try server.login()
+        _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: user)
+        login.send("\n")
+        _ = try await login.waitFor("prompt: .*no answer came in time", timeout: .seconds(120))
+        login.send("\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 1, "\(login.text)")
+        #expect(login.text.contains("denied:") && !login.text.contains("ran:"), "\(login.text)")
+        #expect(try await broker.backend.event(id: event.ID).status == .expired)
+        _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "request \(event.ID) denied: expired")
+    }
+
     @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
     func disconnected() async throws {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
