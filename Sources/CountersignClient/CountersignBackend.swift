@@ -41,9 +41,12 @@ public struct CountersignBackend: Sendable {
     /// Asks `user`'s trusted devices to approve something (a `TRANSACTION`
     /// by default), shown to the approver with `details`, and with the
     /// requesting machine's name and the end user's address if given.
+    /// With `limitAsRequester` (and `ip`), for a client the backend does not
+    /// vouch for: the limits of a requester at `ip` apply, and so does a
+    /// user's "this wasn't me" (429 `user_protected`).
     public func requestApproval(
         user: String, event: String = EventName.transaction, details: String? = nil, numberMatching: Bool = true,
-        requesterName: String? = nil, ip: String? = nil
+        requesterName: String? = nil, ip: String? = nil, limitAsRequester: Bool = false
     ) async throws -> EventTicket {
         struct Body: Encodable {
             let client_user_id: String
@@ -52,12 +55,13 @@ public struct CountersignBackend: Sendable {
             let number_matching: Bool
             let requester_name: String?
             let ip: String?
+            let limit_as_requester: Bool?
         }
         return try await connection.send(
             .POST, "/api/v1/events", headers: [authorization],
             body: Body(
                 client_user_id: user, event: event, details: details, number_matching: numberMatching,
-                requester_name: requesterName, ip: ip),
+                requester_name: requesterName, ip: ip, limit_as_requester: limitAsRequester ? true : nil),
             as: EventTicket.self)
     }
 

@@ -99,11 +99,15 @@ struct PAMLogin {
         let requester = CountersignClient(broker: settings.broker, apiKeyID: settings.apiKeyID)
         let who = "\(service) login of \(unixUser) (\(user))" + (rhost.isEmpty ? "" : " from \(rhost)")
         let ticket: EventTicket
+        // The SSH client is nobody the server vouches for: its requests count
+        // against the requester limits of its address and the user's, and a
+        // "this wasn't me" stops them, as for any requester.
+        let client = try? DisplayText.checkAddress(rhost).get()
         do {
             ticket = try await backend.requestApproval(
                 user: user, event: EventName.login, details: details, numberMatching: true,
                 requesterName: String("\(host) (\(service.isEmpty ? "pam" : service))".prefix(128)),
-                ip: try? DisplayText.checkAddress(rhost).get())
+                ip: client, limitAsRequester: client != nil)
         } catch let error as CountersignError where error.code == "no_trusted_device" {
             switch settings.unenrolled {
             case .deny:
@@ -114,6 +118,12 @@ struct PAMLogin {
                 log.write(LOG_NOTICE, "\(who) left to the next module: the user has no trusted device")
                 return .ignore("not enrolled")
             }
+        } catch let error as CountersignError where error.status == 429 {
+            // Too many requests lately, or the user reported one as not
+            // theirs: refused, whatever the fail mode.
+            log.write(LOG_NOTICE, "\(who) denied: \(error.code): \(error.message)")
+            module.error("Countersign: \(error.description); login refused.")
+            return .deny(error.code)
         } catch let error as CountersignError where error.isTransient {
             switch settings.failMode {
             case .secure:

@@ -49,6 +49,40 @@ struct FraudReportTests {
                 try await broker.store.events(
                     issuer: broker.apiKeyID, clientUserID: "alice", status: .pending, now: broker.clock.now, limit: 10
                 ).isEmpty, "nothing was created")
+            // The backend asking for a client it relays, under the requester
+            // limits, is refused as that requester would be; it must say
+            // where the client is; and only the backend may ask so.
+            struct Relayed: Encodable {
+                let client_user_id: String
+                var ip: String? = nil
+                let limit_as_requester = true
+            }
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json(Relayed(client_user_id: "alice", ip: "198.51.100.7"))
+            ) { response in
+                #expect(response.status == .tooManyRequests, "\(String(buffer: response.body))")
+                #expect(errorCode(response) == "user_protected")
+            }
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json(Relayed(client_user_id: "alice"))
+            ) { #expect($0.status == .badRequest, "\(String(buffer: $0.body))") }
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
+                body: json(Relayed(client_user_id: "alice"))
+            ) { response in
+                #expect(response.status == .forbidden)
+                #expect(errorCode(response) == "secret_required")
+            }
+            // A user without devices is still plain to the backend.
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json(Relayed(client_user_id: "carol", ip: "198.51.100.7"))
+            ) { response in
+                #expect(response.status == .conflict)
+                #expect(errorCode(response) == "no_trusted_device")
+            }
             // The backend, with its secret, still asks.
             try await client.execute(
                 uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,

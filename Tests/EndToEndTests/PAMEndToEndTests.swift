@@ -406,6 +406,30 @@ struct SSHEndToEndTests {
         _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "request \(event.ID) denied: expired")
     }
 
+    @Test("prompt bombing over SSH: \"this wasn't me\" on one login refuses the next at once, with no new request")
+    func fraudReport() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m", "--fraud-protection", "10m"])
+        defer { broker.stop() }
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
+        let server = try await SSHServer(broker: broker, user: user)
+        defer { server.stop() }
+        let bomb = try server.login()
+        _ = try await bomb.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: user)
+        let report = try broker.agent(
+            ["approve", "--event", event.ID, "--report-fraud"], configDirectory: laptop, user: user)
+        #expect(try await report.exitCode(timeout: .seconds(120)) == 0, "\(report.text)")
+        bomb.send("\n")
+        #expect(try await bomb.exitCode(timeout: .seconds(120)) == 1, "\(bomb.text)")
+
+        let next = try server.login()
+        #expect(try await next.exitCode(timeout: .seconds(120)) == 1, "\(next.text)")
+        #expect(!next.text.contains("ran:") && !next.text.contains("number"), "\(next.text)")
+        #expect(try await broker.backend.events(user: user).count == 1, "no request reached the phone")
+        _ = try await SyslogReceiver.start().waitFor("login of \(user)", "denied: user_protected")
+    }
+
     @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
     func disconnected() async throws {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])

@@ -110,6 +110,11 @@ public struct EventCreatorContext: ChildRequestContext {
         case device(AuthenticatedDevice)
         indirect case backend(APIKey)
         indirect case requester(APIKey)
+
+        /// Whether the caller holds the app's secret key.
+        public var holdsSecret: Bool {
+            if case .backend = self { true } else { false }
+        }
     }
 
     public init(context: BrokerRequestContext) throws {

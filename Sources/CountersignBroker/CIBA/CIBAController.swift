@@ -167,7 +167,7 @@ struct CIBAController {
                 PendingEvents.Draft(
                     key: client.key, user: checked.user, name: EventName.login, ip: ip,
                     details: checked.bindingMessage, numberMatching: false, window: TimeInterval(checked.expiry)),
-                by: .backend
+                by: .backend, holdsSecret: true
             ) { event, secret in
                 CIBARequest(
                     eventID: event.id, apiKeyID: client.key.id, scope: checked.scope, interval: interval,

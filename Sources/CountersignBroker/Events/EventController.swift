@@ -35,6 +35,8 @@ struct EventController {
         var location: String?
         var numberMatching: Bool?
         var newDevice: NewDevice?
+        /// The backend asks for a client it does not vouch for, at `ip`.
+        var limitAsRequester: Bool?
 
         enum CodingKeys: String, CodingKey {
             case event, details, ip, location
@@ -42,6 +44,7 @@ struct EventController {
             case requesterName = "requester_name"
             case numberMatching = "number_matching"
             case newDevice = "new_device"
+            case limitAsRequester = "limit_as_requester"
         }
     }
 
@@ -65,10 +68,23 @@ struct EventController {
             }
             return try await approveOwnRequest(by: device, name: name, body: body, context: context)
         case .backend(let key):
+            // For a client the backend relays (a sign-in form, an SSH
+            // client): the requester limits of that client's address, and a
+            // user's fraud report, apply as to any requester there.
+            var asker = PendingRequester.backend
+            if body.limitAsRequester == true {
+                guard let ip = body.ip else {
+                    throw APIError.badRequest("limit_as_requester needs ip: the address of the client asking")
+                }
+                asker = .requester(address: ip)
+            }
             return try await createPending(
-                issuer: key, by: .backend, name: name, body: body, requesterName: requesterName,
+                issuer: key, by: asker, name: name, body: body, requesterName: requesterName,
                 ip: body.ip ?? context.clientAddress, pairing: pairing, context: context)
         case .requester(let key):
+            guard body.limitAsRequester == nil else {
+                throw APIError.forbidden("secret_required", "limit_as_requester is the backend's, with its secret key")
+            }
             switch RequesterPolicy.refusal(
                 event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,
                 setsLocation: body.location != nil,
@@ -157,7 +173,7 @@ struct EventController {
                 key: key, user: user, name: name, ip: ip, location: body.location, details: body.details,
                 requesterName: requesterName, numberMatching: body.numberMatching != false,
                 newDevice: pairing?.device),
-            by: requester)
+            by: requester, holdsSecret: context.creator.holdsSecret)
         if let pairing {
             try await ProofCheck(environment: environment).spend(
                 pairing.proof, of: pairing.device.publicKey, now: opened.event.createdAt)

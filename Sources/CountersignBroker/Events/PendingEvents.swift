@@ -37,14 +37,15 @@ struct PendingEvents {
     /// device gets the same answer as for one with devices, and then never
     /// hears back: the event is stored, nobody is asked, and it expires. The
     /// key id ships inside apps, so a 409 would tell anyone which user ids
-    /// have devices. The backend, with its secret, is told (409).
+    /// have devices. A caller holding the secret (`holdsSecret`: the backend,
+    /// even when it asks for a client under the requester limits) is told (409).
     func open(
-        _ draft: Draft, by requester: PendingRequester,
+        _ draft: Draft, by requester: PendingRequester, holdsSecret: Bool,
         ciba: ((ApprovalEvent, _ requesterToken: String) -> CIBARequest)? = nil
     ) async throws -> Opened {
         let key = draft.key
         let devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
-        guard requester != .backend || devices.contains(where: { $0.revokedAt == nil }) else {
+        guard !holdsSecret || devices.contains(where: { $0.revokedAt == nil }) else {
             throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
         }
         let now = environment.now()
