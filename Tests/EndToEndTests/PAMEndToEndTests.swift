@@ -330,14 +330,28 @@ struct SSHEndToEndTests {
         }
     }
 
+    /// A broker with `arguments`, a throwaway user with a trusted machine
+    /// (its configuration directory), and an sshd letting that user in
+    /// through the module.
+    static func setUp(_ arguments: [String]) async throws -> (LiveBroker, SSHServer, URL) {
+        let broker = try await LiveBroker.start(arguments: arguments)
+        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
+        do {
+            let laptop = try await broker.enrollMachine(user: user, name: "laptop")
+            return (broker, try await SSHServer(broker: broker, user: user), laptop)
+        } catch {
+            broker.stop()
+            throw error
+        }
+    }
+
     @Test("the number is in sshd's prompt; approved, the session runs; rejected, it is refused")
     func approveAndReject() async throws {
-        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
-        defer { broker.stop() }
-        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
-        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
-        let server = try await SSHServer(broker: broker, user: user)
-        defer { server.stop() }
+        let (broker, server, laptop) = try await Self.setUp(["--approval-window", "2m"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
 
         let login = try server.login()
         let number = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
@@ -363,12 +377,12 @@ struct SSHEndToEndTests {
 
     @Test("a TOTP code typed at sshd's prompt lets the session in once; the same code again is refused")
     func code() async throws {
-        let broker = try await LiveBroker.start()
-        defer { broker.stop() }
-        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
-        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
-        let server = try await SSHServer(broker: broker, user: user)
-        defer { server.stop() }
+        let (broker, server, laptop) = try await Self.setUp([])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let user = server.user
         let generate = try broker.agent(["code"], configDirectory: laptop, user: user)
         #expect(try await generate.exitCode(timeout: .seconds(120)) == 0, "\(generate.text)")
         let code = try #require(generate.text.firstMatch(of: /\b(\d{6})\b/)?.1)
@@ -388,12 +402,12 @@ struct SSHEndToEndTests {
 
     @Test("nobody answers before the window closes: Enter at the second prompt, and sshd refuses")
     func expired() async throws {
-        let broker = try await LiveBroker.start(arguments: ["--approval-window", "5s"])
-        defer { broker.stop() }
-        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
-        _ = try await broker.enrollMachine(user: user, name: "laptop")
-        let server = try await SSHServer(broker: broker, user: user)
-        defer { server.stop() }
+        let (broker, server, _) = try await Self.setUp(["--approval-window", "5s"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let user = server.user
         let login = try server.login()
         _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
         let event = try await PAMEndToEndTests().pending(broker, user: user)
@@ -408,12 +422,12 @@ struct SSHEndToEndTests {
 
     @Test("prompt bombing over SSH: \"this wasn't me\" on one login refuses the next at once, with no new request")
     func fraudReport() async throws {
-        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m", "--fraud-protection", "10m"])
-        defer { broker.stop() }
-        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
-        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
-        let server = try await SSHServer(broker: broker, user: user)
-        defer { server.stop() }
+        let (broker, server, laptop) = try await Self.setUp(["--approval-window", "2m", "--fraud-protection", "10m"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let user = server.user
         let bomb = try server.login()
         _ = try await bomb.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
         let event = try await PAMEndToEndTests().pending(broker, user: user)
@@ -432,12 +446,12 @@ struct SSHEndToEndTests {
 
     @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
     func disconnected() async throws {
-        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
-        defer { broker.stop() }
-        let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
-        _ = try await broker.enrollMachine(user: user, name: "laptop")
-        let server = try await SSHServer(broker: broker, user: user)
-        defer { server.stop() }
+        let (broker, server, _) = try await Self.setUp(["--approval-window", "2m"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let user = server.user
         let login = try server.login(["--disconnect-at-prompt"])
         #expect(try await login.exitCode(timeout: .seconds(120)) == 3, "\(login.text)")
         #expect(login.text.contains("prompt: ") && !login.text.contains("ran:"))
