@@ -7,17 +7,21 @@ public enum RequesterPolicy {
     public enum Refusal: Sendable, Equatable {
         /// Only `LOGIN` and pairing events.
         case eventNeedsSecret
-        /// Details, an address, a location or a say on number matching.
+        /// Details, an address, a location, a say on number matching, or the
+        /// backend's `limit_as_requester`.
         case fieldsNeedSecret
     }
 
     /// The refusal for an event named `name` that sets the fields said, or
     /// nil if a requester may create it.
     public static func refusal(
-        event name: String, setsDetails: Bool, setsIP: Bool, setsLocation: Bool, setsNumberMatching: Bool
+        event name: String, setsDetails: Bool, setsIP: Bool, setsLocation: Bool, setsNumberMatching: Bool,
+        setsLimitAsRequester: Bool = false
     ) -> Refusal? {
         guard name == EventName.login || name == EventName.enrollNewTrustedDevice else { return .eventNeedsSecret }
-        guard !(setsDetails || setsIP || setsLocation || setsNumberMatching) else { return .fieldsNeedSecret }
+        guard !(setsDetails || setsIP || setsLocation || setsNumberMatching || setsLimitAsRequester) else {
+            return .fieldsNeedSecret
+        }
         return nil
     }
 }

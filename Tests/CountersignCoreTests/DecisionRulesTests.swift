@@ -136,5 +136,10 @@ struct DecisionRulesTests {
         #expect(refusal("PAYOUT") == .eventNeedsSecret)
         #expect(refusal(EventName.login, details: true) == .fieldsNeedSecret)
         #expect(refusal(EventName.login, ip: true) == .fieldsNeedSecret)
+        #expect(
+            RequesterPolicy.refusal(
+                event: EventName.login, setsDetails: false, setsIP: false, setsLocation: false,
+                setsNumberMatching: false, setsLimitAsRequester: true) == .fieldsNeedSecret,
+            "limit_as_requester is the backend's")
     }
 }

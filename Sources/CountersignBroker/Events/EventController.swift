@@ -82,20 +82,18 @@ struct EventController {
                 issuer: key, by: asker, name: name, body: body, requesterName: requesterName,
                 ip: body.ip ?? context.clientAddress, pairing: pairing, context: context)
         case .requester(let key):
-            guard body.limitAsRequester == nil else {
-                throw APIError.forbidden("secret_required", "limit_as_requester is the backend's, with its secret key")
-            }
             switch RequesterPolicy.refusal(
                 event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,
                 setsLocation: body.location != nil,
-                setsNumberMatching: body.numberMatching != nil)
+                setsNumberMatching: body.numberMatching != nil, setsLimitAsRequester: body.limitAsRequester != nil)
             {
             case .eventNeedsSecret:
                 throw APIError.forbidden(
                     "secret_required", "only LOGIN and pairing events may be created without the secret key")
             case .fieldsNeedSecret:
                 throw APIError.forbidden(
-                    "secret_required", "details, ip, location and number_matching need the secret key")
+                    "secret_required",
+                    "details, ip, location, number_matching and limit_as_requester need the secret key")
             case nil:
                 break
             }
