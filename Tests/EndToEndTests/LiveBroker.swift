@@ -182,6 +182,13 @@ struct LiveBroker {
 
     func stop() { process.stop() }
 
+    /// How many held polls a notification woke, as its metrics say.
+    func wakesCounted() async throws -> Int {
+        let response = try await HTTPClient.shared.get(url: url + "/metrics").get()
+        let text = String(buffer: response.body ?? ByteBuffer())
+        return text.firstMatch(of: /countersign_decision_to_wake_seconds_count (\d+)/).flatMap { Int($0.1) } ?? 0
+    }
+
     /// Waits until the broker holds `count` long-polls, as its metrics say:
     /// a test that signals or decides next knows its polls are held, however
     /// busy the machine.
