@@ -29,8 +29,8 @@ final class ChildProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, input, 0)
         posix_spawn_file_actions_adddup2(&actions, output, 1)
         posix_spawn_file_actions_adddup2(&actions, output, 2)
-        guard Self.addCloseFrom(&actions, 3) == 0 else {
-            throw ProcessFailure("posix_spawn_file_actions_addclosefrom_np")
+        guard let addCloseFrom = Self.addCloseFrom, addCloseFrom(&actions, 3) == 0 else {
+            throw ProcessFailure("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -57,9 +57,11 @@ final class ChildProcess: Sendable {
         // process reaps children.
         Thread.detachNewThread { [self] in
             var raw: Int32 = 0
-            while waitpid(child, &raw, 0) == -1 && errno == EINTR {}
-            // Exit status, or the signal that ended it (as Foundation reports).
-            let code = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : raw & 0x7f
+            var result: pid_t = -1
+            repeat { result = waitpid(child, &raw, 0) } while result == -1 && errno == EINTR
+            // Exit status, or the signal that ended it (as Foundation
+            // reports); a child that cannot be waited for counts as failed.
+            let code = result != child ? -1 : (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : raw & 0x7f
             status.withLock { $0 = code }
             exited.signal()
         }
@@ -67,14 +69,12 @@ final class ChildProcess: Sendable {
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later),
     /// which Swift's Glibc module does not declare.
-    private static let addCloseFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 =
-        {
-            guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
-                fatalError("this C library has no posix_spawn_file_actions_addclosefrom_np")
+    private static let addCloseFrom:
+        (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? =
+            dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+                unsafeBitCast(
+                    $0, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
             }
-            return unsafeBitCast(
-                symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
-        }()
 
     var isRunning: Bool { status.withLock { $0 == nil } }
 
@@ -84,7 +84,10 @@ final class ChildProcess: Sendable {
         return code
     }
 
-    func terminate() { kill(processIdentifier, SIGTERM) }
+    /// SIGTERM, unless it was reaped already (its pid may be another's now).
+    func terminate() {
+        if isRunning { kill(processIdentifier, SIGTERM) }
+    }
 
     func waitUntilExit() {
         guard isRunning else { return }

@@ -41,8 +41,9 @@ final class SyslogReceiver: Sendable {
             var buffer = [UInt8](repeating: 0, count: 8192)
             while true {
                 let count = recv(socketFD, &buffer, buffer.count, 0)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return }
+                // An empty datagram is a message too; only a broken socket ends this.
+                if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+                guard count >= 0 else { return }
                 let line = String(decoding: buffer[..<count], as: UTF8.self)
                 lines.withLock { $0.append(line) }
             }
@@ -69,10 +70,13 @@ final class SyslogReceiver: Sendable {
         return priority / 8
     }
 
+    /// Whether something serves the socket, as a datagram or a stream one.
     private static func answers(_ path: String) -> Bool {
-        let probe = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(probe) }
-        return withAddress(path) { connect(probe, $0, $1) } == 0
+        [SOCK_DGRAM, SOCK_STREAM].contains { type in
+            let probe = socket(AF_UNIX, Int32(type.rawValue), 0)
+            defer { close(probe) }
+            return withAddress(path) { connect(probe, $0, $1) } == 0
+        }
     }
 
     private static func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
