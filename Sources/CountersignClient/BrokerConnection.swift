@@ -46,6 +46,10 @@ public struct BrokerConnection: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 512
         configuration.connectionPool.retryConnectionEstablishment = false
+        // A redirect is an answer, never followed: its target would get the
+        // request's credentials, and a failure there would read as the
+        // broker being down.
+        configuration.redirectConfiguration = .disallow
         configuration.timeout.connect = .seconds(5)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()

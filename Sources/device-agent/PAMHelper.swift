@@ -75,12 +75,10 @@ struct PAMLogin {
 
     var host: String { ProcessInfo.processInfo.hostName }
 
-    /// Whether sudo asks: by its PAM service, or by the program that loaded
-    /// the module (sudoers' `pam_service` can name another service).
-    var isSudo: Bool {
-        let program = command.split(separator: " ", maxSplits: 1).first?.split(separator: "/").last
-        return service == "sudo" || service == "sudo-i" || program == "sudo" || program == "sudoedit"
-    }
+    /// Whether sudo asks: by its PAM service, or because the module sends
+    /// a command line, which it does only when the program that loaded it
+    /// runs sudo's file (sudoers' `pam_service` can name another service).
+    var isSudo: Bool { service == "sudo" || service == "sudo-i" || !command.isEmpty }
 
     /// What the approver reads.
     var details: String {
@@ -97,17 +95,23 @@ struct PAMLogin {
         let backend = CountersignBackend(
             broker: settings.broker, apiKeyID: settings.apiKeyID, apiSecretKey: settings.apiSecret)
         let requester = CountersignClient(broker: settings.broker, apiKeyID: settings.apiKeyID)
-        let who = "\(service) login of \(unixUser) (\(user))" + (rhost.isEmpty ? "" : " from \(rhost)")
+        // For the log: the user name comes from the client (sshd passes on
+        // what it was offered), so nothing in it may start a line of its own.
+        let who = DisplayText.escaped(
+            "\(service) login of \(unixUser) (\(user))" + (rhost.isEmpty ? "" : " from \(rhost)"))
         let ticket: EventTicket
         // The SSH client is nobody the server vouches for: its requests count
         // against the requester limits of its address and the user's, and a
         // "this wasn't me" stops them, as for any requester.
-        let client = try? DisplayText.checkAddress(rhost).get()
+        let client = Self.clientAddress(rhost)
+        if client == nil, !rhost.isEmpty {
+            log.write(LOG_WARNING, "\(who): the remote host has no address; no client limits")
+        }
         do {
             ticket = try await backend.requestApproval(
                 user: user, event: EventName.login, details: details, numberMatching: true,
                 requesterName: String("\(host) (\(service.isEmpty ? "pam" : service))".prefix(128)),
-                ip: client, limitAsRequester: client != nil)
+                ip: client, limitAsRequester: client != nil && settings.clientLimits == .on)
         } catch let error as CountersignError where error.code == "no_trusted_device" {
             switch settings.unenrolled {
             case .deny:
@@ -120,19 +124,32 @@ struct PAMLogin {
             }
         } catch let error as CountersignError where error.status == 429 {
             // Too many requests lately, or the user reported one as not
-            // theirs: refused, whatever the fail mode.
-            log.write(LOG_NOTICE, "\(who) denied: \(error.code): \(error.message)")
-            module.error("Countersign: \(error.description); login refused.")
-            return .deny(error.code)
+            // theirs: no request, whatever the fail mode; a code from the
+            // user's device still lets the user in.
+            log.write(LOG_NOTICE, "\(who): no request: \(error.code): \(error.message)")
+            return await codeInstead(
+                of: "no request (\(error.code))", id: "-", user: user, backend: backend, who: who,
+                prompt: "Countersign: \(error.description). Type a code from device-agent code "
+                    + "(or press Enter to give up): ")
         } catch let error as CountersignError where error.isTransient {
-            switch settings.failMode {
-            case .secure:
+            // Safe mode lets in only when no broker answered at all: an
+            // answer (a broker's 503 at its connection limit, a proxy's 502)
+            // is something anyone who can load the broker can bring about.
+            switch (settings.failMode, error.status) {
+            case (.safe, 0):
+                log.write(LOG_WARNING, "\(who) ALLOWED WITHOUT APPROVAL: \(error.message) (fail_mode safe)")
+                return .allow("-")
+            case (.safe, _):
+                log.write(
+                    LOG_ERR,
+                    "\(who) denied: the broker answered \(error.status) (fail_mode safe lets in only when none answers)"
+                )
+                module.error("Countersign: the broker is unavailable; login refused.")
+                return .deny("broker unavailable")
+            case (.secure, _):
                 log.write(LOG_ERR, "\(who) denied: \(error.message) (fail_mode secure)")
                 module.error("Countersign: the broker cannot be reached; login refused.")
                 return .deny("broker unreachable")
-            case .safe:
-                log.write(LOG_WARNING, "\(who) ALLOWED WITHOUT APPROVAL: \(error.message) (fail_mode safe)")
-                return .allow("-")
             }
         } catch {
             log.write(LOG_ERR, "\(who) denied: \(error)")
@@ -169,21 +186,56 @@ struct PAMLogin {
             return .deny("broker failed")
         case .expired:
             log.write(LOG_NOTICE, "\(who): request \(id) expired unanswered")
-            let late = await module.ask(
-                "Countersign: no answer came in time. Type a code from device-agent code (or press Enter to give up): ")
-            guard case .answer(let code) = late, !code.trimmingCharacters(in: .whitespaces).isEmpty else {
-                log.write(LOG_NOTICE, "\(who): request \(id) denied: expired")
-                return .deny("expired")
-            }
-            do {
-                let match = try await backend.verifyCode(user: user, code: code.trimmingCharacters(in: .whitespaces))
-                log.write(LOG_NOTICE, "\(who): allowed by a code from device \(match.deviceID) after \(id) expired")
-                return .allow(id)
-            } catch {
-                log.write(LOG_NOTICE, "\(who): code refused after \(id) expired: \(error)")
-                module.error("Countersign: that code is not valid.")
-                return .deny("code refused")
-            }
+            return await codeInstead(
+                of: "request \(id) (expired)", id: id, user: user, backend: backend, who: who,
+                prompt: "Countersign: no answer came in time. Type a code from device-agent code "
+                    + "(or press Enter to give up): ")
+        }
+    }
+
+    /// The client's address from PAM's remote host, as the broker takes
+    /// it: sshd gives an IPv6 link-local address with its zone
+    /// (`fe80::1%eth0`), and with `UseDNS yes` a host name (which sshd has
+    /// checked maps back to the client's address).
+    static func clientAddress(_ rhost: String) -> String? {
+        guard !rhost.isEmpty else { return nil }
+        let bare = String(rhost.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)[0])
+        if let address = try? DisplayText.checkAddress(bare).get() { return address }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(rhost, nil, &hints, &found) == 0, let first = found else { return nil }
+        defer { freeaddrinfo(found) }
+        var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard
+            getnameinfo(
+                first.pointee.ai_addr, first.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
+                == 0
+        else { return nil }
+        let numeric = String(cString: text)
+        return try? DisplayText.checkAddress(String(numeric.split(separator: "%", maxSplits: 1)[0])).get()
+    }
+
+    /// A code from `device-agent code`, checked by the backend, when there
+    /// is no request to approve: it expired (request `id`), or none could
+    /// be made (`id` "-").
+    private func codeInstead(
+        of what: String, id: String, user: String, backend: CountersignBackend, who: String, prompt: String
+    ) async -> PAMVerdict {
+        let answer = await module.ask(prompt)
+        guard case .answer(let code) = answer, !code.trimmingCharacters(in: .whitespaces).isEmpty else {
+            log.write(LOG_NOTICE, "\(who): denied: \(what)")
+            module.error("Countersign: login refused.")
+            return .deny(what)
+        }
+        do {
+            let match = try await backend.verifyCode(user: user, code: code.trimmingCharacters(in: .whitespaces))
+            log.write(LOG_NOTICE, "\(who): allowed by a code from device \(match.deviceID) after \(what)")
+            return .allow(id)
+        } catch {
+            log.write(LOG_NOTICE, "\(who): code refused after \(what): \(error)")
+            module.error("Countersign: that code is not valid.")
+            return .deny("code refused")
         }
     }
 

@@ -6,6 +6,7 @@ import Foundation
 struct PAMSettings: Equatable {
     enum FailMode: String { case secure, safe }
     enum Unenrolled: String { case deny, skip }
+    enum Switch: String { case on, off }
 
     var broker: String
     var apiKeyID: String
@@ -17,6 +18,11 @@ struct PAMSettings: Equatable {
     var failMode = FailMode.secure
     /// A user with no trusted device: denied, or left to the next module.
     var unenrolled = Unenrolled.deny
+    /// Whether a login from a remote address counts against the requester
+    /// limits of that address and of the user (and stops while the user's
+    /// "this wasn't me" holds). Off for a host whose logins all come
+    /// through one address (a bastion, a NAT) and would share its budget.
+    var clientLimits = Switch.on
 
     struct Problem: Error, CustomStringConvertible {
         let description: String
@@ -40,6 +46,7 @@ struct PAMSettings: Equatable {
         }
         let known: Set = [
             "broker", "api_key_id", "api_secret_key", "api_secret_key_file", "user", "fail_mode", "unenrolled",
+            "client_limits",
         ]
         if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
             throw Problem("\(path): unknown setting \(unknown)")
@@ -71,6 +78,10 @@ struct PAMSettings: Equatable {
                 throw Problem("\(path): unenrolled is deny or skip")
             }
             settings.unenrolled = value
+        }
+        if let limits = values["client_limits"] {
+            guard let value = Switch(rawValue: limits) else { throw Problem("\(path): client_limits is on or off") }
+            settings.clientLimits = value
         }
         guard let url = URLComponents(string: settings.broker), ["http", "https"].contains(url.scheme ?? "") else {
             throw Problem("\(path): broker must be an http(s) URL")

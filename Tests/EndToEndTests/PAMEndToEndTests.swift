@@ -58,9 +58,12 @@ struct PAMEndToEndTests {
 
         deinit { try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(name)") }
 
-        /// pamtester authenticating `user` with this service.
-        func authenticate(_ user: String) throws -> RunningProcess {
-            try RunningProcess("/usr/bin/pamtester", ["-v", name, user, "authenticate"], keepingInputOpen: true)
+        /// pamtester authenticating `user` with this service, from `rhost` if given.
+        func authenticate(_ user: String, rhost: String? = nil) throws -> RunningProcess {
+            try RunningProcess(
+                "/usr/bin/pamtester",
+                ["-v"] + (rhost.map { ["-I", "rhost=\($0)"] } ?? []) + [name, user, "authenticate"],
+                keepingInputOpen: true)
         }
     }
 
@@ -77,10 +80,13 @@ struct PAMEndToEndTests {
         remove?.process.waitUntilExit()
     }
 
-    /// The pending request the helper made for `user`.
-    func pending(_ broker: LiveBroker, user: String = "alice") async throws -> EventDocument {
+    /// The pending request the helper made for `user` (with `status` nil,
+    /// its latest request whatever its state: a short window may end first).
+    func pending(_ broker: LiveBroker, user: String = "alice", status: EventStatus? = .pending) async throws
+        -> EventDocument
+    {
         for _ in 0..<600 {
-            if let event = try await broker.backend.events(user: user, status: .pending).first { return event }
+            if let event = try await broker.backend.events(user: user, status: status).first { return event }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw ProcessFailure("no pending request for \(user)")
@@ -154,7 +160,7 @@ struct PAMEndToEndTests {
         let service = try await Service(broker: broker)
         let login = try service.authenticate("alice")
         _ = try await login.waitFor(#"number (\d+),"#, timeout: .seconds(120))
-        let event = try await pending(broker)
+        let event = try await pending(broker, status: nil)
         login.send("\n")
         _ = try await login.waitFor("no answer came in time", timeout: .seconds(120))
         let generate = try broker.agent(["code"], configDirectory: laptop)
@@ -184,6 +190,19 @@ struct PAMEndToEndTests {
         #expect(try await allowed.exitCode(timeout: .seconds(120)) == 0, "\(allowed.text)")
         _ = try await log.waitFor("\(safe.name) login of alice", "ALLOWED WITHOUT APPROVAL", "(fail_mode safe)")
 
+        // A broker that answers is not down: safe mode refuses its 503 (here
+        // a broker at its connection limit, which anyone can bring about).
+        let full = try await LiveBroker.start(arguments: ["--max-connections", "1"])
+        defer { full.stop() }
+        let holder = try RawConnection(port: full.port, from: "127.0.0.1")
+        holder.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        _ = holder.readResponse()
+        let loaded = try await Service(broker: full, settings: ["fail_mode": "safe"])
+        let refusedWhenFull = try loaded.authenticate("alice")
+        #expect(try await refusedWhenFull.exitCode(timeout: .seconds(120)) != 0, "\(refusedWhenFull.text)")
+        _ = try await log.waitFor("\(loaded.name) login of alice", "denied: the broker answered 503")
+        withExtendedLifetime(holder) {}
+
         let strict = try await Service(broker: broker)
         let stranger = try strict.authenticate("bob")
         #expect(try await stranger.exitCode(timeout: .seconds(120)) != 0, "\(stranger.text)")
@@ -203,6 +222,52 @@ struct PAMEndToEndTests {
             stack: ["auth [success=done ignore=ignore default=die] MODULE", "auth required pam_permit.so"])
         let skipped = try skipping.authenticate("bob")
         #expect(try await skipped.exitCode(timeout: .seconds(120)) == 0, "\(skipped.text)")
+    }
+
+    @Test("a link-local address with its zone, or a host name, still counts as the client's address")
+    func remoteHosts() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--fraud-protection", "10m"])
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let service = try await Service(broker: broker)
+        for (rhost, address) in [("fe80::a7:1%lo", "fe80::a7:1"), ("localhost", "127.0.0.1")] {
+            let login = try service.authenticate("alice", rhost: rhost)
+            _ = try await login.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+            let event = try await pending(broker)
+            login.killNow()
+            #expect(event.ip == address || (rhost == "localhost" && event.ip == "::1"), "\(rhost): \(event)")
+            for _ in 0..<600 where try await broker.backend.event(id: event.ID).status == .pending {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        // Counted as a client's: after "this wasn't me", a login from such a
+        // host gets no request either.
+        let bomb = try service.authenticate("alice", rhost: "fe80::a7:2%lo")
+        _ = try await bomb.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        let event = try await pending(broker)
+        let report = try broker.agent(["approve", "--event", event.ID, "--report-fraud"], configDirectory: laptop)
+        #expect(try await report.exitCode(timeout: .seconds(120)) == 0, "\(report.text)")
+        bomb.killNow()
+        let next = try service.authenticate("alice", rhost: "localhost")
+        _ = try await next.waitFor("reported a request as not theirs", timeout: .seconds(120))
+        next.killNow()
+        #expect(try await broker.backend.events(user: "alice").count == 3, "no request for the last login")
+    }
+
+    @Test("a program that calls itself sudo is not shown as sudo: the module asks the file it runs")
+    func notSudo() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        _ = try await broker.enrollMachine(name: "laptop")
+        let service = try await Service(broker: broker)
+        let login = try RunningProcess(
+            "/bin/bash", ["-c", "exec -a sudo /usr/bin/pamtester -v \(service.name) alice authenticate"],
+            keepingInputOpen: true)
+        _ = try await login.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        let event = try await pending(broker)
+        login.killNow()
+        #expect(event.details?.hasPrefix("\(service.name) as alice on") == true, "\(event.details ?? "")")
+        #expect(event.details?.contains("sudo") == false, "\(event.details ?? "")")
     }
 
     @Test("a helper silent past the module's timeout is killed and the login refused, said in the log")
@@ -410,17 +475,19 @@ struct SSHEndToEndTests {
         let user = server.user
         let login = try server.login()
         _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
-        let event = try await PAMEndToEndTests().pending(broker, user: user)
+        let event = try await PAMEndToEndTests().pending(broker, user: user, status: nil)
         login.send("\n")
         _ = try await login.waitFor("prompt: .*no answer came in time", timeout: .seconds(120))
         login.send("\n")
         #expect(try await login.exitCode(timeout: .seconds(120)) == 1, "\(login.text)")
         #expect(login.text.contains("denied:") && !login.text.contains("ran:"), "\(login.text)")
         #expect(try await broker.backend.event(id: event.ID).status == .expired)
-        _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "request \(event.ID) denied: expired")
+        _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "denied: request \(event.ID) (expired)")
     }
 
-    @Test("prompt bombing over SSH: \"this wasn't me\" on one login refuses the next at once, with no new request")
+    @Test(
+        "prompt bombing over SSH: \"this wasn't me\" on one login refuses the next with no new request; the user's code still works"
+    )
     func fraudReport() async throws {
         let (broker, server, laptop) = try await Self.setUp(["--approval-window", "2m", "--fraud-protection", "10m"])
         defer {
@@ -437,11 +504,25 @@ struct SSHEndToEndTests {
         bomb.send("\n")
         #expect(try await bomb.exitCode(timeout: .seconds(120)) == 1, "\(bomb.text)")
 
+        // No request; the prompt says why and takes a code instead.
         let next = try server.login()
+        _ = try await next.waitFor(
+            "prompt: .*reported a request as not theirs.*device-agent code", timeout: .seconds(120))
+        next.send("\n")
         #expect(try await next.exitCode(timeout: .seconds(120)) == 1, "\(next.text)")
         #expect(!next.text.contains("ran:") && !next.text.contains("number"), "\(next.text)")
         #expect(try await broker.backend.events(user: user).count == 1, "no request reached the phone")
-        _ = try await SyslogReceiver.start().waitFor("login of \(user)", "denied: user_protected")
+        _ = try await SyslogReceiver.start().waitFor("login of \(user)", "denied: no request (user_protected)")
+
+        // The user's own code still lets the user in.
+        let generate = try broker.agent(["code"], configDirectory: laptop, user: user)
+        #expect(try await generate.exitCode(timeout: .seconds(120)) == 0, "\(generate.text)")
+        let code = try #require(generate.text.firstMatch(of: /\b(\d{6})\b/)?.1)
+        let own = try server.login()
+        _ = try await own.waitFor("prompt: .*reported a request as not theirs", timeout: .seconds(120))
+        own.send("\(code)\n")
+        #expect(try await own.exitCode(timeout: .seconds(120)) == 0, "\(own.text)")
+        #expect(own.text.contains("ran: \(user)"), "\(own.text)")
     }
 
     @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")
@@ -500,9 +581,12 @@ struct SudoEndToEndTests {
 
         /// `sudo -S -k id -un` run by this user (-k: no cached credentials).
         func sudo() throws -> RunningProcess {
-            try RunningProcess(
-                "/usr/sbin/runuser", ["-u", name, "--", "/usr/bin/sudo", "-S", "-k", "/usr/bin/id", "-un"],
-                keepingInputOpen: true)
+            try run(["/usr/bin/sudo", "-S", "-k", "/usr/bin/id", "-un"])
+        }
+
+        /// A command line run by this user.
+        func run(_ arguments: [String]) throws -> RunningProcess {
+            try RunningProcess("/usr/sbin/runuser", ["-u", name, "--"] + arguments, keepingInputOpen: true)
         }
     }
 
@@ -520,7 +604,7 @@ struct SudoEndToEndTests {
         let number = try await sudo.waitFor(#"number (\d+),"#, timeout: .seconds(120))
         let event = try await PAMEndToEndTests().pending(broker, user: user.name)
         #expect(event.details?.contains("sudo as \(user.name) on") == true, "\(event.details ?? "")")
-        #expect(event.details?.hasSuffix("/usr/bin/sudo -S -k /usr/bin/id -un") == true, "\(event.details ?? "")")
+        #expect(event.details?.hasSuffix(": sudo -S -k /usr/bin/id -un") == true, "\(event.details ?? "")")
         let approve = try broker.agent(
             ["approve", "--event", event.ID, "--yes", "--match", number], configDirectory: laptop, user: user.name)
         #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
@@ -540,5 +624,25 @@ struct SudoEndToEndTests {
         #expect(refused.text.contains("rejected") && !refused.text.contains(": root"), "\(refused.text)")
         _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "request \(second.ID) rejected")
         #expect(try await broker.backend.events(user: user.name).count == 2, "one request per sudo")
+    }
+
+    @Test("what sudo runs is what the approver reads: not the argv[0] its caller chose, nor hidden past padding")
+    func forgedCommand() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        let user = try await SudoUser(broker: broker)
+        defer { user.stop() }
+        _ = try await broker.enrollMachine(user: user.name, name: "laptop")
+        let padding = String(repeating: ".", count: 990)
+        let sudo = try user.run([
+            "/bin/bash", "-c", #"exec -a "sudo apt update" /usr/bin/sudo -S -k /bin/sh -c "id -un" "$0""#, padding,
+        ])
+        _ = try await sudo.waitFor(#"number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: user.name)
+        sudo.killNow()
+        let details = event.details ?? ""
+        #expect(!details.contains("apt update"), "\(details)")
+        #expect(details.contains(": sudo -S -k /bin/sh -c id -un ."), "\(details)")
+        #expect(details.contains("characters not shown") && details.hasSuffix("..."), "\(details)")
     }
 }

@@ -64,25 +64,73 @@ static const char *argument(int argc, const char **argv, const char *name, const
     return fallback;
 }
 
-/* Reads the command line of this process (sudo's, when sudo loaded us),
- * its arguments joined by spaces, non-printable bytes as '?'. */
+/* Whether the program that loaded us is sudo (or sudoedit), by the file it
+ * runs: its argv[0] is whatever its caller chose. */
+static int loaded_by_sudo(void) {
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n <= 0) return 0;
+    path[n] = '\0';
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    return strcmp(name, "sudo") == 0 || strcmp(name, "sudoedit") == 0;
+}
+
+/* The user name as the log may show it: it comes from the client (sshd
+ * passes on what it was offered), so control bytes become '?'. */
+static void printable(const char *in, char *out, size_t size) {
+    size_t i = 0;
+    for (; in[i] != '\0' && i + 1 < size; i++) {
+        unsigned char c = (unsigned char)in[i];
+        out[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+/* What sudo was asked to run, when sudo loaded us (empty otherwise): "sudo"
+ * and its arguments, joined by spaces, non-printable bytes as '?'. Its own
+ * argv[0] is left out: the caller chose it. At most COMMAND_SHOWN bytes:
+ * a longer one keeps its start and its end and says how much is left out
+ * between them, so that padding cannot push what runs out of sight. */
+#define COMMAND_SHOWN 800
 static void own_command_line(char *out, size_t size) {
     out[0] = '\0';
+    if (!loaded_by_sudo() || size < COMMAND_SHOWN + 1) return;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
-    ssize_t n = read(fd, out, size - 1);
-    close(fd);
-    if (n <= 0) {
-        out[0] = '\0';
+    size_t capacity = 1 << 20, n = 0;
+    char *all = malloc(capacity);
+    if (all == NULL) {
+        close(fd);
         return;
     }
-    for (ssize_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)out[i];
-        if (c == '\0') out[i] = ' ';
-        else if (c < 0x20 || c == 0x7f) out[i] = '?';
+    for (;;) {
+        ssize_t got = read(fd, all + n, capacity - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
+        if (n == capacity) break;
     }
-    while (n > 0 && out[n - 1] == ' ') n--;
-    out[n] = '\0';
+    close(fd);
+    char *args = memchr(all, '\0', n);
+    size_t length = args ? n - (size_t)(args + 1 - all) : 0;
+    char *text = args ? args + 1 : all;
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\0') text[i] = ' ';
+        else if (c < 0x20 || c == 0x7f) text[i] = '?';
+    }
+    while (length > 0 && text[length - 1] == ' ') length--;
+    size_t room = COMMAND_SHOWN - 5; /* "sudo " */
+    if (length <= room) {
+        snprintf(out, size, "sudo %.*s", (int)length, text);
+    } else {
+        char gap[64];
+        size_t keep = (room - sizeof(gap)) / 2;
+        snprintf(gap, sizeof(gap), " [... %zu characters not shown ...] ", length - 2 * keep);
+        snprintf(out, size, "sudo %.*s%s%.*s", (int)keep, text, gap, (int)keep, text + length - keep);
+    }
+    free(all);
 }
 
 static int start_helper(struct helper *h, const char *path, const char *config, const char *user,
@@ -217,6 +265,8 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     pam_get_item(pamh, PAM_TTY, (const void **)&tty);
     char command[LINE_MAX_];
     own_command_line(command, sizeof(command));
+    char shown_user[256];
+    printable(user, shown_user, sizeof(shown_user));
 
     struct helper h = {.pid = -1, .fd = -1};
     if (start_helper(&h, helper_path, config, user, service ? service : "", rhost ? rhost : "", tty ? tty : "",
@@ -228,7 +278,7 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     char line[LINE_MAX_];
     for (;;) {
         if (next_line(&h, line, sizeof(line), timeout) != 0) {
-            pam_syslog(pamh, LOG_ERR, "the helper ended without a verdict for %s; denied", user);
+            pam_syslog(pamh, LOG_ERR, "the helper ended without a verdict for %s; denied", shown_user);
             break;
         }
         if (strncmp(line, "info ", 5) == 0) {
@@ -253,7 +303,7 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
                 free(answer);
             }
         } else if (strncmp(line, "allow ", 6) == 0) {
-            pam_syslog(pamh, LOG_INFO, "%s allowed: request %.64s", user, line + 6);
+            pam_syslog(pamh, LOG_INFO, "%s allowed: request %.64s", shown_user, line + 6);
             verdict = PAM_SUCCESS;
             break;
         } else if (strncmp(line, "ignore ", 7) == 0 || strcmp(line, "ignore") == 0) {
@@ -266,7 +316,7 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     }
     int status = finish_helper(&h);
     if (verdict != PAM_AUTH_ERR && !(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-        pam_syslog(pamh, LOG_ERR, "the helper did not exit cleanly after its verdict for %s; denied", user);
+        pam_syslog(pamh, LOG_ERR, "the helper did not exit cleanly after its verdict for %s; denied", shown_user);
         verdict = PAM_AUTH_ERR;
     }
     return verdict;
