@@ -94,15 +94,27 @@ public enum DisplayText {
     }
 
     /// The client address an app backend names: an IPv4 or IPv6 address,
-    /// written as it parses (`::ffff:1.2.3.4` and friends are taken as
-    /// given, not rewritten).
+    /// in its one written form (RFC 5952 for IPv6; an IPv4-mapped IPv6
+    /// address as the IPv4 address it is), so that the limits counted per
+    /// address see one address as one, however it was written.
     public static func checkAddress(_ text: String) -> Result<String, Refusal> {
         var v4 = in_addr()
         var v6 = in6_addr()
-        guard text.utf8.count <= 45, inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1 else {
-            return .failure(.notAnAddress)
+        guard text.utf8.count <= 45 else { return .failure(.notAnAddress) }
+        if inet_pton(AF_INET, text, &v4) == 1 { return .success(written(AF_INET, &v4)) }
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return .failure(.notAnAddress) }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            withUnsafeMutableBytes(of: &v4) { $0.copyBytes(from: bytes[12..<16]) }
+            return .success(written(AF_INET, &v4))
         }
-        return .success(text)
+        return .success(written(AF_INET6, &v6))
+    }
+
+    private static func written<Address>(_ family: Int32, _ address: inout Address) -> String {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        _ = inet_ntop(family, &address, &text, socklen_t(text.count))
+        return String(cString: text)
     }
 
     /// Whether `scalar` is not shown as itself: control (Cc), format (Cf),

@@ -93,6 +93,35 @@ struct FraudReportTests {
         }
     }
 
+    @Test(
+        "a backend's relayed requests count as their client's: 3 waiting per user from one address, however it is written; another address has its own share"
+    )
+    func relayedLimits() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            _ = try await broker.enroll(client)
+            struct Relayed: Encodable {
+                let client_user_id = "alice"
+                let ip: String
+                let limit_as_requester = true
+            }
+            func relay(from ip: String) async throws -> (HTTPResponse.Status, String?) {
+                try await client.execute(
+                    uri: "/api/v1/events", method: .post, headers: broker.backendHeaders, body: json(Relayed(ip: ip))
+                ) { ($0.status, errorCode($0)) }
+            }
+            for _ in 0..<3 { #expect(try await relay(from: "198.51.100.7").0 == .created) }
+            let mapped = try await relay(from: "::ffff:198.51.100.7")
+            #expect(mapped.0 == .tooManyRequests && mapped.1 == "too_many_pending", "\(mapped)")
+            #expect(try await relay(from: "198.51.100.8").0 == .created, "another address's share")
+            // The backend's own requests are counted apart.
+            try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json(["client_user_id": "alice", "event": "TRANSACTION", "details": "Pay 10 EUR"])
+            ) { #expect($0.status == .created, "\(String(buffer: $0.body))") }
+        }
+    }
+
     @Test("the backend lists a user's decisions, with the signed JWS, after the events are gone; another app sees none")
     func decisionsListed() async throws {
         let broker = try await TestBroker()

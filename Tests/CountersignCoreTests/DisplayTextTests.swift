@@ -71,10 +71,17 @@ struct DisplayTextTests {
                 == .failure(.stackedMarks(offset: 5)))
     }
 
-    @Test("an address must be an IPv4 or IPv6 address")
+    @Test("an address must be an IPv4 or IPv6 address, and is kept in its one written form")
     func addresses() {
-        for good in ["192.0.2.7", "2001:db8::1", "::1", "::ffff:192.0.2.7"] {
+        for good in ["192.0.2.7", "2001:db8::1", "::1", "fe80::a7:1"] {
             #expect(DisplayText.checkAddress(good) == .success(good))
+        }
+        // One address, one key for the limits counted per address.
+        for (written, canonical) in [
+            ("::ffff:192.0.2.7", "192.0.2.7"), ("::FFFF:192.0.2.7", "192.0.2.7"), ("::ffff:c000:207", "192.0.2.7"),
+            ("2001:DB8:0:0:0:0:0:1", "2001:db8::1"), ("0:0:0:0:0:0:0:1", "::1"),
+        ] {
+            #expect(DisplayText.checkAddress(written) == .success(canonical), "\(written)")
         }
         for bad in [
             "", "localhost", "192.0.2.7\u{1B}[31m", "1.2.3.4.5", "192.0.2.7 ", String(repeating: "1", count: 40_000),
