@@ -59,6 +59,22 @@ struct ConnectionLimitsEndToEndTests {
         #expect(ContinuousClock.now - started >= .seconds(11))
     }
 
+    /// Connections from `address(i)`, each answered once and kept open (so
+    /// surely counted), until the broker refuses one (its answer), or `upTo`.
+    static func holdUntilRefused(port: Int, upTo count: Int, from address: (Int) -> String) throws
+        -> (held: [RawConnection], refused: String)
+    {
+        var held: [RawConnection] = []
+        for index in 0..<count {
+            let connection = try RawConnection(port: port, from: address(index))
+            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            let answer = connection.readResponse()
+            guard answer.hasPrefix("HTTP/1.1 200") else { return (held, answer) }
+            held.append(connection)
+        }
+        return (held, "")
+    }
+
     @Test(
         "one address past its share gets 429, other addresses are served, and a flood past the open-file limit is refused without killing the broker"
     )
@@ -76,18 +92,7 @@ struct ConnectionLimitsEndToEndTests {
         // The attacker's connections, each answered once and kept open (so
         // surely counted), until the broker refuses one: its whole share of
         // 40 at the latest.
-        var attacker: [RawConnection] = []
-        var refused = ""
-        for _ in 0..<50 {
-            let connection = try RawConnection(port: broker.port, from: "127.0.0.2")
-            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
-            let answer = connection.readResponse()
-            if !answer.hasPrefix("HTTP/1.1 200") {
-                refused = answer
-                break
-            }
-            attacker.append(connection)
-        }
+        var (attacker, refused) = try Self.holdUntilRefused(port: broker.port, upTo: 50) { _ in "127.0.0.2" }
         #expect((1...40).contains(attacker.count), "refused at its share of 40 at the latest: \(attacker.count)")
         #expect(refused.hasPrefix("HTTP/1.1 429"), "\(refused)")
         #expect(refused.contains(#""error":"too_many_connections_from_address""#))
@@ -119,18 +124,7 @@ struct ConnectionLimitsEndToEndTests {
         // kept open (so surely counted) until the broker refuses one. The
         // test process's own clients may hold a pooled connection or two to
         // it as well, so the refusal comes at the thirtieth at the latest.
-        var held: [RawConnection] = []
-        var refused = ""
-        for index in 0..<40 {
-            let connection = try RawConnection(port: broker.port, from: "127.0.1.\(index + 1)")
-            connection.send("GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
-            let answer = connection.readResponse()
-            if !answer.hasPrefix("HTTP/1.1 200") {
-                refused = answer
-                break
-            }
-            held.append(connection)
-        }
+        var (held, refused) = try Self.holdUntilRefused(port: broker.port, upTo: 40) { "127.0.1.\($0 + 1)" }
         #expect(refused.hasPrefix("HTTP/1.1 503"), "\(refused)")
         #expect(refused.contains(#""error":"too_many_connections""#))
         #expect((1...30).contains(held.count), "refused past 30 open connections, not later: \(held.count) held")
