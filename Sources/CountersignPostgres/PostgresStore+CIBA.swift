@@ -1,5 +1,5 @@
 public import CountersignCore
-import CountersignStore
+public import CountersignStore
 public import Foundation
 import Logging
 import PostgresNIO
@@ -82,7 +82,7 @@ extension PostgresStore {
         }
     }
 
-    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPollRule.Outcome {
+    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPoll {
         let logger = logger
         return try await write { db in
             guard let request = try await Self.cibaRequest(eventID: eventID, locking: true, in: db, logger: logger),
@@ -101,7 +101,7 @@ extension PostgresStore {
             case .denied, .expired, .redeemed:
                 break
             }
-            return outcome
+            return CIBAPoll(outcome: outcome, event: event)
         }
     }
 }

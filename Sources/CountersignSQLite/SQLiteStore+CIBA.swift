@@ -1,5 +1,5 @@
 public import CountersignCore
-import CountersignStore
+public import CountersignStore
 public import Foundation
 import GRDB
 
@@ -69,7 +69,7 @@ extension SQLiteStore {
         try read { db in try Self.cibaRequest(eventID: eventID, in: db) }
     }
 
-    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPollRule.Outcome {
+    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPoll {
         try await write { db in
             guard let request = try Self.cibaRequest(eventID: eventID, in: db),
                 let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
@@ -87,7 +87,7 @@ extension SQLiteStore {
             case .denied, .expired, .redeemed:
                 break
             }
-            return outcome
+            return CIBAPoll(outcome: outcome, event: event)
         }
     }
 }

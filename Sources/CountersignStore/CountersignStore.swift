@@ -173,7 +173,8 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// from the request and its event as they stand, and the request state
     /// it returns is written in the same transaction, so two polls at once
     /// cannot both be issued tokens. Throws `notFound` without a request.
-    func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPollRule.Outcome
+    /// Gives the event it decided from, too: tokens are issued for it.
+    func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPoll
     /// How many of a user's events were rejected (by a device, a report,
     /// or the last wrong number) at `since` or later.
     func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int
@@ -375,5 +376,17 @@ public struct SpentProofID: Sendable, Equatable {
         self.jti = jti
         self.deviceID = deviceID
         self.expiresAt = expiresAt
+    }
+}
+
+/// A poll of a CIBA request: what ``CIBAPollRule`` decided, and the event
+/// as it stood in the transaction that decided it.
+public struct CIBAPoll: Sendable {
+    public let outcome: CIBAPollRule.Outcome
+    public let event: ApprovalEvent
+
+    public init(outcome: CIBAPollRule.Outcome, event: ApprovalEvent) {
+        self.outcome = outcome
+        self.event = event
     }
 }

@@ -28,10 +28,14 @@ extension StoreConformance {
             }
             try check(try await store.cibaRequest(eventID: refused.id) == nil, "no request without its event")
 
-            guard case .pending(let first) = try await store.pollCIBARequest(eventID: event.id, now: Fixture.t0 + 1)
+            guard
+                case .pending(let first) = try await store.pollCIBARequest(eventID: event.id, now: Fixture.t0 + 1)
+                    .outcome
             else { return try check(false, "a first poll of a pending request is pending") }
             try check(first.nextPollAt == Fixture.t0 + 3, "the next poll is an interval away")
-            guard case .slowDown(let slowed) = try await store.pollCIBARequest(eventID: event.id, now: Fixture.t0 + 2)
+            guard
+                case .slowDown(let slowed) = try await store.pollCIBARequest(eventID: event.id, now: Fixture.t0 + 2)
+                    .outcome
             else { return try check(false, "a poll before the interval is slow_down") }
             try check(slowed.interval == 7, "the interval grew by five seconds")
             try check(
@@ -43,9 +47,13 @@ extension StoreConformance {
             // Two token requests at once: one gets the tokens.
             async let one = store.pollCIBARequest(eventID: event.id, now: Fixture.t0 + 20)
             async let two = store.pollCIBARequest(eventID: event.id, now: Fixture.t0 + 20)
-            let outcomes = [try await one, try await two]
-            let issued = outcomes.filter { if case .issue = $0 { true } else { false } }
+            let polls = [try await one, try await two]
+            let outcomes = polls.map(\.outcome)
+            let issued = polls.filter { if case .issue = $0.outcome { true } else { false } }
             try check(issued.count == 1 && outcomes.contains(.redeemed), "\(outcomes)")
+            try check(
+                issued.first?.event.status(at: Fixture.t0 + 20) == .approved,
+                "tokens are issued for the event as decided")
             try check(
                 try await store.cibaRequest(eventID: event.id)?.redeemedAt == Fixture.t0 + 20, "marked redeemed")
             try await checkThrows(.notFound, "polling a request that does not exist") {
@@ -67,9 +75,12 @@ extension StoreConformance {
             _ = try await store.settleEvent(
                 id: rejected.id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws"),
                 now: Fixture.t0 + 3)
-            try check(try await store.pollCIBARequest(eventID: rejected.id, now: Fixture.t0 + 10) == .denied, "denied")
             try check(
-                try await store.pollCIBARequest(eventID: unanswered.id, now: Fixture.t0 + 31) == .expired, "expired")
+                try await store.pollCIBARequest(eventID: rejected.id, now: Fixture.t0 + 10).outcome == .denied, "denied"
+            )
+            try check(
+                try await store.pollCIBARequest(eventID: unanswered.id, now: Fixture.t0 + 31).outcome == .expired,
+                "expired")
             try check(
                 try await store.cibaRequest(eventID: unanswered.id)?.nextPollAt == Fixture.t0, "nothing written")
         },

@@ -204,7 +204,8 @@ struct CIBAController {
             let digest = event.requesterTokenDigest,
             SecretToken.constantTimeEquals(SecretToken.digest(secret), digest)
         else { throw unknown }
-        switch try await environment.store.pollCIBARequest(eventID: eventID, now: environment.now()) {
+        let poll = try await environment.store.pollCIBARequest(eventID: eventID, now: environment.now())
+        switch poll.outcome {
         case .pending:
             throw OAuthError("authorization_pending", "the user has not answered yet")
         case .slowDown(let next):
@@ -216,9 +217,10 @@ struct CIBAController {
         case .redeemed:
             throw OAuthError("invalid_grant", "this auth_req_id was redeemed already")
         case .issue:
-            // As decided: read again, since the decision may have landed after the first read.
-            guard let approved = try await environment.store.event(id: eventID) else { throw unknown }
-            return try await OAuthTokenIssuer(environment: environment).issue(approved: approved, authReqID: authReqID)
+            // The event as the poll decided from: the decision may have
+            // landed after the read above.
+            return try await OAuthTokenIssuer(environment: environment).issue(
+                approved: poll.event, authReqID: authReqID)
         }
     }
 }
