@@ -239,7 +239,7 @@ enum PostgresMigrations {
     /// each sees what the one before it committed.
     static func apply(using store: PostgresStore) async throws {
         let logger = store.logger
-        try await store.transaction { connection in
+        try await store.transaction(hold: .unbounded) { connection in
             try await connection.run("SELECT pg_advisory_xact_lock(7243001)", logger: logger)
             try await connection.run(
                 """

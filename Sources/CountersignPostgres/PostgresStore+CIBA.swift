@@ -5,7 +5,7 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    static func insert(_ request: CIBARequest, into db: PostgresConnection, logger: Logger) async throws {
+    static func insert(_ request: CIBARequest, into db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             INSERT INTO ciba_requests (event_id, api_key_id, scope, poll_interval, next_poll_at,
@@ -17,7 +17,7 @@ extension PostgresStore {
             """, logger: logger)
     }
 
-    private static func cibaRequest(eventID: String, locking: Bool, in db: PostgresConnection, logger: Logger)
+    private static func cibaRequest(eventID: String, locking: Bool, in db: PostgresSession, logger: Logger)
         async throws -> CIBARequest?
     {
         let query: PostgresQuery =
@@ -36,7 +36,7 @@ extension PostgresStore {
 
     /// What every change that ends an event writes with it for a CIBA
     /// client in ping mode: its notification, in the outbox.
-    static func pingCIBAClient(ofEvent eventID: String, now: Date, in db: PostgresConnection, logger: Logger)
+    static func pingCIBAClient(ofEvent eventID: String, now: Date, in db: PostgresSession, logger: Logger)
         async throws
     {
         guard

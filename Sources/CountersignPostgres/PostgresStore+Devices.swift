@@ -138,7 +138,7 @@ extension PostgresStore {
             "UPDATE devices SET last_seen_at = greatest(coalesce(last_seen_at, 0), \(now.seconds)) WHERE id = \(id)")
     }
 
-    static func record(_ change: DeviceChange, into db: PostgresConnection, logger: Logger) async throws {
+    static func record(_ change: DeviceChange, into db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             INSERT INTO device_changes (issuer, client_user_id, device_id, device_name, action, actor, ip, at)
@@ -151,7 +151,7 @@ extension PostgresStore {
     /// Adds a trusted device and records its enrollment by `author`; a
     /// duplicate key throws `alreadyExists`, rolling the caller's write back.
     static func enroll(
-        _ device: TrustedDevice, by author: ChangeAuthor, at now: Date, into db: PostgresConnection, logger: Logger
+        _ device: TrustedDevice, by author: ChangeAuthor, at now: Date, into db: PostgresSession, logger: Logger
     ) async throws {
         let publicKey = String(decoding: try JSONEncoder().encode(device.publicKey), as: UTF8.self)
         try await db.run(

@@ -34,7 +34,7 @@ extension PostgresStore {
     /// round trip.
     private static func openPending(
         like event: ApprovalEvent, by requester: PendingRequester, window: TimeInterval, now: Date,
-        in db: PostgresConnection, logger: Logger
+        in db: PostgresSession, logger: Logger
     ) async throws -> PendingCap.Open {
         let since = (now - window).seconds
         let address: String? =
@@ -189,7 +189,7 @@ extension PostgresStore {
     /// its newest version, so of two decisions only the first changes it.
     /// The wake-up goes out at commit.
     static func settle(
-        id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: PostgresConnection,
+        id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: PostgresSession,
         logger: Logger
     ) async throws -> ApprovalEvent {
         let t = now.seconds
@@ -269,13 +269,13 @@ extension PostgresStore {
 
     /// What every change that closes an event writes with it: its webhook
     /// notice and, for an approval or rejection, its decision record.
-    static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresConnection, logger: Logger) async throws {
+    static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger) async throws {
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
         try await record(DecisionRecord(event, now: now), in: db, logger: logger)
         try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger)
     }
 
-    static func record(_ decision: DecisionRecord?, in db: PostgresConnection, logger: Logger) async throws {
+    static func record(_ decision: DecisionRecord?, in db: PostgresSession, logger: Logger) async throws {
         guard let decision else { return }
         try await db.run(
             """
@@ -305,7 +305,7 @@ extension PostgresStore {
 
     /// The row after a conditional UPDATE: it if the write happened, else
     /// `notFound` or `conflict`.
-    static func afterConditionalWrite(id: String, changed: Int, in db: PostgresConnection, logger: Logger)
+    static func afterConditionalWrite(id: String, changed: Int, in db: PostgresSession, logger: Logger)
         async throws -> ApprovalEvent
     {
         guard changed == 1, let row = try await db.row("SELECT * FROM events WHERE id = \(id)", logger: logger)
@@ -315,7 +315,7 @@ extension PostgresStore {
 
     /// Why a conditional UPDATE of event `id` changed nothing: `notFound`
     /// when there is no such event, else `conflict`.
-    static func refusal(ofChangeTo id: String, in db: PostgresConnection, logger: Logger) async throws -> Never {
+    static func refusal(ofChangeTo id: String, in db: PostgresSession, logger: Logger) async throws -> Never {
         guard try await db.row("SELECT 1 FROM events WHERE id = \(id)", logger: logger) != nil else {
             throw StoreError(.notFound, "no event \(id)")
         }
@@ -325,7 +325,7 @@ extension PostgresStore {
     /// Inserts `event` in one statement; a pending one wakes its user's
     /// inboxes on every instance at commit.
     static func insert(
-        _ event: ApprovalEvent, into db: PostgresConnection, requestedBy: PendingRequester, logger: Logger
+        _ event: ApprovalEvent, into db: PostgresSession, requestedBy: PendingRequester, logger: Logger
     ) async throws {
         let newDevice = try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let requestedBy = requestedBy == .backend ? "backend" : "requester"

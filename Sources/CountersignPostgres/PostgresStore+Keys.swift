@@ -58,7 +58,7 @@ extension PostgresStore {
         try await write { db in try await Self.record(change, db, logger: logger) }
     }
 
-    private static func record(_ change: APIKeyChange, _ db: PostgresConnection, logger: Logger) async throws {
+    private static func record(_ change: APIKeyChange, _ db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             INSERT INTO api_key_changes (api_key_id, action, via, ip, at)
@@ -151,7 +151,7 @@ extension PostgresStore {
 
     /// Records a proof id as used, in a transaction; `replayed` if its
     /// device used it before.
-    static func spend(_ id: SpentProofID, in db: PostgresConnection, logger: Logger) async throws {
+    static func spend(_ id: SpentProofID, in db: PostgresSession, logger: Logger) async throws {
         guard try await db.run(spending(id), logger: logger) == 1 else {
             throw StoreError(.replayed, "device \(id.deviceID) used \(id.jti) before")
         }
@@ -167,7 +167,7 @@ extension PostgresStore {
 
     public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {
         let logger = logger
-        return try await write { db in
+        return try await write(hold: .maintenance) { db in
             let cutoff = now.seconds
             // Never an event whose window is still open, whatever the caller asks.
             let eventCutoff = min(eventsEndedBefore, now).seconds

@@ -71,7 +71,7 @@ extension PostgresStore {
         ).isEmpty
     }
 
-    static func insert(_ messages: [OutboxMessage], into db: PostgresConnection, logger: Logger) async throws {
+    static func insert(_ messages: [OutboxMessage], into db: PostgresSession, logger: Logger) async throws {
         for message in messages {
             try await db.run(
                 """

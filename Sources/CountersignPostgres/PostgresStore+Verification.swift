@@ -144,7 +144,7 @@ extension PostgresStore {
         try await write { db in try await Self.insert(token, into: db, logger: logger) }
     }
 
-    private static func insert(_ token: RefreshTokenRecord, into db: PostgresConnection, logger: Logger) async throws {
+    private static func insert(_ token: RefreshTokenRecord, into db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,
@@ -160,7 +160,7 @@ extension PostgresStore {
         return try await read { db in try await Self.refreshToken(digest: digest, in: db, logger: logger) }
     }
 
-    private static func refreshToken(digest: Data, in db: PostgresConnection, logger: Logger) async throws
+    private static func refreshToken(digest: Data, in db: PostgresSession, logger: Logger) async throws
         -> RefreshTokenRecord?
     {
         try await db.row("SELECT * FROM refresh_tokens WHERE digest = \(digest)", logger: logger).map {
@@ -205,7 +205,7 @@ extension PostgresStore {
         }
     }
 
-    private static func challenge(id: Int64, in db: PostgresConnection, logger: Logger) async throws
+    private static func challenge(id: Int64, in db: PostgresSession, logger: Logger) async throws
         -> VerificationChallenge?
     {
         guard let row = try await db.row("SELECT * FROM verification_challenges WHERE id = \(id)", logger: logger)

@@ -175,7 +175,7 @@ extension PostgresStore {
 
     /// Writes `notices` to the outbox in the transaction of the change they
     /// report: a message per enabled endpoint of their app that wants them.
-    static func announce(_ notices: [WebhookNotice], into db: PostgresConnection, logger: Logger) async throws {
+    static func announce(_ notices: [WebhookNotice], into db: PostgresSession, logger: Logger) async throws {
         guard !notices.isEmpty else { return }
         let keys = Array(Set(notices.map(\.apiKeyID)))
         let endpoints = try await db.rows(
@@ -188,7 +188,7 @@ extension PostgresStore {
         try await insert(notices.flatMap { $0.messages(to: endpoints) }, into: db, logger: logger)
     }
 
-    static func announce(_ notice: WebhookNotice?, into db: PostgresConnection, logger: Logger) async throws {
+    static func announce(_ notice: WebhookNotice?, into db: PostgresSession, logger: Logger) async throws {
         if let notice { try await announce([notice], into: db, logger: logger) }
     }
 

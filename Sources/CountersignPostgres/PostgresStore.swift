@@ -3,9 +3,10 @@ public import CountersignStore
 import Foundation
 public import Logging
 import PostgresNIO
+import Synchronization
 
 /// The store for several broker instances: one PostgreSQL database through
-/// a postgres-nio connection pool.
+/// a fixed set of connections (``PostgresConnections``).
 ///
 /// Every write is atomic exactly as the contract says, however many
 /// instances write at once. A write of one statement runs alone (a
@@ -14,144 +15,97 @@ import PostgresNIO
 /// other write runs as one SERIALIZABLE transaction, retried when
 /// PostgreSQL reports a serialization failure.
 /// Writes that wake long-polls send `NOTIFY` in the same transaction (see
-/// ``followChanges(wake:resync:)``). The pool runs from `init` until
-/// ``close()``.
-public final class PostgresStore: CountersignStore, WakeFeed {
-    let client: PostgresClient
+/// ``followChanges(wake:resync:)``). The connections are made from `init`
+/// until ``close()``; while the database cannot be reached, every operation
+/// fails within a few seconds (at once once that is known) with a
+/// ``StoreError/Code/backend`` error.
+public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporting {
+    let connections: PostgresConnections
     let logger: Logger
     /// `host:port/database`, for errors (never the password).
     let endpoint: String
-    private let runner: Task<Void, Never>
 
     /// The channel writes notify on.
     static let channel = "countersign_wake"
 
     /// A store for `url` (`postgres://user:password@host:port/database`,
+    /// several `host:port` separated by commas to try in turn,
     /// `?sslmode=require`, `verify-ca` or `verify-full` for TLS, with
-    /// `&sslrootcert=PATH` for a CA of its own).
+    /// `&sslrootcert=PATH` for a CA of its own, `target_session_attrs=any`
+    /// to take a server that refuses writes). It keeps
+    /// `maximumConnections` open, one of them for LISTEN once
+    /// ``followChanges(wake:resync:)`` runs.
     public init(url: String, logger: Logger, maximumConnections: Int = 20) throws {
-        var configuration = try Self.configuration(url: url)
-        configuration.options.maximumConnections = maximumConnections
-        // The pool arms an idle-timeout timer and a keep-alive timer (each a
-        // sleeping task) every time a connection goes back to it, that is
-        // after every query; under load that was a tenth of the broker's
-        // CPU. Connections stay open instead; one that PostgreSQL drops is
-        // noticed when its socket closes and replaced.
-        configuration.options.minimumConnections = maximumConnections
-        configuration.options.keepAliveBehavior = nil
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.client = client
-        self.endpoint = "\(configuration.host ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? "")"
+        var settings = try PostgresSettings(url: url)
+        settings.size = max(1, maximumConnections - 1)
+        self.connections = try PostgresConnections(settings: settings, logger: logger)
+        self.endpoint = settings.endpoint
         self.logger = logger
-        // Started at once, so the pool runs before the first query leases a connection.
-        self.runner = Task.immediate { await client.run() }
     }
 
-    /// Closes the pool's connections; the store is unusable after.
+    /// Closes the connections; the store is unusable after.
     public func close() async {
-        runner.cancel()
-        await runner.value
+        await connections.close()
+    }
+
+    /// What the store knows of its database now, without asking it.
+    public var health: StoreHealth { connections.health }
+
+    /// Whether the database answers a query within `timeout`.
+    public func probe(within timeout: Duration) async -> Bool {
+        guard connections.health.available else { return false }
+        let logger = logger
+        let answered = Answer()
+        let query = Task {
+            let ok = (try? await read { db in try await db.run("SELECT 1", logger: logger) }) != nil
+            answered.settle(ok)
+        }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            answered.settle(false)
+        }
+        let ok = await answered.value
+        timer.cancel()
+        // A query still waiting ends by itself, at the query deadline.
+        _ = query
+        return ok
     }
 
     /// Applies the migrations this broker knows; refuses a database that
-    /// has migrations it does not know (a newer broker's).
+    /// has migrations it does not know (a newer broker's). Waits for a
+    /// database that cannot be reached yet (until cancelled), and fails at
+    /// once on one that refuses to let the broker in.
     public func migrate() async throws {
-        do {
-            try await PostgresMigrations.apply(using: self)
-        } catch {
-            throw mapped(error)
-        }
-    }
-
-    static func configuration(url: String) throws -> PostgresClient.Configuration {
-        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme),
-            let host = components.host, let user = components.user
-        else {
-            throw StoreError(.backend, "not a postgres:// URL: give postgres://user[:password]@host[:port]/database")
-        }
-        let parameter = { (name: String) in components.queryItems?.first { $0.name == name }?.value }
-        let tls = try Self.tls(
-            mode: parameter("sslmode") ?? "prefer", rootCertificate: parameter("sslrootcert"),
-            clientCertificate: parameter("sslcert"), clientKey: parameter("sslkey"))
-        let database = components.path.count > 1 ? String(components.path.dropFirst()) : nil
-        return PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: user,
-            password: components.password?.removingPercentEncoding, database: database, tls: tls)
-    }
-
-    /// TLS as libpq's `sslmode` means it: `prefer` and `require` encrypt
-    /// without checking who answers (unless `sslrootcert` is given to
-    /// `require`, which then acts as `verify-ca`), `verify-ca` checks the
-    /// certificate chain, `verify-full` the host name too. `sslrootcert` names
-    /// a PEM file of the CAs to trust instead of the system's. `sslcert` and
-    /// `sslkey` name the PEM files of a client certificate (with its chain)
-    /// and its key, for a server that authenticates clients by certificate.
-    static func tls(mode: String, rootCertificate: String?, clientCertificate: String? = nil, clientKey: String? = nil)
-        throws -> PostgresClient.Configuration.TLS
-    {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        if let rootCertificate {
-            guard FileManager.default.isReadableFile(atPath: rootCertificate) else {
-                throw StoreError(.backend, "cannot read the sslrootcert file \(rootCertificate)")
-            }
-            configuration.trustRoots = .file(rootCertificate)
-        }
-        switch (clientCertificate, clientKey) {
-        case (nil, nil):
-            break
-        case (let certificate?, let key?):
-            guard mode != "disable" else { throw StoreError(.backend, "sslcert and sslkey need TLS: sslmode=disable") }
-            (configuration.certificateChain, configuration.privateKey) = try clientIdentity(
-                certificate: certificate, key: key)
-        default:
-            throw StoreError(.backend, "give sslcert and sslkey together: a client certificate and its key")
-        }
-        switch mode {
-        case "disable":
-            return .disable
-        case "allow", "prefer":
-            configuration.certificateVerification = .none
-            return .prefer(configuration)
-        case "require" where rootCertificate == nil:
-            configuration.certificateVerification = .none
-            return .require(configuration)
-        case "require", "verify-ca":
-            configuration.certificateVerification = .noHostnameVerification
-            return .require(configuration)
-        case "verify-full":
-            return .require(configuration)
-        default:
-            throw StoreError(.backend, "unknown sslmode \(mode)")
-        }
-    }
-
-    /// A client certificate chain and its private key, from PEM files.
-    private static func clientIdentity(certificate: String, key: String) throws -> (
-        [NIOSSLCertificateSource], NIOSSLPrivateKeySource
-    ) {
-        let chain: [NIOSSLCertificate]
-        do {
-            chain = try NIOSSLCertificate.fromPEMFile(certificate)
-        } catch {
-            throw StoreError(.backend, "cannot read the sslcert file \(certificate): \(error)")
-        }
-        guard !chain.isEmpty else { throw StoreError(.backend, "the sslcert file \(certificate) has no certificate") }
-        do {
-            return (chain.map { .certificate($0) }, .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
-        } catch {
-            throw StoreError(.backend, "cannot read the sslkey file \(key): \(error)")
-        }
+        try await waitingForTheDatabase { try await PostgresMigrations.apply(using: self) }
     }
 
     /// Runs one statement outside any transaction, for administration
     /// (`CREATE DATABASE`, `DROP DATABASE`), never with untrusted input.
     public func administer(_ statement: String) async throws {
-        do {
-            _ = try await withConnection { connection in
-                try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
+        try await waitingForTheDatabase {
+            _ = try await self.withConnection(hold: .unbounded) { session in
+                try await session.run(PostgresQuery(unsafeSQL: statement), logger: self.logger)
             }
-        } catch {
-            throw mapped(error)
+        }
+    }
+
+    /// Runs `body`, again while the database cannot be reached yet (until
+    /// cancelled), and fails at once when it refuses the broker.
+    private func waitingForTheDatabase(_ body: () async throws -> Void) async throws {
+        var waited = ContinuousClock.now - .seconds(3600)
+        while true {
+            do {
+                try await body()
+                return
+            } catch let error as PostgresConnections.Unavailable where !error.final {
+                if ContinuousClock.now - waited >= .seconds(30) {
+                    waited = .now
+                    logger.warning("waiting for PostgreSQL at \(endpoint): \(error)")
+                }
+                try await Task.sleep(for: .milliseconds(250))
+            } catch {
+                throw mapped(error)
+            }
         }
     }
 
@@ -162,6 +116,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
         switch error {
         case is StoreError, is CancellationError: error
         case let error as PSQLError: Self.storeError(error)
+        case let error as PostgresConnections.Unavailable: StoreError(.backend, "\(error) (\(endpoint))")
         default: StoreError(.backend, "cannot reach PostgreSQL at \(endpoint): \(error)")
         }
     }
@@ -171,12 +126,14 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     /// Runs `body` as one SERIALIZABLE transaction, again from the start
     /// (a few times) when PostgreSQL aborts it for a concurrent one.
     @discardableResult
-    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func write<T: Sendable>(
+        hold: Hold = .query, _ body: @escaping @Sendable (PostgresSession) async throws -> T
+    ) async throws -> T {
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try await transaction(isolation: "SERIALIZABLE", body)
+                return try await transaction(isolation: "SERIALIZABLE", hold: hold, body)
             } catch let error as PSQLError where Self.isRetryable(error) && attempt < 20 {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(2 << min(attempt, 6)))))
             } catch {
@@ -190,7 +147,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
     /// `key` taken first (hashed to 64 bits: a collision only makes two keys
     /// wait for each other; released at commit or rollback).
     func readCommittedWrite<T: Sendable>(
-        locking key: String? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        locking key: String? = nil, _ body: @escaping @Sendable (PostgresSession) async throws -> T
     ) async throws -> T {
         let logger = logger
         do {
@@ -207,16 +164,18 @@ public final class PostgresStore: CountersignStore, WakeFeed {
 
     /// Runs `body` in one transaction at `isolation`.
     func transaction<T: Sendable>(
-        isolation: String = "READ COMMITTED", _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        isolation: String = "READ COMMITTED", hold: Hold = .query,
+        _ body: @escaping @Sendable (PostgresSession) async throws -> T
     ) async throws -> T {
-        try await withConnection { connection in
-            try await connection.run(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
+        try await withConnection(hold: hold) { session in
+            try await session.run(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
             do {
-                let result = try await body(connection)
-                try await connection.run("COMMIT", logger: logger)
+                let result = try await body(session)
+                try await session.run("COMMIT", logger: logger)
                 return result
             } catch {
-                _ = try? await connection.run("ROLLBACK", logger: logger)
+                // A connection left inside a transaction is no use to the next operation.
+                do { try await session.run("ROLLBACK", logger: logger) } catch { session.connection.closeNow() }
                 throw error
             }
         }
@@ -241,7 +200,7 @@ public final class PostgresStore: CountersignStore, WakeFeed {
 
     /// Runs reads on one pooled connection (again on another when the
     /// session ends under them).
-    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws -> T {
         do {
             return try await withConnection(idempotent: true) { connection in try await body(connection) }
         } catch {
@@ -262,36 +221,147 @@ public final class PostgresStore: CountersignStore, WakeFeed {
 
     // MARK: Wake-ups across instances
 
+    /// Listens on a connection of its own, made again whenever it is lost
+    /// (after a pause growing to a second). `resync` runs each time
+    /// listening starts: waiters then re-check the store for what they
+    /// missed meanwhile. The connection is probed every few seconds, so a
+    /// database gone silent (a cut network) is noticed as a closed one is.
     public func followChanges(
         wake: @escaping @Sendable (String) -> Void, resync: @escaping @Sendable () -> Void
     ) async throws {
+        var failures = 0
         while !Task.isCancelled {
             do {
-                try await withConnection { connection in
-                    try await connection.listen(on: Self.channel) { notifications in
-                        // Listening now: anything committed before may have been missed.
-                        resync()
-                        for try await notification in notifications { wake(notification.payload) }
+                let connection = try await connections.openDedicated()
+                failures = 0
+                let outcome = await Result { try await listen(on: connection, wake: wake, resync: resync) }
+                try? await connection.close()
+                try outcome.get()
+            } catch  where !Task.isCancelled {
+                failures += 1
+                // Once per outage, not once per attempt.
+                if failures == 1 {
+                    logger.warning(
+                        "lost the LISTEN connection; waiters re-check the store once it is back",
+                        metadata: ["error": "\(mapped(error))"])
+                }
+            }
+            try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 4), 1000)))
+        }
+    }
+
+    private func listen(
+        on connection: PostgresConnection, wake: @escaping @Sendable (String) -> Void,
+        resync: @escaping @Sendable () -> Void
+    ) async throws {
+        let logger = logger
+        let deadline = connections.settings.queryDeadline
+        let writable = connections.settings.requireWritable
+        let connections = connections
+        let session = PostgresSession(connection: connection, pool: connections)
+        try await connection.listen(on: Self.channel) { notifications in
+            // Listening now: anything committed before may have been missed.
+            resync()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await notification in notifications { wake(notification.payload) }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try await Task.sleep(for: .seconds(2))
+                        // Also a server turned read-only: NOTIFY is sent where
+                        // writes go, and a listener on the old primary hears nothing.
+                        let answered = Answer()
+                        let probe = Task {
+                            let row = try? await session.row("SHOW transaction_read_only", logger: logger)
+                            let readOnly = try? row?.value("transaction_read_only", as: String.self)
+                            answered.settle(readOnly == "off" || (readOnly != nil && !writable))
+                        }
+                        let timer = Task {
+                            try? await Task.sleep(for: deadline)
+                            answered.settle(false)
+                        }
+                        let ok = await answered.value
+                        timer.cancel()
+                        _ = probe
+                        guard ok else {
+                            // Ends the notifications too; the pool's
+                            // connections lead to the same server.
+                            connection.closeNow()
+                            connections.retireAll(because: "the LISTEN connection's server is silent or read-only")
+                            throw PostgresConnections.Unavailable(
+                                description: "the LISTEN connection's server did not answer within \(deadline), "
+                                    + "or refuses writes")
+                        }
                     }
                 }
-            } catch  where !Task.isCancelled {
-                // Listening again calls resync: waiters re-check the store then.
-                logger.warning(
-                    "lost the LISTEN connection; waiters re-check the store", metadata: ["error": "\(error)"])
+                // Either ends the other: closing the connection ends the
+                // notifications, which do not end on cancellation alone.
+                defer {
+                    group.cancelAll()
+                    connection.closeNow()
+                }
+                try await group.next()
             }
-            // Also after a listen that ended without an error (its connection
-            // closed): listening again at once could spin.
-            try? await Task.sleep(for: .milliseconds(200))
         }
     }
 }
 
-extension PostgresConnection {
+/// The first of several answers to one question (a query or its timer).
+final class Answer: Sendable {
+    private let state = Mutex<(value: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
+
+    func settle(_ value: Bool) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.value == nil else { return nil }
+            state.value = value
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: value)
+    }
+
+    var value: Bool {
+        get async {
+            await withCheckedContinuation { continuation in
+                let value = state.withLock { state -> Bool? in
+                    if state.value == nil { state.waiter = continuation }
+                    return state.value
+                }
+                if let value { continuation.resume(returning: value) }
+            }
+        }
+    }
+}
+
+/// A leased connection, as the store's operations use it: each query's
+/// wait for its answer is timed (by the event loop that receives it), so
+/// that the pool's watchdog can tell a database that does not answer from a
+/// broker too busy to read the answer.
+struct PostgresSession: Sendable {
+    let connection: PostgresConnection
+    let pool: PostgresConnections
+
     /// The rows of a query, read into memory.
+    ///
+    /// Sent from the connection's event loop, where it closes, after a
+    /// look at whether it is open: postgres-nio (1.33) writes a query to a
+    /// closed connection without a promise for the write, and the query is
+    /// never answered, not even on cancellation; on an open one it is
+    /// answered, or failed when the connection closes.
     func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRandomAccessRow] {
-        var rows: [PostgresRandomAccessRow] = []
-        for try await row in try await self.query(query, logger: logger) { rows.append(row.makeRandomAccess()) }
-        return rows
+        let key = ObjectIdentifier(connection)
+        let pool = pool
+        pool.sending(key)
+        let result = try await connection.eventLoop.flatSubmit {
+            [connection] () -> EventLoopFuture<PostgresQueryResult> in
+            guard !connection.isClosed else {
+                return connection.eventLoop.makeFailedFuture(PostgresConnections.Closed())
+            }
+            let answer: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger)
+            return answer
+        }.always { _ in pool.answered(key) }.get()
+        return result.rows.map { $0.makeRandomAccess() }
     }
 
     /// The first row of a query, if any.
