@@ -52,11 +52,19 @@ struct LongPoll {
         }
     }
 
-    /// Reads the event again into `latest`; nil if it is gone.
+    /// Reads the event again into `latest`; nil if it is gone. While the
+    /// store cannot be read (a database restarting), the poll goes on
+    /// holding with the event as last read: it answers with that when its
+    /// hold ends, and the wake that comes when the store is back (a resync)
+    /// reads it again.
     @inline(never)
     private func reread(_ latest: Latest) async throws -> Latest.State? {
-        guard let event = try await environment.store.event(id: latest.event.id) else { return nil }
-        latest.event = event
+        do {
+            guard let event = try await environment.store.event(id: latest.event.id) else { return nil }
+            latest.event = event
+        } catch let error as StoreError where error.code == .backend {
+            // Logged by the store, once for the outage.
+        }
         return latest.state(at: environment.now())
     }
 }

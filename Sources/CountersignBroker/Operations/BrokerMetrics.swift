@@ -1,8 +1,10 @@
 import CoreMetrics
 import CountersignCore
+import CountersignStore
 import Foundation
 import Metrics
 public import Prometheus
+import Synchronization
 
 /// What the broker counts, through swift-metrics: whatever backend the
 /// process bootstrapped (Prometheus in `device-broker serve`, nothing in
@@ -21,6 +23,7 @@ public struct BrokerMetrics: Sendable {
     private let wake = CoreMetrics.Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds)
     private let held = CoreMetrics.Gauge(label: "countersign_long_polls_held")
     private let withdrawals = CoreMetrics.Counter(label: "countersign_events_withdrawn_total")
+    private let storeMetrics = StoreMetrics()
     /// By kind, then by outcome (`queued` counts messages written).
     private let outbox: [OutboxMessage.Kind: [String: CoreMetrics.Counter]]
     private let outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer]
@@ -138,10 +141,38 @@ public struct BrokerMetrics: Sendable {
         wake.record(duration: latency)
     }
 
-    /// The exposition text, with the current number of held long-polls.
-    func render(longPollsHeld: Int) -> String? {
+    /// The exposition text, with the current number of held long-polls
+    /// and what a store reached over the network knows of its database.
+    func render(longPollsHeld: Int, store: StoreHealth? = nil) -> String? {
         guard let registry else { return nil }
         held.record(longPollsHeld)
+        if let store { storeMetrics.record(store) }
         return registry.emitToString()
+    }
+}
+
+/// The store's health as metrics: a gauge of whether the database can be
+/// reached and of the connections open, and counters of what went wrong.
+/// The store keeps its own totals; each render adds what they grew by.
+private final class StoreMetrics: Sendable {
+    private let available = CoreMetrics.Gauge(label: "countersign_store_available")
+    private let connections = CoreMetrics.Gauge(label: "countersign_store_connections_open")
+    private let reconnects = CoreMetrics.Counter(label: "countersign_store_reconnects_total")
+    private let failedConnects = CoreMetrics.Counter(label: "countersign_store_connect_failures_total")
+    private let timeouts = CoreMetrics.Counter(label: "countersign_store_query_timeouts_total")
+    private let seen = Mutex(
+        StoreHealth(
+            available: true, openConnections: 0, reconnects: 0, failedConnects: 0, queryTimeouts: 0))
+
+    func record(_ health: StoreHealth) {
+        available.record(health.available ? 1 : 0)
+        connections.record(health.openConnections)
+        let before = seen.withLock { seen in
+            defer { seen = health }
+            return seen
+        }
+        reconnects.increment(by: max(0, health.reconnects - before.reconnects))
+        failedConnects.increment(by: max(0, health.failedConnects - before.failedConnects))
+        timeouts.increment(by: max(0, health.queryTimeouts - before.queryTimeouts))
     }
 }

@@ -23,26 +23,44 @@ struct OperationsController {
     }
 
     /// The store answers (migrations ran before the server started) and the
-    /// broker is not shutting down: send it traffic.
+    /// broker is not shutting down: send it traffic. A store reached over
+    /// the network is asked with a deadline (``readinessDeadline``), and not
+    /// at all while it is known to be unreachable: the answer comes within
+    /// a second either way.
     @Sendable func ready(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         guard !Task.isShuttingDownGracefully else {
             return try APIError(.serviceUnavailable, "shutting_down", "the broker is shutting down")
                 .response(from: request, context: context)
         }
-        do {
-            // A primary-key read of nothing: the store answers, no secret travels.
-            _ = try await environment.store.apiKey(id: "")
-        } catch {
-            context.logger.warning("readiness check: the store does not answer", metadata: ["error": "\(error)"])
-            return try APIError(.serviceUnavailable, "store_unavailable", "the store does not answer")
-                .response(from: request, context: context)
+        var failure: String? = nil
+        if let remote = environment.store as? any StoreHealthReporting {
+            if !(await remote.probe(within: Self.readinessDeadline)) {
+                failure = "no answer within \(Self.readinessDeadline)"
+            }
+        } else {
+            do {
+                // A primary-key read of nothing: the store answers, no secret travels.
+                _ = try await environment.store.apiKey(id: "")
+            } catch {
+                failure = "\(error)"
+            }
+        }
+        if let failure {
+            context.logger.warning("readiness check: the store does not answer", metadata: ["error": "\(failure)"])
+            return try APIError(
+                .serviceUnavailable, "store_unavailable", "the store does not answer",
+                headers: [.retryAfter: String(ErrorMapper.storeRetryAfter)]
+            ).response(from: request, context: context)
         }
         return try JSONBody(["status": "ready"]).response(from: request, context: context)
     }
 
+    static let readinessDeadline: Duration = .milliseconds(800)
+
     /// Prometheus text exposition.
     @Sendable func metrics(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        guard let text = environment.metrics.render(longPollsHeld: environment.hub.held) else {
+        let store = (environment.store as? any StoreHealthReporting)?.health
+        guard let text = environment.metrics.render(longPollsHeld: environment.hub.held, store: store) else {
             throw APIError.notFound("this broker exports no metrics")
         }
         return Response(

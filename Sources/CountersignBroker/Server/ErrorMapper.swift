@@ -39,10 +39,17 @@ enum ErrorMapper {
             return APIError(
                 .tooManyRequests, "user_protected", error.message, headers: [.retryAfter: String(retryAfter)])
         case .backend:
-            context.logger.error("store failed", metadata: ["error": "\(error.message)"])
-            return APIError(.serviceUnavailable, "store_unavailable", "the broker's store is unavailable")
+            // Expected while the database is away (a restart, a failover):
+            // the proxy retries another instance, the client after a pause.
+            context.logger.notice("store failed", metadata: ["error": "\(error.message)"])
+            return APIError(
+                .serviceUnavailable, "store_unavailable", "the broker's store is unavailable; try again shortly",
+                headers: [.retryAfter: String(storeRetryAfter)])
         }
     }
+
+    /// Seconds a client waits before trying again while the store is away.
+    static let storeRetryAfter = 2
 
     static func message(for status: HTTPResponse.Status, context: some RequestContext) -> String {
         status == .contentTooLarge ? "the body is larger than \(context.maxUploadSize) bytes" : status.reasonPhrase
