@@ -3,7 +3,15 @@
 # this machine: initdb in a temporary directory, pg_ctl on 127.0.0.1 and a
 # free port, trust authentication (loopback only).
 #   scripts/postgres-cluster.sh start DIR   prints the URL to connect to
-#   scripts/postgres-cluster.sh stop DIR
+#   scripts/postgres-cluster.sh stop DIR    stops the server and removes DIR
+# The outage and failover tests also use:
+#   scripts/postgres-cluster.sh crash DIR    stops the server as a crash would (immediate mode)
+#   scripts/postgres-cluster.sh halt DIR     stops the server (fast mode), keeping DIR
+#   scripts/postgres-cluster.sh resume DIR   starts it again on its port
+#   scripts/postgres-cluster.sh standby DIR NEWDIR   a streaming standby of DIR's server
+#                                            (pg_basebackup -R) on a port of its own; prints its URL
+#   scripts/postgres-cluster.sh promote DIR  promotes a standby to primary
+#   scripts/postgres-cluster.sh read-only DIR    makes the server refuse writes, keeping its connections
 # PostgreSQL refuses to run as root: as root, the cluster runs as the user
 # "postgres" (created if missing), so DIR's parents must be searchable by it
 # (as /tmp is).
@@ -29,11 +37,31 @@ if [[ $(id -u) == 0 ]]; then
     as_owner=(runuser -u postgres --)
 fi
 
+# The server's options; the port is kept in DIR/port.
+server_options() {
+    local dir=$1 port=$2 tls="$1/tls"
+    [[ -d "$dir/tls" ]] || tls="$3/tls"
+    echo "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=1000 -c fsync=on \
+        -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key -c ssl_ca_file=$tls/ca.pem"
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+pg_binary() {
+    local found
+    found=$(find_binary "$1")
+    [[ -n "$found" ]] || { echo "error: no $1 on this machine; install Debian's postgresql package" >&2; exit 1; }
+    echo "$found"
+}
+
 case "$command" in
 start)
     mkdir -p "$directory"
     if [[ ${#as_owner[@]} -gt 0 ]]; then chown postgres "$directory"; chmod 0755 "$directory"; fi
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
+    echo "$port" >"$directory/port"
     "${as_owner[@]}" "$initdb" --pgdata="$directory/data" --username=countersign --auth=trust \
         --encoding=UTF8 --locale=C.UTF-8 >"$directory/initdb.log" 2>&1 \
         || { cat "$directory/initdb.log" >&2; exit 1; }
@@ -66,18 +94,53 @@ start)
         chmod 0755 "$tls"
     fi
     "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --log="$directory/server.log" --wait \
-        --options="-c listen_addresses=127.0.0.1 -p $port -k $directory -c max_connections=1000 -c fsync=on \
-            -c ssl=on -c ssl_cert_file=$tls/server.pem -c ssl_key_file=$tls/server.key -c ssl_ca_file=$tls/ca.pem" \
-        start >/dev/null || { cat "$directory/server.log" >&2; exit 1; }
+        --options="$(server_options "$directory" "$port")" start >/dev/null || { cat "$directory/server.log" >&2; exit 1; }
     "$createuser" --host=127.0.0.1 --port="$port" --username=countersign countersign_cert
     echo "postgres://countersign@127.0.0.1:$port/postgres"
     ;;
 stop)
-    [[ -d "$directory/data" ]] && "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --mode=fast --wait stop >/dev/null
+    if [[ -f "$directory/data/postmaster.pid" ]]; then
+        "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --mode=fast --wait stop >/dev/null || true
+    fi
     rm -rf "$directory"
     ;;
+crash)
+    "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --mode=immediate --wait stop >/dev/null
+    ;;
+halt)
+    "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --mode=fast --wait stop >/dev/null
+    ;;
+resume)
+    port=$(cat "$directory/port")
+    "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --log="$directory/server.log" --wait \
+        --options="$(server_options "$directory" "$port" "$(cat "$directory/primary" 2>/dev/null || true)")" \
+        start >/dev/null || { tail -n 20 "$directory/server.log" >&2; exit 1; }
+    ;;
+standby)
+    standby=${3:?a directory for the standby}
+    mkdir -p "$standby"
+    if [[ ${#as_owner[@]} -gt 0 ]]; then chown postgres "$standby"; chmod 0755 "$standby"; fi
+    primary_port=$(cat "$directory/port")
+    port=$(free_port)
+    echo "$port" >"$standby/port"
+    echo "$directory" >"$standby/primary"
+    "${as_owner[@]}" "$(pg_binary pg_basebackup)" --host=127.0.0.1 --port="$primary_port" --username=countersign \
+        --pgdata="$standby/data" --write-recovery-conf --wal-method=stream --checkpoint=fast >/dev/null
+    "${as_owner[@]}" "$pg_ctl" --pgdata="$standby/data" --log="$standby/server.log" --wait \
+        --options="$(server_options "$standby" "$port" "$directory")" start >/dev/null \
+        || { cat "$standby/server.log" >&2; exit 1; }
+    echo "postgres://countersign@127.0.0.1:$port/postgres"
+    ;;
+promote)
+    "${as_owner[@]}" "$pg_ctl" --pgdata="$directory/data" --wait promote >/dev/null
+    ;;
+read-only)
+    port=$(cat "$directory/port")
+    "$(pg_binary psql)" --host=127.0.0.1 --port="$port" --username=countersign --dbname=postgres --quiet \
+        --command="ALTER SYSTEM SET default_transaction_read_only = on" --command="SELECT pg_reload_conf()" >/dev/null
+    ;;
 *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|stop|crash|halt|resume|promote|read-only DIR, or standby DIR NEWDIR" >&2
     exit 64
     ;;
 esac

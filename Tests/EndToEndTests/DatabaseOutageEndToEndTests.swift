@@ -1,0 +1,366 @@
+import AsyncHTTPClient
+import CountersignClient
+import CountersignCore
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import Testing
+
+/// Two real brokers on a PostgreSQL server of the test's own, under a light
+/// load of create → decide, while the server crashes, stops, fails over or
+/// goes silent. Nothing here waits a fixed time: the tests count answers
+/// and wait for states, with generous bounds for a busy machine.
+@Suite("end to end: the database's bad days", .serialized)
+struct DatabaseOutageEndToEndTests {
+    /// Limits opened: hundreds of requests for one user, and the pending
+    /// requests an outage strands (created, never decided) until they expire.
+    static let limits = [
+        "--max-requests-per-user", "100000", "--max-requests-per-address", "100000", "--max-pending", "1000",
+        "--max-requester-pending", "1000", "--max-pending-per-address", "1000",
+    ]
+
+    @Test("PostgreSQL crashes, restarts and stops for a while: no broker exits, 503s meanwhile, nothing lost")
+    func crashAndRestart() async throws {
+        let cluster = try await ThrowawayCluster.start()
+        defer { Task { await cluster.remove() } }
+        let a = try await LiveBroker.start(arguments: Self.limits, database: cluster.url)
+        let b = try await a.startInstance(arguments: Self.limits)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let device = try await a.enrollDevice()
+        let load = RoundTrips(a: a, b: b, device: device)
+        let running = Task { await load.run() }
+
+        try await load.waitForAcknowledged(10)
+
+        // A crash: every connection cut, nothing checkpointed.
+        try await cluster.crash()
+        for broker in [a, b] { try await waitForReadiness(broker, 503) }
+        #expect(try await status(a, "/healthz") == 200)
+        #expect(try await metric(a, "countersign_store_available") == 0)
+        try await load.waitForUnavailable(5)
+        try await cluster.resume()
+        for broker in [a, b] { try await waitForReadiness(broker, 200) }
+        try await load.waitForAcknowledged(10)
+        // LISTEN was made again: a decision through A wakes a poll held by B.
+        try await crossInstanceWake(a: a, b: b, device: device)
+
+        // Stopped for a while, with a poll held across it.
+        let held = try await CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+            .requestLogin(user: "alice", requesterName: "held")
+        let poll = Task {
+            try await CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+                .poll(eventID: held.event.ID, requesterToken: held.requesterToken!, wait: 8)
+        }
+        try await b.waitUntilHolding(1)
+        try await cluster.halt()
+        for broker in [a, b] { try await waitForReadiness(broker, 503) }
+        try await load.waitForUnavailable(5)
+        // The held poll answered with what it knew, not an error.
+        #expect(try await poll.value.status == .pending)
+        try await cluster.resume()
+        for broker in [a, b] { try await waitForReadiness(broker, 200) }
+        try await load.waitForAcknowledged(10)
+
+        let tally = await load.finish(running)
+        #expect(a.process.process.isRunning && b.process.process.isRunning, "a broker exited")
+        #expect(
+            tally.unexpected.isEmpty,
+            "answers other than success or 503 store_unavailable: \(tally.unexpected)\n\(logs(a, b))")
+        #expect(tally.slowest < .seconds(20), "a request took \(tally.slowest)")
+        // Every acknowledged decision is in the database.
+        for id in tally.acknowledged {
+            #expect(try await a.backend.event(id: id).status == .approved, "\(id) lost")
+        }
+        #expect(try await metric(a, "countersign_store_reconnects_total") ?? 0 > 0)
+        #expect(try await metric(b, "countersign_store_available") == 1)
+    }
+
+    @Test("a standby promoted behind the same address while the old primary turns read-only: writes resume")
+    func failoverBehindOneAddress() async throws {
+        let primary = try await ThrowawayCluster.start()
+        let standby = try await primary.standby()
+        defer {
+            Task {
+                await primary.remove()
+                await standby.remove()
+            }
+        }
+        let address = try await TCPForwarder.start(to: primary.port)
+        defer { address.stop() }
+        var url = URLComponents(string: primary.url)!
+        url.port = address.port
+        let a = try await LiveBroker.start(arguments: Self.limits, database: url.string!)
+        let b = try await a.startInstance(arguments: Self.limits)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let device = try await a.enrollDevice()
+        let load = RoundTrips(a: a, b: b, device: device)
+        let running = Task { await load.run() }
+        try await load.waitForAcknowledged(10)
+
+        // The old primary refuses writes and keeps its connections open;
+        // the address moves to the promoted standby.
+        try await primary.makeReadOnly()
+        try await standby.promote()
+        try address.forward(to: standby.port)
+        try await load.waitForAcknowledged(20)
+        try await crossInstanceWake(a: a, b: b, device: device)
+
+        let tally = await load.finish(running)
+        #expect(a.process.process.isRunning && b.process.process.isRunning, "a broker exited")
+        #expect(
+            tally.unexpected.isEmpty,
+            "answers other than success or 503 store_unavailable: \(tally.unexpected)\n\(logs(a, b))")
+        for id in tally.acknowledged {
+            #expect(try await a.backend.event(id: id).status == .approved, "\(id) lost")
+        }
+    }
+
+    @Test("a URL naming two servers: the old primary stops, the standby is promoted, the brokers find it")
+    func failoverToTheNextHost() async throws {
+        let primary = try await ThrowawayCluster.start()
+        let standby = try await primary.standby()
+        defer {
+            Task {
+                await primary.remove()
+                await standby.remove()
+            }
+        }
+        let both =
+            "postgres://countersign@127.0.0.1:\(primary.port),127.0.0.1:\(standby.port)/postgres"
+            + "?target_session_attrs=read-write"
+        let a = try await LiveBroker.start(arguments: Self.limits, database: both)
+        let b = try await a.startInstance(arguments: Self.limits)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let device = try await a.enrollDevice()
+        let load = RoundTrips(a: a, b: b, device: device)
+        let running = Task { await load.run() }
+        try await load.waitForAcknowledged(10)
+
+        try await primary.halt()
+        try await standby.promote()
+        try await load.waitForAcknowledged(20)
+        try await crossInstanceWake(a: a, b: b, device: device)
+
+        let tally = await load.finish(running)
+        #expect(a.process.process.isRunning && b.process.process.isRunning, "a broker exited")
+        #expect(
+            tally.unexpected.isEmpty,
+            "answers other than success or 503 store_unavailable: \(tally.unexpected)\n\(logs(a, b))")
+        for id in tally.acknowledged {
+            #expect(try await a.backend.event(id: id).status == .approved, "\(id) lost")
+        }
+    }
+
+    @Test("the network to PostgreSQL goes silent: 503 within seconds, readiness says so, and it serves again")
+    func silentNetwork() async throws {
+        let cluster = try await ThrowawayCluster.start()
+        defer { Task { await cluster.remove() } }
+        let address = try await TCPForwarder.start(to: cluster.port)
+        defer { address.stop() }
+        var url = URLComponents(string: cluster.url)!
+        url.port = address.port
+        let a = try await LiveBroker.start(arguments: Self.limits, database: url.string!)
+        let b = try await a.startInstance(arguments: Self.limits)
+        defer {
+            a.stop()
+            b.stop()
+        }
+        let device = try await a.enrollDevice()
+        let load = RoundTrips(a: a, b: b, device: device)
+        let running = Task { await load.run() }
+        try await load.waitForAcknowledged(10)
+
+        try address.blackhole()
+        for broker in [a, b] { try await waitForReadiness(broker, 503) }
+        try await load.waitForUnavailable(5)
+        try address.forward(to: cluster.port)
+        for broker in [a, b] { try await waitForReadiness(broker, 200) }
+        try await load.waitForAcknowledged(10)
+        try await crossInstanceWake(a: a, b: b, device: device)
+
+        let tally = await load.finish(running)
+        #expect(a.process.process.isRunning && b.process.process.isRunning, "a broker exited")
+        #expect(
+            tally.unexpected.isEmpty,
+            "answers other than success or 503 store_unavailable: \(tally.unexpected)\n\(logs(a, b))")
+        #expect(tally.slowest < .seconds(20), "a request took \(tally.slowest)")
+        for id in tally.acknowledged {
+            #expect(try await a.backend.event(id: id).status == .approved, "\(id) lost")
+        }
+        #expect(try await metric(a, "countersign_store_query_timeouts_total") ?? 0 > 0)
+    }
+
+    // MARK: Helpers
+
+    /// The end of both brokers' logs, for a failure's message.
+    func logs(_ a: LiveBroker, _ b: LiveBroker) -> String {
+        "A:\n\(a.process.text.suffix(4000))\nB:\n\(b.process.text.suffix(4000))"
+    }
+
+    /// A poll held by B wakes with the decision made through A.
+    func crossInstanceWake(a: LiveBroker, b: LiveBroker, device: DeviceCredential) async throws {
+        let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+        let ticket = try await throughA.requestLogin(user: "alice", requesterName: "wake")
+        let before = try await b.wakesCounted()
+        let held = Task {
+            try await CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+                .poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+        }
+        try await b.waitUntilHolding(1)
+        let item = try #require(try await throughA.inbox(device, wait: 0).first { $0.event.ID == ticket.event.ID })
+        _ = try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: device)
+        #expect(try await held.value.status == .approved)
+        // Woken by the notification, not by the hold running out.
+        #expect(try await b.wakesCounted() == before + 1)
+    }
+
+    /// Waits until the broker's /readyz answers `expected`; each answer must
+    /// come quickly (generously bounded for a busy machine).
+    func waitForReadiness(_ broker: LiveBroker, _ expected: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(90)
+        var last = 0
+        while ContinuousClock.now < deadline {
+            let started = ContinuousClock.now
+            last = try await status(broker, "/readyz")
+            let took = ContinuousClock.now - started
+            #expect(took < .seconds(5), "/readyz took \(took)")
+            if last == expected { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ProcessFailure("/readyz of \(broker.url) answered \(last), not \(expected), for 90 s")
+    }
+
+    func status(_ broker: LiveBroker, _ path: String) async throws -> Int {
+        var request = HTTPClientRequest(url: broker.url + path)
+        request.headers.add(name: "Connection", value: "close")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 1 << 16)
+        return Int(response.status.code)
+    }
+
+    /// One sample of a metric, as the broker's /metrics shows it.
+    func metric(_ broker: LiveBroker, _ name: String) async throws -> Double? {
+        let response = try await HTTPClient.shared.get(url: broker.url + "/metrics").get()
+        let text = String(buffer: response.body ?? ByteBuffer())
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+            .flatMap { Double($0.split(separator: " ").last!) }
+    }
+}
+
+/// Create → decide round trips, one after another, each through the other
+/// instance than the one before, counting how each ended.
+actor RoundTrips {
+    struct Tally {
+        /// Events whose approval the broker acknowledged.
+        var acknowledged: [String] = []
+        /// 503 store_unavailable answers with a Retry-After.
+        var unavailable = 0
+        /// Inboxes read without the request just made (a stale read).
+        var stale = 0
+        /// Anything else that went wrong.
+        var unexpected: [String] = []
+        /// The longest one request took.
+        var slowest: Duration = .zero
+    }
+
+    let a: LiveBroker
+    let b: LiveBroker
+    let device: DeviceCredential
+    private var tally = Tally()
+    private var stopped = false
+
+    init(a: LiveBroker, b: LiveBroker, device: DeviceCredential) {
+        self.a = a
+        self.b = b
+        self.device = device
+    }
+
+    func run() async {
+        var turn = 0
+        while !stopped, !Task.isCancelled {
+            turn += 1
+            let (creator, decider) = turn.isMultiple(of: 2) ? (a, b) : (b, a)
+            let requester = CountersignClient(broker: creator.url, apiKeyID: creator.apiKeyID)
+            let approver = CountersignClient(broker: decider.url, apiKeyID: decider.apiKeyID)
+            var step = "create through \(creator.url)"
+            let started = ContinuousClock.now
+            do {
+                let ticket = try await timed { try await requester.requestLogin(user: "alice", requesterName: "load") }
+                step = "inbox through \(decider.url)"
+                let inbox = try await timed { try await approver.inbox(self.device, wait: 0) }
+                guard let item = inbox.first(where: { $0.event.ID == ticket.event.ID }) else {
+                    // Read through a connection to the old primary, just
+                    // before that instance learnt it turned read-only.
+                    tally.stale += 1
+                    continue
+                }
+                step = "decision through \(decider.url)"
+                let decided = try await timed {
+                    try await approver.decide(
+                        item, verdict: .approve, match: ticket.matchNumber, credential: self.device)
+                }
+                if decided.status == .approved {
+                    tally.acknowledged.append(decided.ID)
+                } else {
+                    tally.unexpected.append("\(decided.ID) answered \(decided.status)")
+                }
+            } catch let error as CountersignError
+                where error.status == 503 && error.code == "store_unavailable" && error.retryAfter != nil
+            {
+                tally.unavailable += 1
+                try? await Task.sleep(for: .milliseconds(100))
+            } catch is CancellationError {
+                return
+            } catch {
+                tally.unexpected.append("\(step), after \(ContinuousClock.now - started): \(error)")
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    private func timed<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        defer { tally.slowest = max(tally.slowest, ContinuousClock.now - started) }
+        return try await body()
+    }
+
+    /// Waits until `count` more round trips were acknowledged than now.
+    func waitForAcknowledged(_ count: Int) async throws {
+        let target = tally.acknowledged.count + count
+        try await waitFor("\(count) more acknowledged round trips") { $0.acknowledged.count >= target }
+    }
+
+    /// Waits until `count` more requests were answered 503 than now.
+    func waitForUnavailable(_ count: Int) async throws {
+        let target = tally.unavailable + count
+        try await waitFor("\(count) more 503 answers") { $0.unavailable >= target }
+    }
+
+    private func waitFor(_ what: String, _ done: (Tally) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while !done(tally) {
+            guard ContinuousClock.now < deadline else {
+                throw ProcessFailure("no \(what) within 120 s: \(tally)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Stops the load once the round trip under way ends (cancelling it
+    /// would count as a failure), and returns the tally.
+    func finish(_ running: Task<Void, Never>) async -> Tally {
+        stopped = true
+        await running.value
+        return tally
+    }
+}
