@@ -55,20 +55,9 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
     public func probe(within timeout: Duration) async -> Bool {
         guard connections.health.available else { return false }
         let logger = logger
-        let answered = Answer()
-        let query = Task {
-            let ok = (try? await read { db in try await db.run("SELECT 1", logger: logger) }) != nil
-            answered.settle(ok)
+        return await Answer.within(timeout) {
+            (try? await self.read { db in try await db.run("SELECT 1", logger: logger) }) != nil
         }
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            answered.settle(false)
-        }
-        let ok = await answered.value
-        timer.cancel()
-        // A query still waiting ends by itself, at the query deadline.
-        _ = query
-        return ok
     }
 
     /// Applies the migrations this broker knows; refuses a database that
@@ -271,19 +260,11 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
                         try await Task.sleep(for: .seconds(2))
                         // Also a server turned read-only: NOTIFY is sent where
                         // writes go, and a listener on the old primary hears nothing.
-                        let answered = Answer()
-                        let probe = Task {
+                        let ok = await Answer.within(deadline) {
                             let row = try? await session.row("SHOW transaction_read_only", logger: logger)
                             let readOnly = try? row?.value("transaction_read_only", as: String.self)
-                            answered.settle(readOnly == "off" || (readOnly != nil && !writable))
+                            return readOnly == "off" || (readOnly != nil && !writable)
                         }
-                        let timer = Task {
-                            try? await Task.sleep(for: deadline)
-                            answered.settle(false)
-                        }
-                        let ok = await answered.value
-                        timer.cancel()
-                        _ = probe
                         guard ok else {
                             // Ends the notifications too; the pool's
                             // connections lead to the same server.
@@ -309,6 +290,20 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
 
 /// The first of several answers to one question (a query or its timer).
 final class Answer: Sendable {
+    /// What `question` answers within `timeout`, else false. A question
+    /// still waiting then is left to end by itself (a query, at the pool's
+    /// query deadline): no caller waits for it.
+    static func within(_ timeout: Duration, _ question: @escaping @Sendable () async -> Bool) async -> Bool {
+        let answer = Answer()
+        Task { answer.settle(await question()) }
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            answer.settle(false)
+        }
+        defer { timer.cancel() }
+        return await answer.value
+    }
+
     private let state = Mutex<(value: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
 
     func settle(_ value: Bool) {
