@@ -1,6 +1,6 @@
 import CountersignCore
 public import CountersignStore
-import Foundation
+public import Foundation
 import GRDB
 
 /// The embedded store: one SQLite file in WAL mode through GRDB.
@@ -21,12 +21,25 @@ public final class SQLiteStore: CountersignStore {
     let pool: DatabasePool
     let committer: GroupCommitter
 
+    /// How long a write waits for another process's lock on the file (a
+    /// `device-broker apikey` command, a backup tool holding a write
+    /// transaction) before it fails as ``StoreError/Code/backend``, which
+    /// the broker answers 503. A request queued behind a blocked write
+    /// waits at most about twice this: the blocked batch, then its own.
+    public static let lockWait: TimeInterval = 3
+
     /// Opens (creating if needed) the database at `path` and migrates it.
+    ///
+    /// A file that is not a Countersign database (not SQLite at all,
+    /// damaged, another application's, or migrated by a newer broker) is
+    /// refused with a ``StoreError/Code/backend`` naming the file, before
+    /// anything is written to it.
     public init(path: String, durability: Durability = .full) throws {
+        try Self.checkExistingFile(at: path)
         var configuration = Configuration()
-        // Another process (the `device-broker apikey` command) may write
-        // while the server runs; wait for it rather than fail.
-        configuration.busyMode = .timeout(10)
+        // Another process may hold the file's write lock for a while; wait
+        // for it, but not for so long that requests seem to hang.
+        configuration.busyMode = .timeout(Self.lockWait)
         configuration.label = "countersign"
         // Reads run on the calling thread (see `read`): keep more reader
         // connections than there are threads to run them.
@@ -45,7 +58,7 @@ public final class SQLiteStore: CountersignStore {
             }
             try migrator.migrate(pool)
         } catch let error as DatabaseError {
-            throw StoreError(.backend, "cannot open \(path): \(error.message ?? error.description)")
+            throw StoreError(.backend, "cannot open \(path): \(Self.storeError(error).message)")
         }
     }
 
@@ -114,10 +127,27 @@ public final class SQLiteStore: CountersignStore {
         }
     }
 
+    /// SQLite's error as the store's, with a sentence an operator can act
+    /// on for the failures of an ordinary bad day.
     static func storeError(_ error: DatabaseError) -> StoreError {
-        if error.resultCode == .SQLITE_CONSTRAINT {
+        let detail = error.message ?? error.description
+        switch error.resultCode {
+        case .SQLITE_CONSTRAINT:
             return StoreError(.alreadyExists, error.message ?? "constraint violated")
+        case .SQLITE_FULL:
+            return StoreError(.backend, "the disk holding the database is full (\(detail))")
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return StoreError(
+                .backend,
+                "another process has held the database's lock for over \(Int(lockWait)) s, a backup perhaps (\(detail))"
+            )
+        case .SQLITE_READONLY, .SQLITE_IOERR, .SQLITE_CANTOPEN, .SQLITE_PERM:
+            return StoreError(
+                .backend, "the database cannot be written: is its file system read-only or failing? (\(detail))")
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return StoreError(.backend, "the database file is damaged (\(detail))")
+        default:
+            return StoreError(.backend, error.description)
         }
-        return StoreError(.backend, error.description)
     }
 }

@@ -27,11 +27,12 @@ struct LiveBroker {
 
     /// Starts a broker with a TOTP key made by `device-broker totp-key
     /// generate`, kept outside the data directory; on PostgreSQL with a
-    /// `database` URL.
-    static func start(arguments: [String] = [], database: String? = nil, openFileLimit: Int? = nil) async throws
-        -> LiveBroker
-    {
-        let data = try temporaryDirectory("broker-data")
+    /// `database` URL; in `dataDirectory` if given (a file system a test
+    /// made), else in a new temporary one.
+    static func start(
+        arguments: [String] = [], database: String? = nil, openFileLimit: Int? = nil, dataDirectory: URL? = nil
+    ) async throws -> LiveBroker {
+        let data = try dataDirectory ?? temporaryDirectory("broker-data")
         let totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
         let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
         guard try await generate.exitCode(timeout: .seconds(120)) == 0 else {

@@ -108,8 +108,18 @@ public struct BrokerConfiguration: Sendable {
         }
         try FileManager.default.createDirectory(
             atPath: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let store: SQLiteStore
+        do {
+            store = try SQLiteStore(path: databasePath, durability: durability)
+        } catch let error as StoreError where error.code == .backend {
+            // One line that says what to do: the broker cannot fix a file
+            // it does not understand, and must not write to it.
+            throw BrokerSetupError(
+                "\(error.message); restore the file from a backup (device-broker backup), "
+                    + "or point --data-dir at another directory")
+        }
         logger.notice("keeping everything in the SQLite file \(databasePath)")
-        return OpenedStore(store: try SQLiteStore(path: databasePath, durability: durability), close: {})
+        return OpenedStore(store: store, close: {})
     }
 }
 
