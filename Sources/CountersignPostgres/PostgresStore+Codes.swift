@@ -91,7 +91,8 @@ extension PostgresStore {
                 UPDATE events
                 SET status = 'approved', method = \(AuthMethod.totp.rawValue), decided_by = \(deviceID),
                     decided_at = \(t), updated_at = \(t)
-                WHERE id = \(eventID) AND status = 'pending' AND expires_at > \(t)
+                WHERE id = \(eventID) AND status = 'pending' AND withdrawn_at IS NULL
+                  AND expires_at > \(CodeLimits.codesTaken(expiringAfter: now).seconds)
                   AND issuer = \(device.issuer) AND client_user_id = \(device.clientUserID)
                 RETURNING 1
                 """, logger: logger)

@@ -83,10 +83,13 @@ extension SQLiteStore {
                 sql: """
                     UPDATE events
                     SET status = 'approved', method = ?, decided_by = ?, decided_at = ?, updated_at = ?
-                    WHERE id = ? AND status = 'pending' AND expires_at > ? AND issuer = ? AND client_user_id = ?
+                    WHERE id = ? AND status = 'pending' AND withdrawn_at IS NULL AND expires_at > ?
+                      AND issuer = ? AND client_user_id = ?
                     """,
                 arguments: [
-                    AuthMethod.totp.rawValue, deviceID, t, t, eventID, t, device.issuer, device.clientUserID,
+                    AuthMethod.totp.rawValue, deviceID, t, t, eventID,
+                    CodeLimits.codesTaken(expiringAfter: now).timeIntervalSince1970, device.issuer,
+                    device.clientUserID,
                 ])
             let settled = try Self.afterConditionalWrite(id: eventID, in: db)
             try Self.changed(settled, now: now, in: db)

@@ -99,7 +99,8 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// - `limitReached(retryAfter:)` while the user is locked out; nothing
     ///   is counted.
     /// - With `eventID`: `notFound` for an unknown event or one of another
-    ///   user; `conflict` unless it is pending and unexpired;
+    ///   user; `conflict` unless it takes a code (`CodeLimits.takesCode`:
+    ///   pending, or expired unanswered within `CodeLimits.lateCodeWindow`);
     ///   `limitReached(retryAfter:)` (until it expires) once it has had
     ///   `limits.perEvent` attempts. Else the attempt is counted on it.
     /// - The attempt counts as one more consecutive failure of the user
@@ -114,9 +115,11 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// transaction: `conflict` if the device is revoked, has no TOTP secret,
     /// or had a code of this or a later step accepted (nothing changes).
     /// Clears the user's consecutive failures. With `eventID`, also settles
-    /// that pending, unexpired event of the same user as approved by this
-    /// device with method `TOTP` (`conflict` otherwise, and nothing
-    /// changes) and returns it.
+    /// that event of the same user as approved by this device with method
+    /// `TOTP` if it takes a code (`CodeLimits.takesCode`: pending, or its
+    /// window ran out unanswered less than `CodeLimits.lateCodeWindow` ago;
+    /// `conflict` otherwise, and nothing changes) and returns it: every
+    /// login a code lets in leaves an approved event.
     @discardableResult
     func acceptTOTPCode(deviceID: String, step: Int64, eventID: String?, now: Date) async throws -> ApprovalEvent?
 

@@ -63,10 +63,11 @@ extension StoreConformance {
             }
             try await store.acceptTOTPCode(deviceID: device.id, step: 101, eventID: nil, now: Fixture.t0 + 3)
 
-            let late = Fixture.event(user: "hank")
-            try await store.insertPendingEvent(late, maxPending: 3, now: Fixture.t0)
-            try await checkThrows(.conflict, "an expired event") {
-                try await store.acceptTOTPCode(deviceID: device.id, step: 102, eventID: late.id, now: Fixture.t0 + 61)
+            let stale = Fixture.event(user: "hank")
+            try await store.insertPendingEvent(stale, maxPending: 3, now: Fixture.t0)
+            let tooLate = Fixture.t0 + 60 + CodeLimits.lateCodeWindow
+            try await checkThrows(.conflict, "an event expired longer ago than the late-code window") {
+                try await store.acceptTOTPCode(deviceID: device.id, step: 102, eventID: stale.id, now: tooLate)
             }
             try check(
                 try await store.device(id: device.id)?.lastTOTPStep == 101, "a refused settlement burns no step")
@@ -85,6 +86,45 @@ extension StoreConformance {
                 id: device.id, issuer: "ck_app", clientUserID: "hank", author: Fixture.author, now: Fixture.t0 + 5)
             try await checkThrows(.conflict, "a revoked device") {
                 try await store.acceptTOTPCode(deviceID: device.id, step: 300, eventID: nil, now: Fixture.t0 + 6)
+            }
+        },
+        Case(name: "TOTP: a code typed after the window ran out unanswered records the event approved by TOTP") {
+            store in
+            let limits = CodeLimits()
+            let device = try await Fixture.enrolled(in: store, user: "hugo")
+            try await store.setTOTPSecret(Data([1]), deviceID: device.id)
+            let late = Fixture.event(user: "hugo")
+            try await store.insertPendingEvent(late, maxPending: 3, now: Fixture.t0)
+            let after = Fixture.t0 + 61
+            let counted = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "hugo", eventID: late.id, limits: limits, now: after)
+            try check(counted.eventAttemptsLeft == limits.perEvent - 1, "the attempt counts on the expired event")
+            let settled = try await store.acceptTOTPCode(deviceID: device.id, step: 10, eventID: late.id, now: after)
+            try check(
+                settled?.status(at: after) == .approved && settled?.method == .totp && settled?.decidedBy == device.id,
+                "approved by TOTP, not left expired: \(String(describing: settled))")
+            try check(
+                try await store.event(id: late.id)?.status(at: after + 3600) == .approved, "and it reads so later")
+
+            let withdrawn = Fixture.event(user: "hugo")
+            try await store.insertPendingEvent(withdrawn, maxPending: 3, now: Fixture.t0)
+            _ = try await store.withdrawEvent(id: withdrawn.id, now: Fixture.t0 + 5)
+            try await checkThrows(.conflict, "a withdrawn event counts no attempt") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "hugo", eventID: withdrawn.id, limits: limits, now: after)
+            }
+            try await checkThrows(.conflict, "and takes no code") {
+                try await store.acceptTOTPCode(deviceID: device.id, step: 11, eventID: withdrawn.id, now: after)
+            }
+            try check(
+                try await store.event(id: withdrawn.id)?.statusReason == .withdrawn, "it stays withdrawn")
+
+            let old = Fixture.event(user: "hugo")
+            try await store.insertPendingEvent(old, maxPending: 3, now: Fixture.t0)
+            try await checkThrows(.conflict, "an event expired longer ago than the window counts no attempt") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "hugo", eventID: old.id, limits: limits,
+                    now: Fixture.t0 + 60 + CodeLimits.lateCodeWindow)
             }
         },
         Case(name: "TOTP: attempts are counted before checking; 5 per event, then lock-outs that double") { store in

@@ -140,11 +140,19 @@ struct PAMLogin {
             module.error("Countersign: no answer could be read; login refused.")
             return .deny("broker failed")
         case .expired:
+            // The code goes to the request itself, which the broker then
+            // records as approved by TOTP: a login a code let in never
+            // leaves its event reading "expired".
             log.write(LOG_NOTICE, "\(who): request \(id) expired unanswered")
-            return await codeInstead(
-                of: "request \(id) (expired)", id: id, user: user, backend: backend, who: who,
-                prompt: "Countersign: no answer came in time. Type a code from device-agent code "
+            let late = await module.ask(
+                "Countersign: no answer came in time. Type a code from device-agent code "
                     + "(or press Enter to give up): ")
+            guard case .answer(let typed) = late, !typed.trimmingCharacters(in: .whitespaces).isEmpty else {
+                log.write(LOG_NOTICE, "\(who): denied: request \(id) (expired)")
+                module.error("Countersign: login refused.")
+                return .deny("request \(id) (expired)")
+            }
+            return await code(typed, for: ticket, requester, who: who)
         }
     }
 
@@ -171,9 +179,8 @@ struct PAMLogin {
         return try? DisplayText.checkAddress(String(numeric.split(separator: "%", maxSplits: 1)[0])).get()
     }
 
-    /// A code from `device-agent code`, checked by the backend, when there
-    /// is no request to approve: it expired (request `id`), or none could
-    /// be made (`id` "-").
+    /// A code from `device-agent code`, checked by the backend, when no
+    /// request could be made (`id` "-").
     private func codeInstead(
         of what: String, id: String, user: String, backend: CountersignBackend, who: String, prompt: String
     ) async -> PAMVerdict {

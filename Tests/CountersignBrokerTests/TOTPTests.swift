@@ -116,6 +116,45 @@ struct TOTPTests {
         }
     }
 
+    @Test("a code typed after the window ran out unanswered records the LOGIN approved by TOTP, within a limit")
+    func lateCode() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let secret = try await broker.createTOTPSecret(client, alice.device)
+            let window = broker.environment.policy.window
+            let late = try await broker.requestLogin(client)
+            broker.clock.advance(by: window + 5)
+            #expect(try await broker.poll(client, late).status == .expired, "nobody answered in time")
+            let approved = try await broker.submitCode(client, late, Self.code(secret.secret, at: broker.clock.now)) {
+                response in
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+                return try decode(EventDocument.self, response)
+            }
+            #expect(approved.status == .approved && approved.method == .totp && approved.decidedBy == alice.device.id)
+            #expect(approved.signature != nil, "with its event token")
+            let read = try await broker.poll(client, late)
+            #expect(read.status == .approved && read.method == .totp, "the requester and the backend read it so")
+
+            broker.clock.advance(by: 30)
+            let withdrawn = try await broker.requestLogin(client)
+            try await client.execute(
+                uri: "/api/v1/events/\(withdrawn.event.ID)", method: .delete,
+                headers: [.authorization: "Bearer \(withdrawn.requesterToken!)"]
+            ) { #expect($0.status == .ok) }
+            try await broker.submitCode(client, withdrawn, Self.code(secret.secret, at: broker.clock.now)) {
+                #expect($0.status == .gone && errorCode($0) == "withdrawn", "a withdrawn request takes no code")
+            }
+
+            let old = try await broker.requestLogin(client)
+            broker.clock.advance(by: window + CodeLimits.lateCodeWindow)
+            try await broker.submitCode(client, old, Self.code(secret.secret, at: broker.clock.now)) {
+                #expect($0.status == .gone && errorCode($0) == "expired", "nor one that expired too long ago")
+            }
+            #expect(try await broker.poll(client, old).status == .expired)
+        }
+    }
+
     @Test("five wrong codes close an event to codes; it can still be approved on a device")
     func perEventLimit() async throws {
         let broker = try await TestBroker()

@@ -79,7 +79,9 @@ struct DecisionRulesTests {
                 == .refused(.withdrawn))
     }
 
-    @Test("code attempts: counted while the event takes more, refused for another user, a closed event, or none left")
+    @Test(
+        "code attempts: counted while the event takes more (also a while after it ran out unanswered), refused for another user, a closed event, or none left"
+    )
     func codeAttempts() {
         let limits = CodeLimits(perEvent: 2)
         var pending = event()
@@ -88,7 +90,21 @@ struct DecisionRulesTests {
         #expect(limits.attempt(on: pending, issuer: "ck_app", clientUserID: "bob", now: t0) == .refused(.unknownEvent))
         #expect(limits.attempt(on: nil, issuer: "ck_app", clientUserID: "alice", now: t0) == .refused(.unknownEvent))
         #expect(
-            limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: t0 + 60) == .refused(.notPending))
+            limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: t0 + 60)
+                == .counted(attemptsLeft: 1), "expired unanswered: a code typed late still records the login")
+        let tooLate = pending.expiresAt + CodeLimits.lateCodeWindow
+        #expect(
+            limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: tooLate) == .refused(.notPending))
+        var withdrawn = pending
+        withdrawn.withdrawnAt = t0 + 1
+        withdrawn.expiresAt = t0 + 1
+        #expect(
+            limits.attempt(on: withdrawn, issuer: "ck_app", clientUserID: "alice", now: t0 + 2) == .refused(.notPending)
+        )
+        var decided = pending
+        decided.storedStatus = .rejected
+        #expect(
+            limits.attempt(on: decided, issuer: "ck_app", clientUserID: "alice", now: t0 + 2) == .refused(.notPending))
         pending.codeAttempts = 2
         #expect(
             limits.attempt(on: pending, issuer: "ck_app", clientUserID: "alice", now: t0 + 10)

@@ -164,6 +164,30 @@ struct SSHEndToEndTests {
     }
 
     @Test(
+        "nobody answers in time, a code at the second prompt: the session runs, and the request reads approved by TOTP")
+    func codeAfterExpiry() async throws {
+        let (broker, server, laptop) = try await Self.setUp(["--approval-window", "5s"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let user = server.user
+        let login = try server.login()
+        _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: user, status: nil)
+        login.send("\n")
+        _ = try await login.waitFor("prompt: .*no answer came in time", timeout: .seconds(120))
+        let generate = try broker.agent(["code"], configDirectory: laptop, user: user)
+        #expect(try await generate.exitCode(timeout: .seconds(120)) == 0, "\(generate.text)")
+        let code = try #require(generate.text.firstMatch(of: /\b(\d{6})\b/)?.1)
+        login.send("\(code)\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
+        #expect(login.text.contains("ran: \(user)"), "\(login.text)")
+        let recorded = try await broker.backend.event(id: event.ID)
+        #expect(recorded.status == .approved && recorded.method == .totp, "\(recorded)")
+    }
+
+    @Test(
         "prompt bombing over SSH: \"this wasn't me\" on one login refuses the next with no new request; the user's code still works"
     )
     func fraudReport() async throws {

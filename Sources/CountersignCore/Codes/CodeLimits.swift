@@ -27,6 +27,26 @@ public struct CodeLimits: Sendable {
     /// day between tries gains an attacker nothing against a million codes.
     public static let failuresKept: TimeInterval = 86400
 
+    /// How long after its approval window ran out unanswered a request
+    /// still takes a code. A person who types a code at a prompt left open
+    /// (a PAM login after "no answer came in time") gets in, and the event
+    /// must say so: approved, by `TOTP`, not expired.
+    public static let lateCodeWindow: TimeInterval = 600
+
+    /// Whether a code may settle `event` at `now`: while it is pending, and
+    /// for ``lateCodeWindow`` after its window ran out with no answer;
+    /// never once it was decided or withdrawn.
+    public static func takesCode(_ event: ApprovalEvent, now: Date) -> Bool {
+        guard event.storedStatus == .pending, event.withdrawnAt == nil, event.storedReason == nil else {
+            return false
+        }
+        return now < event.expiresAt + lateCodeWindow
+    }
+
+    /// The stores' form of ``takesCode(_:now:)``: an undecided event that
+    /// was not withdrawn takes a code at `now` if it expires after this.
+    public static func codesTaken(expiringAfter now: Date) -> Date { now - lateCodeWindow }
+
     /// Whole seconds left of a lock-out that ends at `lockedUntil` (as
     /// stored); nil when none runs at `now`.
     public func lockedFor(until lockedUntil: Date?, now: Date) -> Int? {
@@ -41,7 +61,7 @@ public struct CodeLimits: Sendable {
         guard let event, event.issuer == issuer, event.clientUserID == clientUserID else {
             return .refused(.unknownEvent)
         }
-        guard event.status(at: now) == .pending else { return .refused(.notPending) }
+        guard Self.takesCode(event, now: now) else { return .refused(.notPending) }
         guard event.codeAttempts < perEvent else {
             return .refused(.exhausted(retryAfter: max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))))
         }
@@ -66,7 +86,7 @@ public enum CodeAttemptOutcome: Sendable, Equatable {
     public enum Refusal: Sendable, Equatable {
         /// No such event of this user.
         case unknownEvent
-        /// It was decided, withdrawn or has expired.
+        /// It was decided or withdrawn, or expired over ``CodeLimits/lateCodeWindow`` ago.
         case notPending
         /// It had all its attempts; it takes none until it expires.
         case exhausted(retryAfter: Int)
