@@ -173,6 +173,15 @@ public struct CountersignClient: Sendable {
         ).events
     }
 
+    /// One event of this device's user, whatever its state: whether it is
+    /// still pending, or was approved, rejected, withdrawn or has expired.
+    /// Another user's event fails as not found.
+    public func event(_ eventID: String, credential: DeviceCredential) async throws -> EventDocument {
+        let path = "/api/v1/inbox/\(CountersignBackend.escape(eventID))"
+        return try await connection.send(
+            .GET, path, headers: [try await proofHeader(credential, .GET, path)], as: EventDocument.self)
+    }
+
     /// This device as the broker knows it; fails if it was removed.
     public func whoAmI(_ credential: DeviceCredential) async throws -> DeviceDocument {
         let path = "/api/v1/devices/self"

@@ -21,7 +21,8 @@ extension DeviceAgent {
                 default) nobody can send you new ones with only the app's key id; the app is told.
 
                 Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
-                5 no pending request arrived in time; 64 bad command line.
+                5 no pending request arrived in time; 6 the --event request is no longer pending \
+                (withdrawn, approved, rejected or expired; said at once); 64 bad command line.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -68,6 +69,7 @@ extension DeviceAgent {
                 "Waiting for \(wanted) for \(shown(credential.clientUserID)) on \(shown(credential.broker))"
                     + "\(watch ? "" : ", up to \(timeout) s") (Ctrl-C to stop)…")
             flushOutput()
+            if let event { try await Self.requireStillPending(event, client: client, credential: credential) }
             var seen = Set<String>()
             let notifier = notify ? DesktopNotifier() : nil
             var notified = Set<String>()
@@ -90,6 +92,11 @@ extension DeviceAgent {
                     continue
                 }
                 let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
+                // The request asked for is not waiting: say at once if it
+                // has ended, rather than wait for it until --timeout.
+                if let event, chosen.isEmpty {
+                    try await Self.requireStillPending(event, client: client, credential: credential)
+                }
                 if let notifier {
                     for item in chosen where notified.insert(item.event.ID).inserted {
                         let (title, body) = RequestText.notification(of: item, user: credential.clientUserID)
@@ -135,6 +142,31 @@ extension DeviceAgent {
                     throw ExitCode(5)
                 }
             } while true
+        }
+
+        /// Exits (6) saying how request `id` ended, if it did: withdrawn,
+        /// approved, rejected or expired. An unknown id is waited for, as
+        /// before, in case it is not the user's or was mistyped.
+        static func requireStillPending(
+            _ id: String, client: CountersignClient, credential: DeviceCredential
+        ) async throws {
+            let current: EventDocument
+            do {
+                current = try await client.event(id, credential: credential)
+            } catch let error as CountersignError where error.status == 404 {
+                return
+            }
+            let ended: String
+            switch (current.status, current.statusReason) {
+            case (.pending, _): return
+            case (.expired, .withdrawn): ended = "was withdrawn by the machine that asked"
+            case (.expired, _): ended = "expired before it was answered"
+            case (.approved, _):
+                ended = "was approved already" + (current.method == .totp ? " with a code" : "")
+            case (.rejected, _): ended = "was rejected already"
+            }
+            FileHandle.standardError.write(Data("Request \(shown(id)) \(ended); there is nothing to answer.\n".utf8))
+            throw ExitCode(6)
         }
 
         /// 1, 2, 4, 8, 16, then every 30 s, each up to a quarter shorter so

@@ -48,6 +48,20 @@ struct WithdrawalTests {
             let again = try await withdraw(broker, client, ticket.event.ID, headers: bearer(ticket))
             #expect(again.status == .ok)
             #expect(try decode(EventDocument.self, again) == withdrawn)
+
+            // The approver asked for this one event learns how it ended;
+            // a device of another user does not learn it exists.
+            let path = "/api/v1/inbox/\(ticket.event.ID)"
+            let seen = try await client.execute(
+                uri: path, method: .get,
+                headers: try await alice.device.proofHeaders(.get, path, now: broker.clock.now))
+            #expect(seen.status == .ok, "\(String(buffer: seen.body))")
+            let read = try decode(EventDocument.self, seen)
+            #expect(read.status == .expired && read.statusReason == .withdrawn && read.signature == nil)
+            let bob = try await broker.enroll(client, user: "bob")
+            let stranger = try await client.execute(
+                uri: path, method: .get, headers: try await bob.device.proofHeaders(.get, path, now: broker.clock.now))
+            #expect(stranger.status == .notFound)
         }
     }
 

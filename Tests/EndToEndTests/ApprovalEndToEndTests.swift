@@ -203,6 +203,41 @@ struct ApprovalEndToEndTests {
         #expect(Int(polls)! <= 20, "\(polls) inbox requests in 4 s")
     }
 
+    @Test("approve --event for a request that ended says at once how (withdrawn, approved, expired) and exits 6")
+    func endedRequest() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let machine = try await broker.enrollMachine(name: "laptop-A")
+        // A --timeout far beyond the test's wait: an exit at all shows the
+        // agent did not wait it out.
+        func approve(_ id: String, _ flags: [String] = []) throws -> RunningProcess {
+            try broker.agent(["approve", "--event", id, "--timeout", "3600"] + flags, configDirectory: machine)
+        }
+
+        let withdrawn = try await broker.backend.requestApproval(user: "alice", numberMatching: false)
+        _ = try await CountersignClient(broker: broker.url, apiKeyID: broker.apiKeyID).withdraw(withdrawn)
+        let late = try approve(withdrawn.event.ID, ["--yes"])
+        #expect(try await late.exitCode(timeout: .seconds(120)) == 6, "\(late.text)")
+        #expect(late.text.contains("Request \(withdrawn.event.ID) was withdrawn by the machine that asked"))
+
+        let decided = try await broker.backend.requestApproval(user: "alice", numberMatching: false)
+        let first = try approve(decided.event.ID, ["--yes"])
+        #expect(try await first.exitCode(timeout: .seconds(120)) == 0, "\(first.text)")
+        let second = try approve(decided.event.ID, ["--reject"])
+        #expect(try await second.exitCode(timeout: .seconds(120)) == 6, "\(second.text)")
+        #expect(second.text.contains("was approved already"), "\(second.text)")
+
+        let short = try await LiveBroker.start(arguments: ["--approval-window", "1s"])
+        defer { short.stop() }
+        let phone = try await short.enrollMachine(name: "phone")
+        let expired = try await short.backend.requestApproval(user: "alice", numberMatching: false)
+        while try await short.backend.event(id: expired.event.ID, wait: 5).status == .pending {}
+        let tooLate = try short.agent(
+            ["approve", "--event", expired.event.ID, "--timeout", "3600", "--yes"], configDirectory: phone)
+        #expect(try await tooLate.exitCode(timeout: .seconds(120)) == 6, "\(tooLate.text)")
+        #expect(tooLate.text.contains("expired before it was answered"), "\(tooLate.text)")
+    }
+
     @Test("enroll with a token the broker refuses leaves no config directory behind, and keeps one that was there")
     func refusedEnrollmentLeavesNothing() async throws {
         let broker = try await LiveBroker.start()

@@ -93,7 +93,8 @@ struct FirstHourEndToEndTests {
             let late = try broker.agent(
                 ["approve", "--event", eventID, "--yes", "--match", number, "--timeout", "3"], configDirectory: machineA
             )
-            #expect(try await late.exitCode() == 5, "the approver no longer sees it: \(late.text)")
+            #expect(try await late.exitCode() == 6, "the approver is told it was withdrawn: \(late.text)")
+            #expect(late.text.contains("was withdrawn by the machine that asked"), "\(late.text)")
         }
         // The pending limit is free again: a new login is taken at once.
         let (login, _, _) = try await broker.startLogin(machine: try temporaryDirectory("agent-C"))

@@ -136,7 +136,8 @@ struct PairingEndToEndTests {
         #expect(event.status == .expired && event.statusReason == .withdrawn)
         let late = try broker.agent(
             ["approve", "--event", eventID, "--yes", "--match", code, "--timeout", "3"], configDirectory: machineA)
-        #expect(try await late.exitCode() == 5, "\(late.text)")
+        #expect(try await late.exitCode() == 6, "said withdrawn at once: \(late.text)")
+        #expect(late.text.contains("was withdrawn by the machine that asked"), "\(late.text)")
         #expect(try await broker.backend.devices(user: "alice").count == 1, "nothing was added")
     }
 }

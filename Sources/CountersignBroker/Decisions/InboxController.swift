@@ -11,6 +11,7 @@ struct InboxController {
     var endpoints: RouteCollection<DeviceRequestContext> {
         RouteCollection(context: DeviceRequestContext.self)
             .get("inbox", use: inbox)
+            .get("inbox/:id", use: event)
     }
 
     struct Inbox: Encodable, Sendable, WireJSONWritable {
@@ -36,6 +37,18 @@ struct InboxController {
                 subscription, until: ContinuousClock.now + .milliseconds(Int64(wait * 1000)), context)
         }
         return JSONBody(inbox(pending, context))
+    }
+
+    /// One event of the device's user, whatever its state: an approver
+    /// asked to answer it learns at once that it was withdrawn, decided
+    /// or has expired, instead of waiting for it in the inbox. Another
+    /// user's event is not found, as an unknown one.
+    @Sendable func event(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<EventDocument> {
+        let id = try context.parameters.require("id")
+        guard let event = try await environment.store.event(id: id), event.issuer == context.device.issuer,
+            event.clientUserID == context.device.clientUserID
+        else { throw APIError.notFound("no such event") }
+        return JSONBody(EventDocument(event, now: environment.now(), signature: nil))
     }
 
     /// Waits for the first pending event, or the end of the hold.
