@@ -24,6 +24,14 @@ struct DatabaseOutageEndToEndTests {
     func crashAndRestart() async throws {
         try await withCluster { cluster, _ in
             try await underLoad(database: cluster.url) { a, b, load in
+                // The app's webhooks of approvals, through the outages.
+                let receiver = try await WebhookReceiverProcess.start()
+                defer { receiver.stop() }
+                let endpoint = try await WebhookEndToEndTests.webhook(
+                    a, ["set", a.apiKeyID, receiver.endpoint("app"), "--type", "event.approved"])
+                try await receiver.configure("app", secrets: [try #require(endpoint.secret)])
+                let approvedBefore = await load.acknowledged.count
+
                 // A crash: every connection cut, nothing checkpointed.
                 try await cluster.crash()
                 for broker in [a, b] { try await waitForReadiness(broker, 503) }
@@ -52,6 +60,21 @@ struct DatabaseOutageEndToEndTests {
                 try await load.waitForAcknowledged(10)
                 #expect(try await metric(a, "countersign_store_reconnects_total") ?? 0 > 0)
                 #expect(try await metric(b, "countersign_store_available") == 1)
+
+                // Every approval acknowledged since the endpoint was set is
+                // sent, verified, and each event's messages share one
+                // webhook-id: a retry after the outage is the same message.
+                let approved = Set(await load.acknowledged.dropFirst(approvedBefore))
+                let received = try await receiver.waitUntil("every approval") { received in
+                    approved.isSubset(of: Set(received.compactMap { $0.body?.data.ID }))
+                }
+                #expect(received.allSatisfy { $0.verified })
+                let ids = Dictionary(grouping: received.filter { $0.body?.type == "event.approved" }) {
+                    $0.body?.data.ID ?? ""
+                }
+                for (event, messages) in ids {
+                    #expect(Set(messages.map(\.id)).count == 1, "\(event) sent under several webhook-ids")
+                }
             }
         }
     }
@@ -313,6 +336,9 @@ actor RoundTrips {
             try await Task.sleep(for: .milliseconds(50))
         }
     }
+
+    /// The events whose approval was acknowledged so far, in order.
+    var acknowledged: [String] { tally.acknowledged }
 
     /// Stops the load once the round trip under way ends (cancelling it
     /// would count as a failure), and returns the tally.
