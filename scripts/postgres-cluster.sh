@@ -123,11 +123,14 @@ standby)
     primary_port=$(cat "$directory/port")
     port=$(free_port)
     echo "$port" >"$standby/port"
-    echo "$directory" >"$standby/primary"
+    # The certificate the server it copies uses (a standby's is its primary's).
+    source_tls="$directory/tls"
+    [[ -d "$source_tls" ]] || source_tls="$(cat "$directory/primary")/tls"
+    echo "${source_tls%/tls}" >"$standby/primary"
     "${as_owner[@]}" "$(pg_binary pg_basebackup)" --host=127.0.0.1 --port="$primary_port" --username=countersign \
         --pgdata="$standby/data" --write-recovery-conf --wal-method=stream --checkpoint=fast >/dev/null
     "${as_owner[@]}" "$pg_ctl" --pgdata="$standby/data" --log="$standby/server.log" --wait \
-        --options="$(server_options "$standby" "$port" "$directory")" start >/dev/null \
+        --options="$(server_options "$standby" "$port" "$(cat "$standby/primary")")" start >/dev/null \
         || { cat "$standby/server.log" >&2; exit 1; }
     echo "postgres://countersign@127.0.0.1:$port/postgres"
     ;;

@@ -176,11 +176,14 @@ final class PostgresConnections: Sendable {
         let task = Task { try await self.connect() }
         let id = watch(task.cancel)
         defer { unwatch(id) }
-        return try await withTaskCancellationHandler {
+        let connection = try await withTaskCancellationHandler {
             try await task.value
         } onCancel: {
             task.cancel()
         }
+        state.withLock { $0.dedicated += 1 }
+        connection.closeFuture.whenComplete { _ in self.state.withLock { $0.dedicated -= 1 } }
+        return connection
     }
 
     // MARK: Health
@@ -189,7 +192,8 @@ final class PostgresConnections: Sendable {
     var health: StoreHealth {
         state.withLock { state in
             StoreHealth(
-                available: state.outage == nil, openConnections: state.open, reconnects: state.reconnects,
+                available: state.outage == nil, openConnections: state.open + state.dedicated,
+                reconnects: state.reconnects,
                 failedConnects: state.failedConnects, queryTimeouts: state.queryTimeouts)
         }
     }
@@ -307,7 +311,11 @@ final class PostgresConnections: Sendable {
             connection.closeFuture.whenComplete { _ in self.closed(connection) }
             if restored { logger.notice("PostgreSQL answers again; serving") }
         }
-        if let began { logger.error("PostgreSQL is unreachable; answering 503 until it is back: \(began)") }
+        // Before the first connection the store's user says what it does
+        // (a broker waits at start, or gives up on a refusal).
+        if let began, state.withLock({ $0.madeFirst }) {
+            logger.error("PostgreSQL is unreachable; answering 503 until it is back: \(began)")
+        }
         let outage = state.withLock { $0.outage } ?? Outage(reason: "cannot reach PostgreSQL", final: false)
         for waiter in failed {
             waiter.continuation.resume(throwing: Unavailable(description: outage.reason, final: outage.final))
@@ -496,6 +504,8 @@ extension PostgresConnections {
         /// Leased connections to close when they come back.
         var retired: Set<ObjectIdentifier> = []
         var open = 0
+        /// Connections of their own (LISTEN) open now.
+        var dedicated = 0
         var connecting = 0
         /// Connections being made, the pool's and dedicated ones, by a number of their own.
         var connects: [Int: Connecting] = [:]

@@ -48,11 +48,11 @@ struct PostgresSettings: Sendable {
     /// How long an operation waits for a connection to come free while
     /// none comes back to the pool nor is made (while they do, it waits its
     /// turn, 30 s more at most).
-    var acquireWait: Duration = .seconds(3)
+    var acquireWait = PostgresStore.Patience().connectionWait
     /// How long a query may wait for its answer before its connection is
     /// closed under it (a database that stopped answering: a cut network, a
     /// stopped server machine).
-    var queryDeadline: Duration = .seconds(5)
+    var queryDeadline = PostgresStore.Patience().answerWait
     /// How long making a connection may take, TLS and sign-in included.
     var connectTimeout: Duration = .seconds(5)
     /// Connections made at once, when many are missing (at start, after an outage).

@@ -35,12 +35,29 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
     /// to take a server that refuses writes). It keeps
     /// `maximumConnections` open, one of them for LISTEN once
     /// ``followChanges(wake:resync:)`` runs.
-    public init(url: String, logger: Logger, maximumConnections: Int = 20) throws {
+    public init(url: String, logger: Logger, maximumConnections: Int = 20, patience: Patience = .init()) throws {
         var settings = try PostgresSettings(url: url)
         settings.size = max(1, maximumConnections - 1)
+        settings.acquireWait = patience.connectionWait
+        settings.queryDeadline = patience.answerWait
         self.connections = try PostgresConnections(settings: settings, logger: logger)
         self.endpoint = settings.endpoint
         self.logger = logger
+    }
+
+    /// How long operations wait before the store calls its database
+    /// unreachable: the defaults are what a broker runs with; tests of
+    /// anything but outages, on a machine that may be very busy, wait longer.
+    public struct Patience: Sendable {
+        /// For a connection to come free, while none comes back to the pool.
+        public var connectionWait: Duration = .seconds(3)
+        /// For the answer to a query.
+        public var answerWait: Duration = .seconds(5)
+
+        public init(connectionWait: Duration = .seconds(3), answerWait: Duration = .seconds(5)) {
+            self.connectionWait = connectionWait
+            self.answerWait = answerWait
+        }
     }
 
     /// Closes the connections; the store is unusable after.
@@ -226,7 +243,10 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
                 let outcome = await Result { try await listen(on: connection, wake: wake, resync: resync) }
                 try? await connection.close()
                 try outcome.get()
-            } catch  where !Task.isCancelled {
+            } catch {
+                // Stopping ends the listen as it ends anything else: no
+                // failure of the broker's.
+                guard !Task.isCancelled else { return }
                 failures += 1
                 // Once per outage, not once per attempt.
                 if failures == 1 {

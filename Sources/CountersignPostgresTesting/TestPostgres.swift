@@ -67,18 +67,23 @@ public enum TestPostgres {
     }
 
     private static func admin(_ url: String, _ statement: String) async throws {
-        let store = try PostgresStore(url: url, logger: logger, maximumConnections: 1)
+        let store = try PostgresStore(url: url, logger: logger, maximumConnections: 1, patience: patient)
         let result = await Result { try await store.administer(statement) }
         await store.close()
         try result.get()
     }
+
+    /// Waits long enough for the answers of a very busy machine: these
+    /// stores test what the store does, not what an outage does to it.
+    public static let patient = PostgresStore.Patience(connectionWait: .seconds(60), answerWait: .seconds(60))
 
     /// Runs `body` with a migrated store on a fresh database, then drops it.
     public static func withStore<T: Sendable>(
         maximumConnections: Int = 10, _ body: @escaping @Sendable (PostgresStore) async throws -> T
     ) async throws -> T {
         let url = try await createDatabase()
-        let store = try PostgresStore(url: url, logger: logger, maximumConnections: maximumConnections)
+        let store = try PostgresStore(
+            url: url, logger: logger, maximumConnections: maximumConnections, patience: patient)
         let result = await Result {
             try await store.migrate()
             return try await body(store)

@@ -13,7 +13,8 @@ struct PostgresPoolTests {
         let url = try await TestPostgres.createDatabase()
         let name = String(URLComponents(string: url)!.path.dropFirst())
         // Four for the pool, and one kept for LISTEN (not used here).
-        let store = try PostgresStore(url: url, logger: TestPostgres.logger, maximumConnections: 5)
+        let store = try PostgresStore(
+            url: url, logger: TestPostgres.logger, maximumConnections: 5, patience: TestPostgres.patient)
         let outcome = await Result {
             try await store.migrate()
             try await waitForConnections(4, of: store, database: name)

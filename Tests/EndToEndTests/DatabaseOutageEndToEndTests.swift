@@ -130,6 +130,41 @@ struct DatabaseOutageEndToEndTests {
         }
     }
 
+    @Test("stopped while its database is silent, a broker exits 0; started while it is down, it waits, then serves")
+    func stopAndStartDuringAnOutage() async throws {
+        try await withCluster { cluster, _ in
+            let address = try await TCPForwarder.start(to: cluster.port)
+            defer { address.stop() }
+            var url = URLComponents(string: cluster.url)!
+            url.port = address.port
+            let a = try await LiveBroker.start(arguments: Self.limits, database: url.string!)
+            defer { a.stop() }
+            try address.blackhole()
+            try await waitForReadiness(a, 503)
+            a.process.process.terminate()
+            #expect(try await a.process.exitCode(timeout: .seconds(60)) == 0, "\(a.process.text)")
+            #expect(!a.process.text.contains("Error:"), "\(a.process.text)")
+
+            // Started while the database is stopped, it waits for it.
+            try await cluster.halt()
+            try address.forward(to: cluster.port)
+            let port = try freePort()
+            let waiting = try RunningProcess(
+                "device-broker", ["serve", "--port", String(port), "--database", url.string!, "--log-level", "warning"])
+            defer { waiting.stop() }
+            _ = try await waiting.waitFor("(waiting for PostgreSQL)", timeout: .seconds(60))
+            #expect(!waiting.text.contains("answering 503"), "a broker that has not started answers nothing")
+            try await cluster.resume()
+            let deadline = ContinuousClock.now + .seconds(90)
+            while (try? await BrokerConnection(baseURL: "http://127.0.0.1:\(port)").health()) != true {
+                guard ContinuousClock.now < deadline, waiting.process.isRunning else {
+                    throw ProcessFailure("the broker did not serve once PostgreSQL was back:\n\(waiting.text)")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
     // MARK: The scenario
 
     /// Runs `body` with a cluster of its own (and a streaming standby of
@@ -295,6 +330,8 @@ actor RoundTrips {
                 } else {
                     tally.unexpected.append("\(decided.ID) answered \(decided.status)")
                 }
+                // A light load: the other tests of the suite run meanwhile.
+                try await Task.sleep(for: .milliseconds(50))
             } catch let error as CountersignError
                 where error.status == 503 && error.code == "store_unavailable" && error.retryAfter != nil
             {
