@@ -65,10 +65,11 @@ struct DatabaseOutageEndToEndTests {
                 // sent, verified, and each event's messages share one
                 // webhook-id: a retry after the outage is the same message.
                 let approved = Set(await load.acknowledged.dropFirst(approvedBefore))
+                // (Messages that came before the receiver knew the secret
+                // were refused, and are sent again.)
                 let received = try await receiver.waitUntil("every approval") { received in
-                    approved.isSubset(of: Set(received.compactMap { $0.body?.data.ID }))
+                    approved.isSubset(of: Set(received.filter(\.verified).compactMap { $0.body?.data.ID }))
                 }
-                #expect(received.allSatisfy { $0.verified })
                 let ids = Dictionary(grouping: received.filter { $0.body?.type == "event.approved" }) {
                     $0.body?.data.ID ?? ""
                 }

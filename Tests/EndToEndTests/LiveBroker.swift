@@ -142,7 +142,28 @@ struct LiveBroker {
             guard process.process.isRunning else { throw ProcessFailure("broker exited:\n\(process.text)") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw ProcessFailure("broker did not come up:\n\(process.text)")
+        throw ProcessFailure(
+            "broker did not come up:\n\(process.text)\n\(await Self.whereStuck(process.process.processIdentifier))")
+    }
+
+    /// What a process that does not come up is doing: its state, whether
+    /// it listens at all, and its threads' stacks (gdb, where installed).
+    static func whereStuck(_ pid: Int32) async -> String {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let state = status.split(separator: "\n").filter { $0.hasPrefix("State") || $0.hasPrefix("Threads") }
+        let sockets = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count ?? 0
+        var text = "pid \(pid): \(state.joined(separator: ", ")), \(sockets) descriptors"
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb"),
+            let gdb = try? RunningProcess(
+                "/usr/bin/gdb", ["-p", String(pid), "-batch", "-ex", "thread apply all bt 12"]),
+            (try? await gdb.exitCode(timeout: .seconds(60))) != nil
+        {
+            text +=
+                "\n"
+                + gdb.text.split(separator: "\n").filter { $0.hasPrefix("#") || $0.hasPrefix("Thread") }
+                .joined(separator: "\n")
+        }
+        return text
     }
 
     var backend: CountersignBackend { CountersignBackend(broker: url, apiKeyID: apiKeyID, apiSecretKey: apiSecret) }
