@@ -79,8 +79,7 @@ extension PostgresConnections {
             case .failure(let error):
                 state.failedConnects += 1
                 state.consecutiveFailures += 1
-                let pause = min(100 << min(state.consecutiveFailures - 1, 4), 1000)
-                state.nextAttempt = now + .milliseconds(pause)
+                state.nextAttempt = now + Self.pause(afterFailures: state.consecutiveFailures)
                 // With connections still open, requests go on through them.
                 guard state.open == 0, !state.closed else { return (nil, [], false, nil) }
                 let reason = "cannot reach PostgreSQL: \(Self.describe(error))"
@@ -186,5 +185,11 @@ extension PostgresConnections {
         }
         if let underlying = error.underlying { return "\(error.code): \(underlying)" }
         return "\(error.code)"
+    }
+
+    /// How long to wait before trying again after `failures` failed
+    /// attempts in a row: 100 ms, doubling to a second.
+    static func pause(afterFailures failures: Int) -> Duration {
+        .milliseconds(min(100 << min(max(failures - 1, 0), 4), 1000))
     }
 }

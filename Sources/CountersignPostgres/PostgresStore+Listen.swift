@@ -35,7 +35,8 @@ extension PostgresStore {
                         metadata: ["error": "\(mapped(error))"])
                 }
             }
-            try? await Task.sleep(for: .milliseconds(min(100 << min(failures, 4), 1000)))
+            // Also after a listen that ended without an error: again at once could spin.
+            try? await Task.sleep(for: PostgresConnections.pause(afterFailures: failures + 1))
         }
     }
 
