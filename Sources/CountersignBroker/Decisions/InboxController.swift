@@ -45,8 +45,8 @@ struct InboxController {
     /// user's event is not found, as an unknown one.
     @Sendable func event(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
-        guard let event = try await environment.store.event(id: id), event.issuer == context.device.issuer,
-            event.clientUserID == context.device.clientUserID
+        guard let event = try await environment.store.event(id: id),
+            context.device.belongs(toIssuer: event.issuer, user: event.clientUserID)
         else { throw APIError.notFound("no such event") }
         return JSONBody(EventDocument(event, now: environment.now(), signature: nil))
     }
