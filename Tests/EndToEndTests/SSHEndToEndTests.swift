@@ -150,17 +150,23 @@ struct SSHEndToEndTests {
             server.stop()
             broker.stop()
         }
-        let user = server.user
-        let login = try server.login()
-        _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
-        let event = try await PAMEndToEndTests().pending(broker, user: user, status: nil)
-        login.send("\n")
-        _ = try await login.waitFor("prompt: .*no answer came in time", timeout: .seconds(120))
+        let (login, event) = try await unansweredLogin(broker, server)
         login.send("\n")
         #expect(try await login.exitCode(timeout: .seconds(120)) == 1, "\(login.text)")
         #expect(login.text.contains("denied:") && !login.text.contains("ran:"), "\(login.text)")
         #expect(try await broker.backend.event(id: event.ID).status == .expired)
         _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "denied: request \(event.ID) (expired)")
+    }
+
+    /// A login whose request nobody answers in its window (Enter at the
+    /// number's prompt), at sshd's second prompt, which says so.
+    func unansweredLogin(_ broker: LiveBroker, _ server: SSHServer) async throws -> (RunningProcess, EventDocument) {
+        let login = try server.login()
+        _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: server.user, status: nil)
+        login.send("\n")
+        _ = try await login.waitFor("prompt: .*no answer came in time", timeout: .seconds(120))
+        return (login, event)
     }
 
     @Test(
@@ -172,11 +178,7 @@ struct SSHEndToEndTests {
             broker.stop()
         }
         let user = server.user
-        let login = try server.login()
-        _ = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
-        let event = try await PAMEndToEndTests().pending(broker, user: user, status: nil)
-        login.send("\n")
-        _ = try await login.waitFor("prompt: .*no answer came in time", timeout: .seconds(120))
+        let (login, event) = try await unansweredLogin(broker, server)
         let generate = try broker.agent(["code"], configDirectory: laptop, user: user)
         #expect(try await generate.exitCode(timeout: .seconds(120)) == 0, "\(generate.text)")
         let code = try #require(generate.text.firstMatch(of: /\b(\d{6})\b/)?.1)
