@@ -100,34 +100,15 @@ struct LiveBroker {
         let quiet = arguments.contains("--log-level") ? [] : ["--log-level", "warning"]
         let serve = ["serve", "--port", String(port)] + quiet + arguments
         // prlimit sets the limit and execs the broker: the same process.
-        var attempt = 0
-        while true {
-            attempt += 1
-            let process =
-                try openFileLimit.map {
-                    try RunningProcess(
-                        "/usr/bin/prlimit",
-                        ["--nofile=\($0):\($0)", "--", Binaries.directory.appendingPathComponent("device-broker").path]
-                            + serve)
-                } ?? RunningProcess("device-broker", serve)
-            do {
-                try await waitUntilUp("http://127.0.0.1:\(port)", port: port, process: process)
-                return process
-            } catch let stuck as StuckAtStart where attempt == 1 {
-                // A broker that never got as far as listening (seen a few
-                // times in whole runs on a loaded machine, every thread
-                // idle: an await at start that is never resumed; under
-                // investigation) is started again once, and what it was
-                // doing is kept in the log.
-                FileHandle.standardError.write(Data("\(stuck)\nstarting it again\n".utf8))
-                process.killNow()
-            }
-        }
-    }
-
-    /// A broker process that runs but has not come up.
-    struct StuckAtStart: Error, CustomStringConvertible {
-        let description: String
+        let process =
+            try openFileLimit.map {
+                try RunningProcess(
+                    "/usr/bin/prlimit",
+                    ["--nofile=\($0):\($0)", "--", Binaries.directory.appendingPathComponent("device-broker").path]
+                        + serve)
+            } ?? RunningProcess("device-broker", serve)
+        try await waitUntilUp("http://127.0.0.1:\(port)", port: port, process: process)
+        return process
     }
 
     /// Stops the broker with SIGTERM (held long-polls are answered at once)
@@ -161,9 +142,8 @@ struct LiveBroker {
             guard process.process.isRunning else { throw ProcessFailure("broker exited:\n\(process.text)") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw StuckAtStart(
-            description:
-                "broker did not come up:\n\(process.text)\n\(await Self.whereStuck(process.process.processIdentifier))")
+        throw ProcessFailure(
+            "broker did not come up:\n\(process.text)\n\(await Self.whereStuck(process.process.processIdentifier))")
     }
 
     /// What a process that does not come up is doing: its state, whether
