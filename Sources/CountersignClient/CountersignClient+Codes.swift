@@ -44,10 +44,13 @@ extension CountersignClient {
 extension CountersignBackend {
     /// Checks a TOTP code a user typed into the app: which of their devices
     /// it came from, or a `wrong_code` / `code_used` / `too_many_failures`
-    /// error.
-    public func verifyCode(user: String, code: String) async throws -> CodeVerificationDocument {
+    /// error. With `record`, a right code is also recorded as an approved
+    /// event (method `TOTP`), returned in the answer's `event`.
+    public func verifyCode(user: String, code: String, record: CodeRecord? = nil) async throws
+        -> CodeVerificationDocument
+    {
         try await connection.send(
             .POST, "/api/v1/users/\(Self.escape(user))/totp/verify", headers: [authorization],
-            body: CountersignClient.CodeBody(code: code), as: CodeVerificationDocument.self)
+            body: CodeVerificationRequest(code: code, record: record), as: CodeVerificationDocument.self)
     }
 }

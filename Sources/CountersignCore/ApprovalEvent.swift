@@ -159,6 +159,22 @@ extension ApprovalEvent {
             wrongMatches: 0, requesterTokenDigest: nil, decidedBy: device.id, decidedAt: now, decision: nil)
     }
 
+    /// A login no device was asked about, let in by a TOTP code of
+    /// `device` that the backend checked at `now`: recorded as approved by
+    /// that device with method `TOTP`, so that every login a code lets in
+    /// leaves an approved event.
+    public static func approvedByCode(
+        of device: TrustedDevice, ip: String, location: String?, details: String?,
+        requesterName: String?, now: Date
+    ) -> ApprovalEvent {
+        ApprovalEvent(
+            id: newID(), createdAt: now, updatedAt: now, issuer: device.issuer, clientUserID: device.clientUserID,
+            name: EventName.login, ip: ip, location: location ?? "Unknown", method: .totp, storedStatus: .approved,
+            expiresAt: now, details: details, requesterName: requesterName, nonce: SecretToken.generate(bytes: 16),
+            matchNumber: nil, wrongMatches: 0, requesterTokenDigest: nil, decidedBy: device.id, decidedAt: now,
+            decision: nil)
+    }
+
     /// A request for a trusted device of the user to decide within
     /// `window` (seed case 2); its outcome is collected with the secret
     /// whose digest is `requesterTokenDigest`.

@@ -62,11 +62,12 @@ struct PAMLogin {
         if client == nil, !rhost.isEmpty {
             log.write(LOG_WARNING, "\(who): the remote host has no address; no client limits")
         }
+        let requesterName = String("\(host) (\(service.isEmpty ? "pam" : service))".prefix(128))
         do {
             ticket = try await backend.requestApproval(
                 user: user, event: EventName.login, details: details, numberMatching: true,
-                requesterName: String("\(host) (\(service.isEmpty ? "pam" : service))".prefix(128)),
-                ip: client, limitAsRequester: client != nil && settings.clientLimits == .on)
+                requesterName: requesterName, ip: client,
+                limitAsRequester: client != nil && settings.clientLimits == .on)
         } catch let error as CountersignError where error.code == "no_trusted_device" {
             switch settings.unenrolled {
             case .deny:
@@ -82,8 +83,10 @@ struct PAMLogin {
             // theirs: no request, whatever the fail mode; a code from the
             // user's device still lets the user in.
             log.write(LOG_NOTICE, "\(who): no request: \(error.code): \(error.message)")
+            // A login the code lets in is recorded as an approved LOGIN.
+            let record = CodeRecord(details: details, requesterName: requesterName, ip: client)
             return await codeInstead(
-                of: "no request (\(error.code))", id: "-", user: user, backend: backend, who: who,
+                of: "no request (\(error.code))", user: user, record: record, backend: backend, who: who,
                 prompt: "Countersign: \(error.description). Type a code from device-agent code "
                     + "(or press Enter to give up): ")
         } catch let error as CountersignError where error.isTransient {
@@ -180,9 +183,10 @@ struct PAMLogin {
     }
 
     /// A code from `device-agent code`, checked by the backend, when no
-    /// request could be made (`id` "-").
+    /// request could be made; the broker records the login it lets in.
     private func codeInstead(
-        of what: String, id: String, user: String, backend: CountersignBackend, who: String, prompt: String
+        of what: String, user: String, record: CodeRecord, backend: CountersignBackend, who: String,
+        prompt: String
     ) async -> PAMVerdict {
         let answer = await module.ask(prompt)
         guard case .answer(let code) = answer, !code.trimmingCharacters(in: .whitespaces).isEmpty else {
@@ -191,8 +195,11 @@ struct PAMLogin {
             return .deny(what)
         }
         do {
-            let match = try await backend.verifyCode(user: user, code: code.trimmingCharacters(in: .whitespaces))
-            log.write(LOG_NOTICE, "\(who): allowed by a code from device \(match.deviceID) after \(what)")
+            let match = try await backend.verifyCode(
+                user: user, code: code.trimmingCharacters(in: .whitespaces), record: record)
+            let id = match.event?.ID ?? "-"
+            log.write(
+                LOG_NOTICE, "\(who): allowed by a code from device \(match.deviceID) after \(what), recorded as \(id)")
             return .allow(id)
         } catch {
             log.write(LOG_NOTICE, "\(who): code refused after \(what): \(error)")

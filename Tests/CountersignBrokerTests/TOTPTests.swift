@@ -218,6 +218,59 @@ struct TOTPTests {
         }
     }
 
+    @Test("a right code with a record leaves an approved LOGIN by TOTP; a wrong one none; a bad record costs nothing")
+    func recordedLogin() async throws {
+        let broker = try await TestBroker(codeLimits: CodeLimits(perEvent: 5, lockoutAfter: 2, firstLockout: 60))
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let secret = try await broker.createTOTPSecret(client, alice.device)
+            let code = Self.code(secret.secret, at: broker.clock.now)
+            let record = CodeRecord(
+                details: "ssh as alice on web-1", requesterName: "web-1 (sshd)", ip: "::ffff:192.0.2.7")
+            let wrong = CodeVerificationRequest(code: code == "000000" ? "111111" : "000000", record: record)
+            let verify = { (body: CodeVerificationRequest, check: @escaping (TestResponse) throws -> Void) in
+                try await client.execute(
+                    uri: "/api/v1/users/alice/totp/verify", method: .post, headers: broker.backendHeaders,
+                    body: try json(body), testCallback: check)
+            }
+            try await verify(wrong) { #expect(errorCode($0) == "wrong_code") }
+            var bad = record
+            bad.ip = "192.0.2.7\nforged line"
+            try await verify(CodeVerificationRequest(code: code, record: bad)) {
+                #expect($0.status == .badRequest, "\(String(buffer: $0.body))")
+            }
+            #expect(
+                try await broker.store.events(
+                    issuer: broker.apiKeyID, clientUserID: "alice", status: nil,
+                    now: broker.clock.now, limit: 10
+                ).isEmpty, "nothing recorded for a wrong code or a bad record")
+
+            // The bad record was not counted: this is the second attempt, not the third that locks.
+            var answer: CodeVerificationDocument?
+            try await verify(CodeVerificationRequest(code: code, record: record)) {
+                #expect($0.status == .ok, "\(String(buffer: $0.body))")
+                answer = try decode(CodeVerificationDocument.self, $0)
+            }
+            let event = try #require(answer?.event)
+            #expect(event.status == .approved && event.method == .totp && event.decidedBy == alice.device.id)
+            #expect(event.event == EventName.login && event.ip == "192.0.2.7" && event.details == record.details)
+            #expect(event.signature != nil, "signed, as any settled event")
+            let stored = try await broker.store.events(
+                issuer: broker.apiKeyID, clientUserID: "alice", status: .approved, now: broker.clock.now, limit: 10)
+            #expect(stored.map(\.id) == [event.ID])
+            let records = try await broker.store.decisionRecords(
+                issuer: broker.apiKeyID, clientUserID: "alice", limit: 10)
+            #expect(records.map(\.eventID) == [event.ID], "in the decision history too")
+            try await client.execute(
+                uri: "/api/v1/inbox", method: .get,
+                headers: try await alice.device.proofHeaders(
+                    .get, "/api/v1/inbox", now: broker.clock.now)
+            ) { response in
+                #expect(!String(buffer: response.body).contains(event.ID), "no device is shown it")
+            }
+        }
+    }
+
     @Test("the backend verifies a code; a removed device's code, another requester and a TRANSACTION are refused")
     func backendAndRefusals() async throws {
         let broker = try await TestBroker()

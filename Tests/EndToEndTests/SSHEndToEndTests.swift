@@ -227,6 +227,13 @@ struct SSHEndToEndTests {
         own.send("\(code)\n")
         #expect(try await own.exitCode(timeout: .seconds(120)) == 0, "\(own.text)")
         #expect(own.text.contains("ran: \(user)"), "\(own.text)")
+        // The login the code let in reads approved by TOTP in the app's events.
+        let events = try await broker.backend.events(user: user)
+        #expect(events.count == 2, "\(events)")
+        let recorded = try #require(events.first)
+        #expect(recorded.ID != event.ID && recorded.status == .approved && recorded.method == .totp, "\(recorded)")
+        #expect(recorded.decidedBy != nil && recorded.details?.contains("as \(user) on") == true, "\(recorded)")
+        _ = try await SyslogReceiver.start().waitFor("login of \(user)", "recorded as \(recorded.ID)")
     }
 
     @Test("the client dropping the connection at the prompt withdraws the request; nobody is let in")

@@ -67,15 +67,35 @@ struct CodeController {
         return JSONBody(try await environment.document(for: match.settled!, withToken: true))
     }
 
-    /// The backend checks a code a user typed into the app.
+    /// The backend checks a code a user typed into the app; with `record`,
+    /// a right code is also written down as an approved event.
     @Sendable func verify(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<
         CodeVerificationDocument
     > {
         let user = try context.parameters.userID()
-        let body = try await request.decodeJSON(CodeRequest.self, context: context)
+        let body = try await request.decodeJSON(CodeVerificationRequest.self, context: context)
+        // Checked before the code, so a bad record costs no attempt.
+        let record = try body.record.map {
+            try EventController.Shown(
+                details: $0.details, location: $0.location, ip: $0.ip, requesterName: $0.requesterName)
+        }
         let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: context.apiKey.id, user: user, event: nil)
-        return JSONBody(CodeVerificationDocument(valid: true, deviceID: match.device.id, deviceName: match.device.name))
+        var event: EventDocument?
+        if let record {
+            // After the code is spent: should this write fail, the answer
+            // is an error and nobody is let in by this code.
+            let recorded = ApprovalEvent.approvedByCode(
+                of: match.device, ip: record.ip ?? context.clientAddress, location: record.location,
+                details: record.details, requesterName: record.requesterName, now: environment.now())
+            try await environment.store.insertEvent(recorded)
+            environment.metrics.created(recorded)
+            environment.metrics.decided(recorded)
+            event = try await environment.document(for: recorded, withToken: true)
+        }
+        return JSONBody(
+            CodeVerificationDocument(
+                valid: true, deviceID: match.device.id, deviceName: match.device.name, event: event))
     }
 
     /// A new set of recovery codes for the device's user, replacing the old.

@@ -48,17 +48,32 @@ struct EventController {
         }
     }
 
+    /// What an approver and the events list read of an event: nothing
+    /// that is not shown as itself, each field checked or a 400.
+    struct Shown {
+        let details: String?
+        let location: String?
+        let ip: String?
+        let requesterName: String?
+
+        init(details: String?, location: String?, ip: String?, requesterName: String?) throws {
+            self.details = try details.map(DisplayText.Field.details.require)
+            self.location = try location.map(DisplayText.Field.location.require)
+            self.ip = try ip.map { try DisplayText.requireAddress($0, field: "ip") }
+            self.requesterName = try requesterName.map(DisplayText.Field.requesterName.require)
+        }
+    }
+
     @Sendable func create(_ request: Request, context: EventCreatorContext) async throws -> JSONBody<EventTicket> {
         var body = try await request.decodeJSON(CreateRequest.self, context: context)
         let name = body.event ?? EventName.login
         guard EventName.isValid(name) else {
             throw APIError.badRequest("event must be 1 to 64 of A-Z, 0-9 and _")
         }
-        // What the approver will read: nothing that is not shown as itself.
-        body.details = try body.details.map(DisplayText.Field.details.require)
-        body.location = try body.location.map(DisplayText.Field.location.require)
-        body.ip = try body.ip.map { try DisplayText.requireAddress($0, field: "ip") }
-        let requesterName = try body.requesterName.map(DisplayText.Field.requesterName.require)
+        let shown = try Shown(
+            details: body.details, location: body.location, ip: body.ip, requesterName: body.requesterName)
+        (body.details, body.location, body.ip) = (shown.details, shown.location, shown.ip)
+        let requesterName = shown.requesterName
         let pairing = try await checkPairing(name: name, body: body, request: request, creator: context.creator)
         switch context.creator {
         case .device(let caller):
