@@ -154,6 +154,7 @@ struct DatabaseOutageEndToEndTests {
                 "device-broker", ["serve", "--port", String(port), "--database", url.string!, "--log-level", "warning"])
             defer { waiting.stop() }
             _ = try await waiting.waitFor("(waiting for PostgreSQL)", timeout: .seconds(60))
+            _ = try await waiting.waitFor("(still starting after [0-9]+ s: opening the store)", timeout: .seconds(60))
             #expect(!waiting.text.contains("answering 503"), "a broker that has not started answers nothing")
             try await cluster.resume()
             let deadline = ContinuousClock.now + .seconds(90)

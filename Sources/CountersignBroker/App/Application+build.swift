@@ -14,6 +14,18 @@ import ServiceLifecycle
 public func buildApplication(_ configuration: BrokerConfiguration) async throws -> some ApplicationProtocol {
     var logger = Logger(label: "device-broker")
     logger.logLevel = configuration.logLevel
+    let watch = StartupWatch(logger: logger, first: "opening the store")
+    do {
+        return try await buildApplication(configuration, logger: logger, watch: watch)
+    } catch {
+        watch.done()
+        throw error
+    }
+}
+
+private func buildApplication(_ configuration: BrokerConfiguration, logger: Logger, watch: StartupWatch)
+    async throws -> some ApplicationProtocol
+{
     let opened = try await configuration.openStore(logger: logger)
     let store = opened.store
     let (issuer, origins) = try configuration.origins()
@@ -21,10 +33,12 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
     if vault == nil {
         logger.notice("no --totp-key-file: devices get no TOTP secrets and codes are refused")
     }
+    watch.enter("reading the Web Push key")
     let push = try await configuration.push.settings(store: store, issuer: issuer, logger: logger)
+    watch.enter("reading the signing keys")
+    let keys = try await BrokerKeys.load(from: store, now: Date(), logger: logger)
     let environment = BrokerEnvironment(
-        store: store, policy: configuration.policy, issuer: issuer, origins: origins,
-        keys: try await BrokerKeys.load(from: store, now: Date(), logger: logger),
+        store: store, policy: configuration.policy, issuer: issuer, origins: origins, keys: keys,
         verification: configuration.verification, sender: try configuration.makeSender(logger: logger), vault: vault,
         metrics: configuration.metrics, trustedProxies: configuration.trustedProxies, push: push)
     let counter = ConnectionCounter(
@@ -35,7 +49,7 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
             ?? .brokerHTTP1(counter),
         configuration: .init(
             address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
-        logger: logger)
+        onServerRunning: { _ in watch.done() }, logger: logger)
     // Services stop in reverse order: the server first, the store last.
     app.addServices(StoreCloser(close: opened.close))
     if let feed = store as? any WakeFeed {
@@ -56,6 +70,7 @@ public func buildApplication(_ configuration: BrokerConfiguration) async throws 
             flag: "--allow-private-webhook-endpoints"))
     app.addServices(
         OutboxWorker(environment: environment, push: push, webhooks: webhooks, cibaPings: cibaPings, logger: logger))
+    watch.enter("starting its services and listening on \(configuration.host):\(configuration.port)")
     return app
 }
 
