@@ -98,7 +98,6 @@ extension PostgresStore {
                 """, logger: logger)
             let settled = try await Self.afterConditionalWrite(id: eventID, changed: changed, in: db, logger: logger)
             try await Self.changed(settled, now: now, in: db, logger: logger)
-            try await db.notify(WakeKey.event(eventID), logger: logger)
             return settled
         }
     }

@@ -164,7 +164,6 @@ extension PostgresStore {
                 RETURNING *
                 """, logger: logger
             ).map(Self.event(row:)).sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-            for event in rejected { try await db.notify(WakeKey.event(event.id), logger: logger) }
             let until =
                 try await db.row(
                     """
@@ -187,7 +186,6 @@ extension PostgresStore {
     /// deciding device's row locked (a revocation in progress is waited for
     /// and then seen), and the event changed only if it is still pending on
     /// its newest version, so of two decisions only the first changes it.
-    /// The wake-up goes out at commit.
     static func settle(
         id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: PostgresSession,
         logger: Logger
@@ -214,10 +212,8 @@ extension PostgresStore {
                   AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id
                   AND (\(spends?.jti)::text IS NULL OR EXISTS (SELECT 1 FROM spent))
                 RETURNING events.*
-            ), woken AS (
-                SELECT pg_notify(\(Self.channel), \(WakeKey.event(id))) FROM settled
             )
-            SELECT settled.*, (SELECT count(*) FROM spent) AS spent, (SELECT count(*) FROM woken) AS notified
+            SELECT settled.*, (SELECT count(*) FROM spent) AS spent
             FROM (SELECT 1) AS one LEFT JOIN settled ON true
             """, logger: logger)
         if let row, try row.value("id", as: String?.self) != nil { return try event(row: row) }
@@ -245,7 +241,6 @@ extension PostgresStore {
                 """, logger: logger)
             let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
             try await Self.changed(after, now: now, in: db, logger: logger)
-            try await db.notify(WakeKey.event(id), logger: logger)
             return after
         }
     }
@@ -262,14 +257,20 @@ extension PostgresStore {
                 """, logger: logger)
             let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
             try await Self.changed(after, now: now, in: db, logger: logger)
-            try await db.notify(WakeKey.event(id), logger: logger)
             return after
         }
     }
 
-    /// What every change that closes an event writes with it: its webhook
-    /// notice and, for an approval or rejection, its decision record.
+    /// What every change of an event writes with it: its webhook notice
+    /// and, for an approval or rejection, its decision record; and, at
+    /// commit, the wake-up of its waiters and of its user's inboxes on
+    /// every instance (one statement for both keys).
     static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger) async throws {
+        try await db.run(
+            """
+            SELECT pg_notify(\(Self.channel), \(WakeKey.event(event.id))),
+                pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
+            """, logger: logger)
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
         try await record(DecisionRecord(event, now: now), in: db, logger: logger)
         try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger)

@@ -56,8 +56,7 @@ struct DecisionController {
         } catch let error as StoreError where error.code == .replayed {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
         }
-        environment.hub.notify(WakeHub.eventKey(event.id))
-        environment.metrics.decided(settled)
+        EventChanges(environment: environment).changed(settled)
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
 
@@ -95,10 +94,7 @@ struct DecisionController {
             } catch let error as StoreError where error.code == .conflict {
                 throw try await conflict(eventID: event.id, now: now)
             }
-            for other in report.alsoRejected {
-                environment.hub.notify(WakeHub.eventKey(other.id))
-                environment.metrics.decided(other)
-            }
+            EventChanges(environment: environment).changed(report.alsoRejected)
             return report.event
         case .wrongMatch:
             let after: ApprovalEvent
@@ -108,10 +104,9 @@ struct DecisionController {
             } catch let error as StoreError where error.code == .conflict {
                 throw try await conflict(eventID: event.id, now: now)
             }
-            environment.hub.notify(WakeHub.eventKey(event.id))
+            EventChanges(environment: environment).changed(after)
             let left = environment.policy.maxWrongMatches - after.wrongMatches
             guard left > 0 else {
-                environment.metrics.decided(after)
                 throw APIError(
                     .unprocessableContent, "too_many_wrong_matches",
                     "that is not the number the requesting machine shows; the request is now rejected")

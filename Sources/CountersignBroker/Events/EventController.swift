@@ -167,8 +167,7 @@ struct EventController {
         let event = ApprovalEvent.approvedByItself(
             device, name: name, ip: context.clientAddress, details: body.details, now: now)
         try await environment.store.insertEvent(event)
-        environment.metrics.created(event)
-        environment.metrics.decided(event)
+        EventChanges(environment: environment).created(event)
         let document = try await environment.document(for: event, withToken: true)
         return JSONBody(EventTicket(event: document, requesterToken: nil, matchNumber: nil), status: .created)
     }
@@ -243,7 +242,7 @@ extension EventController {
             let current = try await environment.store.event(id: id)
             throw DecisionController.error(for: current?.closure(at: now) ?? .alreadyDecided)
         }
-        environment.hub.notify(WakeHub.eventKey(id))
+        EventChanges(environment: environment).changed(withdrawn)
         environment.metrics.withdrew()
         context.logger.info("event withdrawn", metadata: ["event": "\(id)"])
         return JSONBody(try await environment.document(for: withdrawn, withToken: true))

@@ -73,12 +73,11 @@ struct PendingEvents {
         try await environment.store.insertPendingEvent(
             event, by: requester, limits: environment.policy.pendingLimits, announcing: pushes,
             ciba: ciba?(event, requesterToken), now: now)
-        environment.hub.notify(WakeHub.inboxKey(issuer: key.id, user: draft.user))
+        EventChanges(environment: environment).created(event)
         if !pushes.isEmpty {
             environment.hub.notify(WakeKey.outbox)
             environment.metrics.queued(pushes)
         }
-        environment.metrics.created(event)
         return Opened(event: event, requesterToken: requesterToken)
     }
 }
