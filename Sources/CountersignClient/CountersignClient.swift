@@ -165,12 +165,21 @@ public struct CountersignClient: Sendable {
     /// The pending events this device may decide; held up to `wait` seconds
     /// while there are none.
     public func inbox(_ credential: DeviceCredential, wait: Int) async throws -> [InboxItem] {
-        struct Inbox: Decodable { let events: [InboxItem] }
+        try await inbox(credential, wait: wait, unchangedFrom: nil).events
+    }
+
+    /// The pending events this device may decide, held up to `wait`
+    /// seconds while they are still the set an earlier answer's `state`
+    /// named (with nil, while there are none): returns as soon as one is
+    /// added or one ends. ``InboxWatcher`` follows them this way.
+    public func inbox(_ credential: DeviceCredential, wait: Int, unchangedFrom state: String?) async throws
+        -> InboxSnapshot
+    {
         let path = "/api/v1/inbox"
+        let query = "?wait=\(wait)" + (state.map { "&state=\(CountersignBackend.escape($0))" } ?? "")
         return try await connection.send(
-            .GET, path + "?wait=\(wait)", headers: [try await proofHeader(credential, .GET, path)],
-            timeout: TimeInterval(wait + 15), as: Inbox.self
-        ).events
+            .GET, path + query, headers: [try await proofHeader(credential, .GET, path)],
+            timeout: TimeInterval(wait + 15), as: InboxSnapshot.self)
     }
 
     /// One event of this device's user, whatever its state: whether it is

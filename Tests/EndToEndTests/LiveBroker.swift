@@ -211,6 +211,14 @@ struct LiveBroker {
         return text.firstMatch(of: /countersign_decision_to_wake_seconds_count (\d+)/).flatMap { Int($0.1) } ?? 0
     }
 
+    /// How many held inbox polls a change's notification answered: a
+    /// test knows a poll was woken, not left to run out its hold.
+    func inboxWakesCounted() async throws -> Int {
+        let response = try await HTTPClient.shared.get(url: url + "/metrics").get()
+        let text = String(buffer: response.body ?? ByteBuffer())
+        return text.firstMatch(of: /countersign_inbox_change_to_wake_seconds_count (\d+)/).flatMap { Int($0.1) } ?? 0
+    }
+
     /// Waits until the broker holds `count` long-polls, as its metrics say:
     /// a test that signals or decides next knows its polls are held, however
     /// busy the machine.

@@ -86,14 +86,20 @@ struct MultiInstanceEndToEndTests {
         #expect(try await b.wakesCounted() == 5, "every poll held by B was woken by a notification")
         print("cross-instance wake (decision sent through A → poll on B answered): \(wakes.sorted())")
 
-        // A trusted device's inbox long-poll on B wakes on a request created through A.
-        let inbox = Task { try await throughB.inbox(devices[1], wait: 25) }
+        // A trusted device's inbox long-poll on B wakes on a request
+        // created through A, and again when it is withdrawn through A.
+        let inbox = Task { try await throughB.inbox(devices[1], wait: 25, unchangedFrom: nil) }
         try await b.waitUntilHolding(1)
-        let started = ContinuousClock.now
-        _ = try await throughA.requestLogin(user: "alice", requesterName: "another-machine")
-        #expect(try await inbox.value.count == 1)
-        // Generous: a hold that ran out would take the whole 25 s.
-        #expect(ContinuousClock.now - started < .seconds(20))
+        let another = try await throughA.requestLogin(user: "alice", requesterName: "another-machine")
+        let shown = try await inbox.value
+        #expect(shown.events.map(\.event.ID) == [another.event.ID])
+        let state = shown.state
+        let afterWithdrawal = Task { try await throughB.inbox(devices[1], wait: 25, unchangedFrom: state) }
+        try await b.waitUntilHolding(1)
+        _ = try await throughA.withdraw(another)
+        #expect(try await afterWithdrawal.value.events.isEmpty)
+        // Answered by the notifications, not at the end of their holds.
+        #expect(try await b.inboxWakesCounted() == 2, "both inbox polls were woken by a change")
         try await stop(a, b, database: database)
     }
 

@@ -1,5 +1,6 @@
 import CountersignCore
 import CountersignStore
+import Crypto
 import Foundation
 import Hummingbird
 import ServiceLifecycle
@@ -16,14 +17,22 @@ struct InboxController {
 
     struct Inbox: Encodable, Sendable, WireJSONWritable {
         let events: [InboxItem]
+        /// Names this set of pending events, for the next poll's `state`.
+        let state: String
 
-        func write(to object: inout WireJSON.Object) { object.field("events", events) }
+        func write(to object: inout WireJSON.Object) {
+            object.field("events", events)
+            object.field("state", state)
+        }
     }
 
     /// Pending events of the device's user; held up to `?wait=N` seconds
-    /// while there are none.
+    /// while they are the set `?state=` names (an earlier answer's
+    /// `state`), or while there are none: an event added, or one ending
+    /// (decided, withdrawn, rejected by a report, expired), answers at once.
     @Sendable func inbox(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<Inbox> {
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        let known = try InboxState.known(in: request)
         // Listening before the first read, so an event created after it is not missed.
         let subscription =
             wait > 0
@@ -32,9 +41,9 @@ struct InboxController {
             ]) : nil
         subscription?.claim(holder: "device/" + context.device.id)
         var pending = try await pendingEvents(context)
-        if let subscription, pending.isEmpty {
+        if let subscription, InboxState.of(pending) == known {
             pending = try await hold(
-                subscription, until: ContinuousClock.now + .milliseconds(Int64(wait * 1000)), context)
+                subscription, from: pending, until: ContinuousClock.now + .milliseconds(Int64(wait * 1000)), context)
         }
         return JSONBody(inbox(pending, context))
     }
@@ -51,24 +60,37 @@ struct InboxController {
         return JSONBody(EventDocument(event, now: environment.now(), signature: nil))
     }
 
-    /// Waits for the first pending event, or the end of the hold.
+    /// Waits until the pending events are no longer the set `shown`, or
+    /// the end of the hold. Woken by every change of the user's
+    /// events; the first expiry among them is a change too, which nobody
+    /// writes, so the wait ends then at the latest.
     ///
     /// Kept apart from the rest of the handler, and the reads apart from
     /// it: a parked poll keeps its connection task's async frames (see
     /// docs/benchmarks.md), and these are the ones on top.
     @inline(never)
     private func hold(
-        _ subscription: WakeHub.Subscription, until holdEnds: ContinuousClock.Instant, _ context: DeviceRequestContext
+        _ subscription: WakeHub.Subscription, from shown: [ApprovalEvent], until holdEnds: ContinuousClock.Instant,
+        _ context: DeviceRequestContext
     ) async throws -> [ApprovalEvent] {
-        var pending: [ApprovalEvent] = []
-        while pending.isEmpty, !Task.isCancelled, !Task.isShuttingDownGracefully {
+        let known = InboxState.of(shown)
+        var pending = shown
+        var current = known
+        repeat {
+            let firstExpiry = pending.map(\.expiresAt).min() ?? .distantFuture
             let hold = holdEnds - ContinuousClock.now
-            guard hold > .zero else { break }
-            await subscription.wait(timeout: hold)
+            guard hold > .zero, !Task.isCancelled, !Task.isShuttingDownGracefully else { break }
+            let untilExpiry = max(0, firstExpiry.timeIntervalSince(environment.now()))
+            let notified = await subscription.wait(
+                timeout: min(hold, .milliseconds(Int64(min(untilExpiry, 86_400) * 1000))))
             // A newer poll of the same device took this one's place.
             if subscription.isReplaced { break }
             pending = try await pendingEventsOfUnrevoked(context)
-        }
+            current = InboxState.of(pending)
+            if let notified, current != known {
+                environment.metrics.inboxWoke(after: ContinuousClock.now - notified)
+            }
+        } while current == known
         return pending
     }
 
@@ -92,7 +114,7 @@ struct InboxController {
                     event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
                     nonce: $0.nonce, matchRequired: $0.matchNumber != nil, matchDigits: $0.matchNumber?.count,
                     newDevice: $0.newDevice.map(NewDeviceSummary.init))
-            })
+            }, state: InboxState.of(pending))
     }
 
     @inline(never)
@@ -101,5 +123,26 @@ struct InboxController {
             issuer: context.device.issuer, clientUserID: context.device.clientUserID, status: .pending,
             now: environment.now(), limit: 20
         ).reversed()
+    }
+}
+
+/// Names a set of pending events, so that a poll can be held while the set
+/// it was last given stays the same: 15 characters of base64url of the
+/// SHA-256 of the ids in order (short enough for Swift to keep inline).
+enum InboxState {
+    /// The set `?state=` names; without it, the empty set (held while none
+    /// is pending, as before states existed).
+    static func known(in request: Request) throws -> String {
+        guard let state = request.uri.queryParameters["state"].map(String.init) else { return of([]) }
+        guard state.utf8.count <= 64 else {
+            throw APIError.badRequest("state is an earlier inbox answer's state, 15 characters")
+        }
+        return state
+    }
+
+    static func of(_ pending: [ApprovalEvent]) -> String {
+        var hash = SHA256()
+        for event in pending { hash.update(data: Data((event.id + "\n").utf8)) }
+        return Base64URL.encode(hash.finalize().prefix(11))
     }
 }

@@ -21,6 +21,8 @@ public struct BrokerMetrics: Sendable {
     /// without bound).
     private let creations: [String: CoreMetrics.Counter]
     private let wake = CoreMetrics.Timer(label: "countersign_decision_to_wake_seconds", preferredDisplayUnit: .seconds)
+    private let inboxWake = CoreMetrics.Timer(
+        label: "countersign_inbox_change_to_wake_seconds", preferredDisplayUnit: .seconds)
     private let held = CoreMetrics.Gauge(label: "countersign_long_polls_held")
     private let withdrawals = CoreMetrics.Counter(label: "countersign_events_withdrawn_total")
     private let storeMetrics = StoreMetrics()
@@ -139,6 +141,12 @@ public struct BrokerMetrics: Sendable {
     /// From the decision's commit to a held long-poll waking on it.
     func woke(after latency: Duration) {
         wake.record(duration: latency)
+    }
+
+    /// A held inbox poll answered because its pending set changed, woken
+    /// by the change's notification `latency` ago.
+    func inboxWoke(after latency: Duration) {
+        inboxWake.record(duration: latency)
     }
 
     /// The exposition text, with the current number of held long-polls

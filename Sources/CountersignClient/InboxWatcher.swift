@@ -1,0 +1,93 @@
+public import CountersignCore
+public import Foundation
+
+/// The pending events of a device's inbox, and the state that names the
+/// set for the next held poll.
+public struct InboxSnapshot: Decodable, Sendable {
+    public let events: [InboxItem]
+    /// Absent from a broker older than states: the poll is then held only
+    /// while nothing is pending.
+    public let state: String?
+}
+
+/// Follows a device's inbox over held polls: the pending requests each
+/// time they change (one added, one ended for whatever reason), riding out
+/// a broker restart or a dropped connection with one back-off.
+public struct InboxWatcher: Sendable {
+    public enum Change: Sendable {
+        /// The requests waiting now, all of them.
+        case pending([InboxItem])
+        /// The broker could not be reached; polling goes on.
+        case lost(CountersignError)
+        /// The broker answers again after `lost`.
+        case reconnected
+    }
+
+    let client: CountersignClient
+    let credential: DeviceCredential
+    /// How long one poll is held (the broker holds 25 s at most).
+    let hold: Int
+
+    public init(client: CountersignClient, credential: DeviceCredential, hold: Int = 25) {
+        self.client = client
+        self.credential = credential
+        self.hold = hold
+    }
+
+    /// The changes until `deadline` (the stream then ends) or until the
+    /// consumer stops. The first value is the inbox as it is. Only the
+    /// newest set is kept while the consumer is busy. A lasting error
+    /// (a removed device) ends the stream with it; a transient one too,
+    /// unless `ridingOutOutages`.
+    public func changes(until deadline: Date? = nil, ridingOutOutages: Bool = true) -> AsyncThrowingStream<
+        Change, any Error
+    > {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: Change.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(1))
+        let task = Task {
+            do {
+                try await follow(until: deadline, ridingOutOutages: ridingOutOutages) { continuation.yield($0) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    private func follow(until deadline: Date?, ridingOutOutages: Bool, _ emit: (Change) -> Void) async throws {
+        var state: String?
+        var shown = false
+        var lost = 0
+        while !Task.isCancelled {
+            let left = deadline.map { Int($0.timeIntervalSinceNow.rounded(.up)) } ?? hold
+            if shown, left <= 0 { return }
+            do {
+                let snapshot = try await client.inbox(
+                    credential, wait: shown ? max(0, min(hold, left)) : 0, unchangedFrom: state)
+                if lost > 0 { emit(.reconnected) }
+                lost = 0
+                if !shown || snapshot.state == nil || snapshot.state != state { emit(.pending(snapshot.events)) }
+                shown = true
+                if snapshot.state == nil, !snapshot.events.isEmpty {
+                    // A broker without states answers at once while
+                    // something waits: ask again a little later.
+                    try await Task.sleep(for: .seconds(2))
+                }
+                state = snapshot.state
+            } catch let error as CountersignError where ridingOutOutages && error.isTransient {
+                if lost == 0 { emit(.lost(error)) }
+                lost += 1
+                try await Task.sleep(for: Self.backoff(after: lost))
+            }
+        }
+    }
+
+    /// 1, 2, 4, 8, 16, then every 30 s, each up to a quarter shorter so
+    /// that approvers cut off together do not come back together.
+    public static func backoff(after failures: Int) -> Duration {
+        let seconds = min(30.0, pow(2.0, Double(min(failures, 6) - 1)))
+        return .milliseconds(Int64(seconds * 1000 * Double.random(in: 0.75...1)))
+    }
+}
