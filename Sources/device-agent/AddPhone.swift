@@ -66,19 +66,14 @@ extension DeviceAgent.Devices {
             let limit = timeout >= 120 ? "\(timeout / 60) min" : "\(timeout) s"
             print("Waiting for the phone's pairing request, up to \(limit) (Ctrl-C to stop)…")
             flushOutput()
-            let deadline = Date() + TimeInterval(timeout)
             var seen = Set<String>()
-            while Date() < deadline {
-                let wait = max(0, min(25, Int(deadline.timeIntervalSinceNow.rounded(.up))))
-                let asked = Date()
-                let pairings = try await client.inbox(credential, wait: wait).filter {
+            let watcher = InboxWatcher(client: client, credential: credential)
+            for try await change in watcher.changes(until: Date() + TimeInterval(timeout)) {
+                guard let items = change.requestsSayingOutages() else { continue }
+                let pairings = items.filter {
                     $0.event.event == EventName.enrollNewTrustedDevice && !seen.contains($0.event.ID)
                 }
-                guard let item = pairings.min(by: { $0.event.CreatedAt < $1.event.CreatedAt }) else {
-                    // Other requests wait in the inbox: it answers at once; ask again later.
-                    if Date().timeIntervalSince(asked) < 1 { try await Task.sleep(for: .seconds(1)) }
-                    continue
-                }
+                guard let item = pairings.min(by: { $0.event.CreatedAt < $1.event.CreatedAt }) else { continue }
                 seen.insert(item.event.ID)
                 switch try await Answering(
                     item: item, client: client, credential: credential, verdict: nil, match: nil

@@ -58,19 +58,21 @@ struct Answering {
 
     private struct RequestEnded: Error {}
 
-    /// Returns once the request is no longer waiting for this device (its
-    /// window closed, or it left the inbox); checks every 3 s.
+    /// Returns once the request is no longer waiting for this device: it
+    /// left the inbox (the broker answers a held poll as soon as it ends,
+    /// whatever ended it), or its window closed.
     private func untilGone() async throws {
-        while true {
-            let left = item.event.expiresAt.timeIntervalSinceNow
-            if left <= 0 { return }
-            try await Task.sleep(for: .milliseconds(Int64(min(3, left) * 1000)))
-            if Date() >= item.event.expiresAt { return }
-            if let items = try? await client.inbox(credential, wait: 0),
-                !items.contains(where: { $0.event.ID == item.event.ID })
-            {
-                return
+        let watcher = InboxWatcher(client: client, credential: credential)
+        do {
+            for try await change in watcher.changes(until: item.event.expiresAt) {
+                if case .pending(let items) = change, !items.contains(where: { $0.event.ID == item.event.ID }) {
+                    return
+                }
             }
+        } catch {
+            // Not heard (a removed device): the window still ends it.
+            let left = item.event.expiresAt.timeIntervalSinceNow
+            if left > 0 { try await Task.sleep(for: .milliseconds(Int64(left * 1000))) }
         }
     }
 
@@ -125,9 +127,28 @@ struct Answering {
             }
         }
         if verdict == .approve, item.matchRequired, number == nil { number = try await askNumber() }
+        var unsent = 0
         while true {
             do {
-                let decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
+                let decided: EventDocument
+                do {
+                    decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
+                } catch let error as CountersignError where error.isTransient {
+                    // Kept, and sent again (signed afresh) while the window is open.
+                    unsent += 1
+                    let left = item.event.expiresAt.timeIntervalSinceNow
+                    guard left > 1 else {
+                        live.stop()
+                        print(
+                            "Not sent: the broker could not be reached (\(error)) before the request's window closed.")
+                        return .gone
+                    }
+                    if unsent == 1 {
+                        live.say("The broker cannot be reached (\(error)); sending the answer when it is back…")
+                    }
+                    try await Task.sleep(for: min(InboxWatcher.backoff(after: unsent), .seconds(left - 1)))
+                    continue
+                }
                 live.stop()
                 if decided.statusReason == .fraudReported {
                     print(
@@ -151,6 +172,14 @@ struct Answering {
                 where ["expired", "withdrawn", "already_decided"].contains(error.code)
             {
                 live.stop()
+                // A try whose answer was lost may have landed: then it is ours.
+                if unsent > 0, error.code == "already_decided",
+                    let current = try? await client.event(item.event.ID, credential: credential),
+                    current.decidedBy == credential.deviceID
+                {
+                    print(current.status == .approved ? "Approved." : "Rejected.")
+                    return current.status == .approved ? .approved : .rejected
+                }
                 print("Not answered: \(shown(error.message)).")
                 return .gone
             }

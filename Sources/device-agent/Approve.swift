@@ -73,24 +73,13 @@ extension DeviceAgent {
             var seen = Set<String>()
             let notifier = notify ? DesktopNotifier() : nil
             var notified = Set<String>()
-            let deadline = Date() + TimeInterval(timeout)
-            var idle = 0
-            var lost = 0
-            repeat {
-                let wait = watch ? 25 : max(0, min(25, Int(deadline.timeIntervalSinceNow.rounded(.up))))
-                let asked = Date()
-                let items: [InboxItem]
-                do {
-                    items = try await client.inbox(credential, wait: wait).filter { !seen.contains($0.event.ID) }
-                    if lost > 0 { print("Reconnected to the broker.") }
-                    lost = 0
-                } catch let error as CountersignError where watch && error.isTransient {
-                    // A restart or a dropped connection costs a wait, never the watch.
-                    if lost == 0 { print("Lost the broker: \(error); reconnecting…") }
-                    lost += 1
-                    try await Task.sleep(for: Self.backoff(after: lost))
-                    continue
-                }
+            let watcher = InboxWatcher(client: client, credential: credential)
+            // Without --watch, a transient failure ends the command (exit 1).
+            for try await change in watcher.changes(
+                until: watch ? nil : Date() + TimeInterval(timeout), ridingOutOutages: watch)
+            {
+                guard let pending = change.requestsSayingOutages() else { continue }
+                let items = pending.filter { !seen.contains($0.event.ID) }
                 let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
                 // The request asked for is not waiting: say at once if it
                 // has ended, rather than wait for it until --timeout.
@@ -102,16 +91,6 @@ extension DeviceAgent {
                         let (title, body) = RequestText.notification(of: item, user: credential.clientUserID)
                         await notifier.notify(title: title, body: body)
                     }
-                }
-                // The inbox answers at once while the user has pending
-                // requests, even ones this run does not show (already seen,
-                // or not the --event asked for): wait a little before asking
-                // again instead of asking as fast as the broker answers.
-                if chosen.isEmpty, Date().timeIntervalSince(asked) < 1, Date() < deadline || watch {
-                    idle += 1
-                    try await Task.sleep(for: .milliseconds(min(5000, 500 * idle)))
-                } else {
-                    idle = 0
                 }
                 var queue = chosen.sorted { $0.event.CreatedAt < $1.event.CreatedAt }
                 while !queue.isEmpty {
@@ -129,19 +108,16 @@ extension DeviceAgent {
                         print("Waiting for more requests (Ctrl-C to stop)…")
                     }
                     // Asked again only where the person chooses: the rest
-                    // come back, with their times left, on the next round.
+                    // come with the inbox's next change (this one's end).
                     if Console.isInteractive { break }
                 }
-                if !watch, Date() >= deadline {
-                    if let event {
-                        FileHandle.standardError.write(
-                            Data("No pending request \(shown(event)) for this device.\n".utf8))
-                    } else {
-                        FileHandle.standardError.write(Data("No request arrived within \(timeout) s.\n".utf8))
-                    }
-                    throw ExitCode(5)
-                }
-            } while true
+            }
+            if let event {
+                FileHandle.standardError.write(Data("No pending request \(shown(event)) for this device.\n".utf8))
+            } else {
+                FileHandle.standardError.write(Data("No request arrived within \(timeout) s.\n".utf8))
+            }
+            throw ExitCode(5)
         }
 
         /// Exits (6) saying how request `id` ended, if it did: withdrawn,
@@ -167,13 +143,6 @@ extension DeviceAgent {
             }
             FileHandle.standardError.write(Data("Request \(shown(id)) \(ended); there is nothing to answer.\n".utf8))
             throw ExitCode(6)
-        }
-
-        /// 1, 2, 4, 8, 16, then every 30 s, each up to a quarter shorter so
-        /// that approvers cut off together do not come back together.
-        static func backoff(after failures: Int) -> Duration {
-            let seconds = min(30.0, pow(2.0, Double(min(failures, 6) - 1)))
-            return .milliseconds(Int64(seconds * 1000 * Double.random(in: 0.75...1)))
         }
 
         /// The one request to show: the only one, or, on a terminal, the one

@@ -27,20 +27,8 @@ extension DeviceAgent {
                     + "each raises a desktop notification (Ctrl-C to stop).")
             flushOutput()
             var notified = Set<String>()
-            var lost = 0
-            while true {
-                let asked = Date()
-                let items: [InboxItem]
-                do {
-                    items = try await client.inbox(credential, wait: 25)
-                    if lost > 0 { print("Reconnected to the broker.") }
-                    lost = 0
-                } catch let error as CountersignError where error.isTransient {
-                    if lost == 0 { print("Lost the broker: \(error); reconnecting…") }
-                    lost += 1
-                    try await Task.sleep(for: Approve.backoff(after: lost))
-                    continue
-                }
+            for try await change in InboxWatcher(client: client, credential: credential).changes() {
+                guard let items = change.requestsSayingOutages() else { continue }
                 for item in items where !notified.contains(item.event.ID) {
                     let (title, body) = RequestText.notification(of: item, user: credential.clientUserID)
                     print("\(title): \(RequestText.summary(of: item))")
@@ -49,9 +37,6 @@ extension DeviceAgent {
                 }
                 // Remembered only while they wait, so the set stays small.
                 notified = Set(items.map(\.event.ID))
-                // The inbox answers at once while requests wait: ask again a
-                // little later instead of as fast as the broker answers.
-                if !items.isEmpty, Date().timeIntervalSince(asked) < 1 { try await Task.sleep(for: .seconds(3)) }
             }
         }
     }
