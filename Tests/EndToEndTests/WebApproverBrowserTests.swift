@@ -236,7 +236,6 @@ struct WebApproverBrowserTests {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "30s"])
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
-        _ = laptop
         let token = try await broker.backend.createEnrollmentToken(user: "alice").token
         let browser = try await WebDriver.start(width: 1280, height: 900)
         do {
@@ -302,6 +301,23 @@ struct WebApproverBrowserTests {
             try await Self.waitForOutcome(browser, alsoWaiting.event.ID, "No longer waiting")
             #expect(try await broker.backend.event(id: bombed.event.ID).statusReason == .fraudReported)
             #expect(try await broker.backend.event(id: alsoWaiting.event.ID).statusReason == .userProtected)
+
+            // Withdrawn by the machine that asked, then approved on another
+            // device: each card ends, keeping only what happened.
+            let withdrawn = try await broker.backend.requestApproval(user: "alice", details: "Pay 5 EUR")
+            try await browser.waitFor(element: Self.card(withdrawn.event.ID))
+            _ = try await CountersignClient(broker: broker.url, apiKeyID: broker.apiKeyID).withdraw(withdrawn)
+            try await Self.waitForOutcome(browser, withdrawn.event.ID, "No longer waiting")
+            let details = try await browser.execute(
+                "return getComputedStyle(document.querySelector(\"\(Self.card(withdrawn.event.ID)) dl\")).display")
+            #expect("\(details ?? "")" == "none", "an ended card hides its details")
+            let elsewhere = try await broker.backend.requestApproval(user: "alice", details: "Pay 6 EUR")
+            try await browser.waitFor(element: Self.card(elsewhere.event.ID))
+            let approve = try broker.agent(
+                ["approve", "--event", elsewhere.event.ID, "--yes", "--match", try #require(elsewhere.matchNumber)],
+                configDirectory: laptop)
+            #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
+            try await Self.waitForOutcome(browser, elsewhere.event.ID, "No longer waiting")
 
             // Another device of the user, removed from the page.
             try await browser.waitFor(text: "laptop")

@@ -11,7 +11,6 @@ const $ = (id) => document.getElementById(id);
 let account = null;
 const cards = new Map(); // event id -> { item, element, ended }
 let focusEventID = null;
-let inboxWake = null;
 
 function show(...ids) {
   for (const section of document.querySelectorAll("main > section")) section.hidden = !ids.includes(section.id);
@@ -287,9 +286,8 @@ async function answer(entry, verdict) {
         "rejected",
       ],
     };
+    // The other requests a report rejected end as the inbox changes.
     end(entry, ...outcomes[verdict]);
-    // The other requests it rejected show as ended on the next look.
-    if (verdict === "fraud") inboxWake?.();
   } catch (error) {
     if (!(error instanceof BrokerError)) {
       entry.error.textContent = `Could not sign the answer: ${error.message}`;
@@ -329,13 +327,17 @@ function render(items) {
     }
   }
   tick();
-  if (focusEventID && cards.has(focusEventID)) {
-    const card = cards.get(focusEventID).element;
-    card.classList.add("highlight");
-    card.scrollIntoView({ block: "center" });
-    focusEventID = null;
-  }
+  focusRequested();
   updateEmpty();
+}
+
+/** Brings forward the request a notification was tapped for, once shown. */
+function focusRequested() {
+  if (!focusEventID || !cards.has(focusEventID)) return;
+  const card = cards.get(focusEventID).element;
+  card.classList.add("highlight");
+  card.scrollIntoView({ block: "center" });
+  focusEventID = null;
 }
 
 function tick() {
@@ -347,22 +349,23 @@ function tick() {
   }
 }
 
+/**
+ * Follows the inbox: each poll is held while the waiting requests are the
+ * ones shown (the state of the last answer), so the broker answers as soon
+ * as one is added or one ends, whatever ended it.
+ */
 async function watchInbox() {
   let retry = 1000;
+  let state = null;
   while (account && !account.removed) {
     try {
-      const items = await broker.inbox(account, 25);
+      const inbox = await broker.inbox(account, 25, state);
       retry = 1000;
       if ($("status").classList.contains("error")) status("");
-      render(items);
-      if (items.length > 0) {
-        // The broker answers at once while something waits: look again in
-        // a few seconds, or at once when a push says something new came.
-        await new Promise((resolve) => {
-          inboxWake = resolve;
-          setTimeout(resolve, 3000);
-        });
-      }
+      render(inbox.events);
+      // A broker without states answers at once while something waits.
+      if (!inbox.state && inbox.events.length > 0) await sleep(3000);
+      state = inbox.state ?? null;
     } catch (error) {
       if (isRemoved(error)) return showRemoved();
       status(`${error.message}. Trying again…`, true);
@@ -544,7 +547,7 @@ async function start() {
     navigator.serviceWorker.addEventListener("message", (message) => {
       if (message.data?.type !== "push") return;
       if (typeof message.data.event_id === "string") focusEventID = message.data.event_id;
-      inboxWake?.();
+      focusRequested();
     });
   }
   // The welcome section is also where a failed or cancelled pairing returns.

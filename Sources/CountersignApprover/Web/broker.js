@@ -117,9 +117,13 @@ export class Broker {
     });
   }
 
-  async inbox(account, wait, signal) {
-    const document = await this.asDevice(account, "GET", "/api/v1/inbox", { query: `?wait=${wait}`, signal });
-    return document.events;
+  /**
+   * The pending requests and the state naming them; held up to `wait` s
+   * while they are still the set `state` names (none, without one).
+   */
+  inbox(account, wait, state, signal) {
+    const query = `?wait=${wait}` + (state ? `&state=${encodeURIComponent(state)}` : "");
+    return this.asDevice(account, "GET", "/api/v1/inbox", { query, signal });
   }
 
   async decide(account, item, verdict, match) {
