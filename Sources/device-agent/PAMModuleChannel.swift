@@ -82,10 +82,18 @@ final class PAMModuleChannel: Sendable {
         }
     }
 
+    /// Sends one line; once the module has gone away (the login was
+    /// abandoned, or the module gave up waiting and closed its end), the
+    /// line is dropped: the outcome no longer reaches anyone.
     func send(_ line: String) {
         // One line each: nothing the broker sent may start another.
         let clean = String(line.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
-        FileHandle.standardOutput.write(Data((clean + "\n").utf8))
+        // The throwing write: the old one stops the process on EPIPE.
+        do {
+            try FileHandle.standardOutput.write(contentsOf: Data((clean + "\n").utf8))
+        } catch {
+            close()
+        }
     }
 
     func error(_ text: String) { send("error " + text) }

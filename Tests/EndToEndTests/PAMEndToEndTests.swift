@@ -297,6 +297,37 @@ struct PAMEndToEndTests {
             "(\(service.name):auth)", "the helper ended without a verdict for alice; denied")
     }
 
+    @Test("a helper whose module went away at the prompt withdraws the request and exits, without crashing")
+    func helperOutlivesItsModule() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
+        defer { broker.stop() }
+        _ = try await broker.enrollMachine(name: "laptop")
+        let service = try await Service(broker: broker)
+        // The module's side of the socket, played by Python: read the first
+        // prompt, close, and report how the helper ended (a crash is a
+        // negative code: the signal; the backtracer is off to keep it so).
+        let script = """
+            import socket, subprocess, sys
+            parent, child = socket.socketpair()
+            helper = subprocess.Popen(
+                [sys.argv[1], "pam-helper", "--config", sys.argv[2], "--user", "alice", "--service", "sshd",
+                 "--rhost", "", "--tty", "", "--command", ""],
+                stdin=child, stdout=child, env={"PATH": "/usr/bin:/bin", "SWIFT_BACKTRACE": "enable=no"})
+            child.close()
+            print("first:", parent.makefile("r").readline().strip(), flush=True)
+            parent.close()
+            print("exit:", helper.wait(timeout=120), flush=True)
+            """
+        let module = try RunningProcess(
+            "/usr/bin/python3",
+            ["-c", script, Binaries.directory.appendingPathComponent("device-agent").path, service.config.path])
+        #expect(try await module.exitCode(timeout: .seconds(180)) == 0, "\(module.text)")
+        #expect(module.text.contains("first: prompt Countersign: approve"), "\(module.text)")
+        let status = try #require(Int(try await module.waitFor(#"exit: (-?\d+)"#)), "\(module.text)")
+        #expect(status >= 0, "the helper ended by signal \(-status): \(module.text)")
+        #expect(try await pending(broker, status: nil).statusReason == .withdrawn)
+    }
+
     @Test("the login going away at the prompt withdraws the request and lets nobody in; a bad config refuses")
     func abandoned() async throws {
         let broker = try await LiveBroker.start(arguments: ["--approval-window", "2m"])
