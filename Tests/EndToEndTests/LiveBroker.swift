@@ -28,15 +28,19 @@ struct LiveBroker {
     /// Starts a broker with a TOTP key made by `device-broker totp-key
     /// generate`, kept outside the data directory; on PostgreSQL with a
     /// `database` URL; in `dataDirectory` if given (a file system a test
-    /// made), else in a new temporary one.
+    /// made), else in a new temporary one. Without `totp`, no TOTP key.
     static func start(
-        arguments: [String] = [], database: String? = nil, openFileLimit: Int? = nil, dataDirectory: URL? = nil
+        arguments: [String] = [], database: String? = nil, openFileLimit: Int? = nil, dataDirectory: URL? = nil,
+        totp: Bool = true
     ) async throws -> LiveBroker {
         let data = try dataDirectory ?? temporaryDirectory("broker-data")
-        let totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
-        let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
-        guard try await generate.exitCode(timeout: .seconds(120)) == 0 else {
-            throw ProcessFailure("totp-key generate failed: \(generate.text)")
+        var totpKey = ""
+        if totp {
+            totpKey = try temporaryDirectory("broker-secrets").appendingPathComponent("totp.key").path
+            let generate = try RunningProcess("device-broker", ["totp-key", "generate", totpKey])
+            guard try await generate.exitCode(timeout: .seconds(120)) == 0 else {
+                throw ProcessFailure("totp-key generate failed: \(generate.text)")
+            }
         }
         var broker = LiveBroker(
             process: nil, url: "", dataDirectory: data, apiKeyID: "", apiSecret: "", database: database,
@@ -84,7 +88,7 @@ struct LiveBroker {
     private func launch(port: Int, arguments: [String] = []) async throws -> RunningProcess {
         try await Self.serve(
             port: port,
-            arguments: storeArguments + ["--totp-key-file", totpKeyFile]
+            arguments: storeArguments + (totpKeyFile.isEmpty ? [] : ["--totp-key-file", totpKeyFile])
                 + arguments.map { $0.replacingOccurrences(of: "{port}", with: String(port)) },
             openFileLimit: openFileLimit)
     }
@@ -132,8 +136,8 @@ struct LiveBroker {
     /// it instead fails in confusing ways ("unknown API key id").
     private static func waitUntilUp(_ url: String, port: Int, process: RunningProcess) async throws {
         // Generous: a cold start on a busy machine can take many seconds.
-        let deadline = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < deadline {
+        var patience = WaitBudget(.seconds(120))
+        while patience.left() {
             if (try? await BrokerConnection(baseURL: url).health()) == true,
                 listens(pid: process.process.processIdentifier, port: port)
             {

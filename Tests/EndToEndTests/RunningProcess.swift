@@ -59,8 +59,8 @@ final class RunningProcess: Sendable {
     /// Waits for a line matching `pattern` and returns its first capture group.
     func waitFor(_ pattern: String, timeout: Duration = .seconds(20)) async throws -> String {
         let regex = try Regex<AnyRegexOutput>(pattern)
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        var patience = WaitBudget(timeout)
+        while patience.left() {
             if let match = text.firstMatch(of: regex) {
                 return match.output.count > 1
                     ? String(match.output[1].substring ?? "") : String(match.output[0].substring ?? "")
@@ -193,4 +193,24 @@ func freePort() throws -> Int {
     }
     guard bound else { throw ProcessFailure("no free port") }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// How long a test waits for something outside it, counted only while the
+/// test itself runs: each look spends what passed since the last, up to 5 s
+/// (a look may itself wait that long for an answer). On a machine so busy
+/// that the test's own tasks did not run for a minute, the wait goes on and
+/// looks again, instead of failing on its first look after the gap.
+struct WaitBudget {
+    private var remaining: Duration
+    private var last = ContinuousClock.now
+
+    init(_ total: Duration) { remaining = total }
+
+    /// Whether to look again; true at least once.
+    mutating func left() -> Bool {
+        let now = ContinuousClock.now
+        remaining -= min(now - last, .seconds(5))
+        last = now
+        return remaining > .zero
+    }
 }
