@@ -214,6 +214,7 @@ extension DeviceBroker {
             configuration.push = PushConfiguration(
                 contact: pushContact, allowPrivateEndpoints: allowPrivatePushEndpoints)
             configuration.allowPrivateWebhookEndpoints = allowPrivateWebhookEndpoints
+            try await configuration.checkListenAddress()
             var logger = Logger(label: "device-broker")
             logger.logLevel = logLevel
             configuration.connections = connectionLimits(

@@ -2,6 +2,7 @@ import Foundation
 public import Hummingbird
 public import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import UnixSignals
 
@@ -17,6 +18,22 @@ extension BrokerConfiguration {
         configuration.maximumGracefulShutdownDuration = .seconds(30)
         do {
             try await ServiceGroup(configuration: configuration).run()
+        } catch let error as IOError {
+            throw listenFailure(error) ?? error
+        }
+    }
+
+    /// Fails at once, in one line, when the address cannot be listened on,
+    /// before the store is opened or anything else is said: a second
+    /// broker started on a busy port says so first. The server binds again
+    /// a moment later; what takes the port between the two is reported the
+    /// same way.
+    public func checkListenAddress() async throws {
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: host, port: port).get()
+            try await channel.close()
         } catch let error as IOError {
             throw listenFailure(error) ?? error
         }
