@@ -54,6 +54,15 @@ extension DeviceAgent.Devices {
                     Data(
                         ("Note: the link names \(host), this machine itself, which a phone cannot open; give "
                             + "--approver-url with the broker's address on your network.\n").utf8))
+            } else if URL(string: base)?.scheme == "http" {
+                // Browsers give WebCrypto key storage and service workers
+                // only to secure contexts: https, or the device's own localhost.
+                FileHandle.standardError.write(
+                    Data(
+                        ("Note: the link is plain http, and a phone's browser gives a page that is not https "
+                            + "no key store and no notifications: the approver will not work there. Serve the "
+                            + "broker over https (device-broker serve --tls-certificate, or a reverse proxy) "
+                            + "and give --approver-url https://….\n").utf8))
             }
             print(
                 "Scan this with the phone's camera to open the approver and pair it with \(shown(credential.clientUserID)):"

@@ -21,8 +21,8 @@ extension DeviceAgent {
                 default) nobody can send you new ones with only the app's key id; the app is told.
 
                 Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
-                5 no pending request arrived in time; 6 the --event request is no longer pending \
-                (withdrawn, approved, rejected or expired; said at once); 64 bad command line.
+                5 no pending request arrived in time; 6 the --event request is not pending (unknown, \
+                withdrawn, approved, rejected or expired; said at once); 64 bad command line.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -120,9 +120,9 @@ extension DeviceAgent {
             throw ExitCode(5)
         }
 
-        /// Exits (6) saying how request `id` ended, if it did: withdrawn,
-        /// approved, rejected or expired. An unknown id is waited for, as
-        /// before, in case it is not the user's or was mistyped.
+        /// Exits (6) saying how request `id` ended, if it did (withdrawn,
+        /// approved, rejected or expired), or that the broker knows no
+        /// such request of this device's user.
         static func requireStillPending(
             _ id: String, client: CountersignClient, credential: DeviceCredential
         ) async throws {
@@ -130,7 +130,11 @@ extension DeviceAgent {
             do {
                 current = try await client.event(id, credential: credential)
             } catch let error as CountersignError where error.status == 404 {
-                return
+                FileHandle.standardError.write(
+                    Data(
+                        ("No request \(shown(id)) of \(shown(credential.clientUserID)) is known at "
+                            + "\(shown(credential.broker)): check the id the requesting machine shows.\n").utf8))
+                throw ExitCode(6)
             }
             let ended: String
             switch (current.status, current.statusReason) {

@@ -91,13 +91,28 @@ extension DeviceAgent {
                 let ticket = try await requestLogin(client, user: user, console: console)
                 do {
                     outcome = try await client.submitCode(code, for: ticket)
-                } catch let error as CountersignError where error.status == 422 || error.status == 429 {
-                    console.say("The code was refused: \(shown(error.message)).")
-                    // Nobody is left waiting on it: a trusted device must not
-                    // be asked about a login its person gave up on.
+                } catch {
+                    let exit: Int32
+                    switch error {
+                    case let error as CountersignError where error.status == 422 || error.status == 429:
+                        console.say("The code was refused: \(shown(error.message)).")
+                        exit = 5
+                    case let error as CountersignError where error.code == "totp_unavailable":
+                        console.say(
+                            "This broker takes no TOTP codes: its operator has not given it a TOTP key "
+                                + "(device-broker serve --totp-key-file). Log in without --code and approve "
+                                + "on a trusted device.")
+                        exit = 1
+                    default:
+                        console.say("The code could not be checked: \(error).")
+                        exit = 1
+                    }
+                    // Nobody is left waiting on it, however it failed: a
+                    // trusted device must not be asked about a login its
+                    // person gave up on.
                     await PendingRequest(ticket: ticket, client: client, console: console).withdraw(
                         because: "Not logged in")
-                    throw ExitCode(5)
+                    throw ExitCode(exit)
                 }
                 console.say("Approved with a TOTP code from a trusted device.")
             } else {

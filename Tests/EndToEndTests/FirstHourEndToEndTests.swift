@@ -114,6 +114,19 @@ struct FirstHourEndToEndTests {
         #expect(events.count == 1 && events[0].statusReason == .withdrawn, "\(events)")
     }
 
+    @Test("login --code on a broker without TOTP says what its operator must do, and withdraws its request")
+    func codeWithoutTOTP() async throws {
+        let broker = try await LiveBroker.start(totp: false)
+        defer { broker.stop() }
+        _ = try await broker.enrollMachine(name: "laptop-A")
+        let login = try broker.agent(["login", "--code", "123456"], configDirectory: try temporaryDirectory("agent-B"))
+        #expect(try await login.exitCode() == 1, "\(login.text)")
+        #expect(login.text.contains("device-broker serve --totp-key-file"), "\(login.text)")
+        #expect(login.text.contains("the request is withdrawn"), "\(login.text)")
+        let events = try await broker.backend.events(user: "alice")
+        #expect(events.count == 1 && events[0].statusReason == .withdrawn, "nobody is asked: \(events)")
+    }
+
     @Test("at the match prompt, what is not a number is asked again; three wrong numbers are told to the requester")
     func matchPrompt() async throws {
         let broker = try await LiveBroker.start()
@@ -282,6 +295,16 @@ struct FirstHourEndToEndTests {
             #expect(!run.text.contains("Error Domain") && !run.text.contains("NIO") && !run.text.contains("errno"))
             #expect(!run.text.contains(".swift"), "\(run.text)")
         }
+    }
+
+    @Test("a mistyped command is named with the nearest one, not the first option after it")
+    func mistypedCommand() async throws {
+        let typo = try RunningProcess("device-agent", ["aprove", "--config-dir", "/nonexistent"])
+        #expect(try await typo.exitCode() == 64, "\(typo.text)")
+        #expect(typo.text.contains("there is no command 'aprove'; did you mean 'approve'?"), "\(typo.text)")
+        let far = try RunningProcess("device-agent", ["frobnicate-everything"])
+        #expect(try await far.exitCode() == 64, "\(far.text)")
+        #expect(!far.text.contains("did you mean"), "nothing near it: \(far.text)")
     }
 
     @Test("--version on both commands, in the agent's User-Agent, in /healthz and in a build-info metric")

@@ -43,6 +43,14 @@ struct PairingEndToEndTests {
         #expect(unanswered.text.contains("this machine itself, which a phone cannot open"), "\(unanswered.text)")
         #expect(unanswered.text.contains("No pairing request arrived within 1 s."))
 
+        // Plain http on a LAN address: the phone's browser would refuse the page's keys.
+        let lan = try broker.agent(
+            ["devices", "add-phone", "--timeout", "1", "--approver-url", "http://192.168.1.5:8080"],
+            configDirectory: machineA)
+        #expect(try await lan.exitCode() == 5, "\(lan.text)")
+        #expect(lan.text.contains("the link is plain http"), "\(lan.text)")
+        #expect(!addPhone.text.contains("plain http"), "no such note for https")
+
         for bad in ["ftp://auth.example.com", "https://auth.example.com/?x=1", "auth.example.com"] {
             let refused = try broker.agent(["devices", "add-phone", "--approver-url", bad], configDirectory: machineA)
             #expect(try await refused.exitCode() == 64, "\(bad): \(refused.text)")
@@ -94,6 +102,7 @@ struct PairingEndToEndTests {
             configDirectory: machineA)
         #expect(try await byA.exitCode() != 0, "\(byA.text)")
         #expect(byA.text.contains("removed from the account"), "\(byA.text)")
+        #expect(byA.text.contains("device-agent login --trust"), "the next step is named: \(byA.text)")
         let pending = try await broker.backend.event(id: secondID)
         #expect(pending.status == .pending)
         second.killNow()

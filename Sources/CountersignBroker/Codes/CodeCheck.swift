@@ -116,5 +116,6 @@ struct CodeCheck {
     }
 
     static let unavailable = APIError(
-        .notImplemented, "totp_unavailable", "this broker has no TOTP key configured (device-broker --totp-key-file)")
+        .notImplemented, "totp_unavailable",
+        "this broker takes no TOTP codes: its operator has not given it a TOTP key (device-broker serve --totp-key-file)")
 }
