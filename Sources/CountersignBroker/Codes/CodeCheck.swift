@@ -117,5 +117,6 @@ struct CodeCheck {
 
     static let unavailable = APIError(
         .notImplemented, "totp_unavailable",
-        "this broker takes no TOTP codes: its operator has not given it a TOTP key (device-broker serve --totp-key-file)")
+        "this broker takes no TOTP codes: its operator has not given it a TOTP key (device-broker serve --totp-key-file)"
+    )
 }
