@@ -146,8 +146,29 @@ struct LiveBroker {
             guard process.process.isRunning else { throw ProcessFailure("broker exited:\n\(process.text)") }
             try await Task.sleep(for: .milliseconds(50))
         }
+        // What the last look saw, and the port as the kernel sees it
+        // (a listening socket's rx_queue is its backlog of unaccepted
+        // connections), with the descriptors the process holds.
+        let health = await Result { try await BrokerConnection(baseURL: url).health() }
+        let hexPort = ":" + String(format: "%04X", port)
+        let table = ["/proc/net/tcp", "/proc/net/tcp6"].compactMap(procFile)
+            .flatMap { $0.split(separator: "\n") }.filter {
+                $0.split(separator: " ").dropFirst().first?.hasSuffix(hexPort) == true
+            }
+        let pid = process.process.processIdentifier
+        let fds = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+        }
         throw ProcessFailure(
-            "broker did not come up:\n\(process.text)\n\(await Self.whereStuck(process.process.processIdentifier))")
+            """
+            broker did not come up:
+            \(process.text)
+            health: \(health), listens: \(listens(pid: pid, port: port))
+            port \(port) (\(hexPort)) in the kernel's tables:
+            \(table.joined(separator: "\n"))
+            descriptors: \(fds.sorted().joined(separator: " "))
+            \(await Self.whereStuck(pid))
+            """)
     }
 
     /// What a process that does not come up is doing: its state, whether

@@ -155,11 +155,29 @@ func temporaryDirectory(_ name: String) throws -> URL {
 /// Whether process `pid` holds the socket listening on `port` (Linux, from
 /// /proc): a free port handed to two tests at once is bound by one of them
 /// only, and the other must not take that server for its own.
+/// A file under /proc, read to its end. Foundation's `String(contentsOfFile:)`
+/// reads such a file (whose size says 0) in one read of 4 KB: of
+/// /proc/net/tcp on a machine with more than a few dozen sockets, only the
+/// first lines, which made a broker that was up look as if it never bound.
+func procFile(_ path: String) -> String? {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(descriptor, &chunk, chunk.count)
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { return count == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+        bytes.append(contentsOf: chunk[0..<count])
+    }
+}
+
 func listens(pid: Int32, port: Int) -> Bool {
     let hexPort = ":" + String(format: "%04X", port)
     var inodes: Set<String> = []
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        guard let text = procFile(table) else { continue }
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             // local address, state 0A (LISTEN), inode
