@@ -61,14 +61,27 @@ public struct InboxWatcher: Sendable {
         var shown = false
         var lost = 0
         while !Task.isCancelled {
-            let left = deadline.map { Int($0.timeIntervalSinceNow.rounded(.up)) } ?? hold
-            if shown, left <= 0 { return }
+            let left = deadline?.timeIntervalSinceNow ?? .infinity
+            // One look whatever the deadline; none after it.
+            if shown || lost > 0, left <= 0 { return }
+            let wait = shown ? Int(min(Double(hold), left.rounded(.up))) : 0
+            let asked = ContinuousClock.now
             do {
-                let snapshot = try await client.inbox(
-                    credential, wait: shown ? max(0, min(hold, left)) : 0, unchangedFrom: state)
-                if lost > 0 { emit(.reconnected) }
+                let snapshot = try await client.inbox(credential, wait: wait, unchangedFrom: state)
+                let back = lost > 0
+                if back { emit(.reconnected) }
                 lost = 0
-                if !shown || snapshot.state == nil || snapshot.state != state { emit(.pending(snapshot.events)) }
+                // After an outage the set is given again, changed or not:
+                // a busy consumer may have missed the last one.
+                if !shown || back || snapshot.state == nil || snapshot.state != state {
+                    emit(.pending(snapshot.events))
+                } else if wait > 0, ContinuousClock.now - asked < .seconds(1) {
+                    // Answered at once, unchanged: a newer poll of this
+                    // device took this one's place. A pause, so that several
+                    // watchers of one device do not take turns as fast as the
+                    // broker answers.
+                    try await Task.sleep(for: .seconds(1))
+                }
                 shown = true
                 if snapshot.state == nil, !snapshot.events.isEmpty {
                     // A broker without states answers at once while
@@ -79,7 +92,11 @@ public struct InboxWatcher: Sendable {
             } catch let error as CountersignError where ridingOutOutages && error.isTransient {
                 if lost == 0 { emit(.lost(error)) }
                 lost += 1
-                try await Task.sleep(for: Self.backoff(after: lost))
+                var pause = Self.backoff(after: lost)
+                if let deadline {
+                    pause = min(pause, .milliseconds(Int64(max(0, deadline.timeIntervalSinceNow) * 1000)))
+                }
+                try await Task.sleep(for: pause)
             }
         }
     }

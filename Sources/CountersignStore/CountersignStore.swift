@@ -157,9 +157,10 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// Every change to an event or a device writes its ``WebhookNotice``
     /// to the outbox in its transaction, one message per enabled endpoint
     /// of the app that wants its type. A store that is a ``WakeFeed`` also
-    /// tells, at commit, the event's ``WakeKey/event(_:)`` and its user's
-    /// ``WakeKey/inbox(issuer:user:)`` for every change of an event (a
-    /// pending one created, decided, withdrawn, a wrong number counted).
+    /// tells, at commit, the user's ``WakeKey/inbox(issuer:user:)`` of a
+    /// pending event created, and both that and the event's
+    /// ``WakeKey/event(_:)`` for every change of an event (decided,
+    /// withdrawn, a wrong number counted).
     ///
     /// With `ciba`, the OpenID CIBA request that asked for it is stored in
     /// the same transaction.

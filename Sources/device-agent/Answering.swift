@@ -129,6 +129,21 @@ struct Answering {
         if verdict == .approve, item.matchRequired, number == nil { number = try await askNumber() }
         var unsent = 0
         while true {
+            // A try whose answer was lost may have landed: its outcome is
+            // read before anything is sent again, so that nothing is
+            // counted twice (a wrong number) or told wrong.
+            if unsent > 0, let current = try? await client.event(item.event.ID, credential: credential),
+                current.status != .pending
+            {
+                live.stop()
+                if current.decidedBy == credential.deviceID { return report(current) }
+                if current.statusReason == .tooManyWrongMatches {
+                    print("Rejected: that was the third wrong number. The requesting machine is told so.")
+                    return .rejected
+                }
+                print("Not answered: the request ended meanwhile (\(current.status.rawValue)).")
+                return .gone
+            }
             do {
                 let decided: EventDocument
                 do {
@@ -150,15 +165,7 @@ struct Answering {
                     continue
                 }
                 live.stop()
-                if decided.statusReason == .fraudReported {
-                    print(
-                        "Rejected and reported as not yours. Your other waiting requests are rejected too, and "
-                            + "new ones from requesters are refused for a while. If someone has your password, "
-                            + "change it.")
-                } else {
-                    print(decided.status == .approved ? "Approved." : "Rejected.")
-                }
-                return decided.status == .approved ? .approved : .rejected
+                return report(decided)
             } catch let error as CountersignError where error.code == "wrong_match" && self.verdict == nil {
                 // Asked again while tries remain; the broker counts them and
                 // rejects the request after the last.
@@ -172,18 +179,23 @@ struct Answering {
                 where ["expired", "withdrawn", "already_decided"].contains(error.code)
             {
                 live.stop()
-                // A try whose answer was lost may have landed: then it is ours.
-                if unsent > 0, error.code == "already_decided",
-                    let current = try? await client.event(item.event.ID, credential: credential),
-                    current.decidedBy == credential.deviceID
-                {
-                    print(current.status == .approved ? "Approved." : "Rejected.")
-                    return current.status == .approved ? .approved : .rejected
-                }
                 print("Not answered: \(shown(error.message)).")
                 return .gone
             }
         }
+    }
+
+    /// Says how this device's answer settled the request.
+    private func report(_ decided: EventDocument) -> Outcome {
+        if decided.statusReason == .fraudReported {
+            print(
+                "Rejected and reported as not yours. Your other waiting requests are rejected too, and "
+                    + "new ones from requesters are refused for a while. If someone has your password, "
+                    + "change it.")
+        } else {
+            print(decided.status == .approved ? "Approved." : "Rejected.")
+        }
+        return decided.status == .approved ? .approved : .rejected
     }
 }
 

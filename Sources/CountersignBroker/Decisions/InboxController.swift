@@ -82,7 +82,7 @@ struct InboxController {
             guard hold > .zero, !Task.isCancelled, !Task.isShuttingDownGracefully else { break }
             let untilExpiry = max(0, firstExpiry.timeIntervalSince(environment.now()))
             let notified = await subscription.wait(
-                timeout: min(hold, .milliseconds(Int64(min(untilExpiry, 86_400) * 1000))))
+                timeout: min(hold, .milliseconds(Int64((min(untilExpiry, 86_400) * 1000).rounded(.up)) + 1)))
             // A newer poll of the same device took this one's place.
             if subscription.isReplaced { break }
             pending = try await pendingEventsOfUnrevoked(context)
