@@ -113,8 +113,8 @@ public enum DisplayText {
 
     private static func written<Address>(_ family: Int32, _ address: inout Address) -> String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        _ = inet_ntop(family, &address, &text, socklen_t(text.count))
-        return String(cString: text)
+        _ = withUnsafeBytes(of: &address) { inet_ntop(family, $0.baseAddress, &text, socklen_t(text.count)) }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `scalar` is not shown as itself: control (Cc), format (Cf),

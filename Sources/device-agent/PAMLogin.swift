@@ -178,7 +178,7 @@ struct PAMLogin {
                 first.pointee.ai_addr, first.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST)
                 == 0
         else { return nil }
-        let numeric = String(cString: text)
+        let numeric = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return try? DisplayText.checkAddress(String(numeric.split(separator: "%", maxSplits: 1)[0])).get()
     }
 
