@@ -298,7 +298,8 @@ struct WebApproverBrowserTests {
             try await browser.waitFor(element: Self.card(alsoWaiting.event.ID))
             try await Self.answer(browser, bombed.event.ID, number: nil, button: "fraud")
             try await Self.waitForOutcome(browser, bombed.event.ID, "Reported as not yours")
-            try await Self.waitForOutcome(browser, alsoWaiting.event.ID, "No longer waiting")
+            try await Self.waitForOutcome(
+                browser, alsoWaiting.event.ID, "rejected because another request was reported as not yours")
             #expect(try await broker.backend.event(id: bombed.event.ID).statusReason == .fraudReported)
             #expect(try await broker.backend.event(id: alsoWaiting.event.ID).statusReason == .userProtected)
 
@@ -307,7 +308,7 @@ struct WebApproverBrowserTests {
             let withdrawn = try await broker.backend.requestApproval(user: "alice", details: "Pay 5 EUR")
             try await browser.waitFor(element: Self.card(withdrawn.event.ID))
             _ = try await CountersignClient(broker: broker.url, apiKeyID: broker.apiKeyID).withdraw(withdrawn)
-            try await Self.waitForOutcome(browser, withdrawn.event.ID, "No longer waiting")
+            try await Self.waitForOutcome(browser, withdrawn.event.ID, "the requesting machine withdrew it")
             let details = try await browser.execute(
                 "return getComputedStyle(document.querySelector(\"\(Self.card(withdrawn.event.ID)) dl\")).display")
             #expect("\(details ?? "")" == "none", "an ended card hides its details")
@@ -317,7 +318,7 @@ struct WebApproverBrowserTests {
                 ["approve", "--event", elsewhere.event.ID, "--yes", "--match", try #require(elsewhere.matchNumber)],
                 configDirectory: laptop)
             #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
-            try await Self.waitForOutcome(browser, elsewhere.event.ID, "No longer waiting")
+            try await Self.waitForOutcome(browser, elsewhere.event.ID, "approved on another device")
 
             // Another device of the user, removed from the page.
             try await browser.waitFor(text: "laptop")

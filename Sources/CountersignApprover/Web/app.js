@@ -275,6 +275,8 @@ async function answer(entry, verdict) {
   }
   for (const button of entry.form.querySelectorAll("button")) button.disabled = true;
   entry.error.textContent = "";
+  // Its own answer ends the card, not the inbox's news that it ended.
+  entry.answering = true;
   try {
     await broker.decide(account, entry.item, verdict, match);
     const outcomes = {
@@ -305,6 +307,7 @@ async function answer(entry, verdict) {
       entry.error.textContent = error.message;
     }
   } finally {
+    entry.answering = false;
     for (const button of entry.form.querySelectorAll("button")) button.disabled = false;
   }
 }
@@ -322,8 +325,9 @@ function render(items) {
     $("request-list").prepend(entry.element);
   }
   for (const [id, entry] of cards) {
-    if (!entry.ended && !waiting.has(id)) {
-      end(entry, "No longer waiting: answered on another device, withdrawn by the requester, or expired.", "ended");
+    if (!entry.ended && !entry.answering && !waiting.has(id)) {
+      end(entry, "No longer waiting.", "ended");
+      sayWhyEnded(entry);
     }
   }
   tick();
@@ -338,6 +342,36 @@ function focusRequested() {
   card.classList.add("highlight");
   card.scrollIntoView({ block: "center" });
   focusEventID = null;
+}
+
+/** Asks the broker what became of a request that left the inbox, and says it. */
+async function sayWhyEnded(entry) {
+  let event;
+  try {
+    event = await broker.inboxEvent(account, entry.item.event.ID);
+  } catch {
+    entry.outcome.textContent = "No longer waiting: answered on another device, withdrawn, or expired.";
+    return;
+  }
+  if (event.decided_by === account.deviceID) {
+    // This page's answer landed though its reply was lost.
+    entry.outcome.textContent = event.status === "approved" ? "Approved on this device." : "Rejected on this device.";
+    return;
+  }
+  const why = {
+    withdrawn: "No longer waiting: the requesting machine withdrew it.",
+    fraud_reported: "No longer waiting: reported as not yours on another device.",
+    user_protected: "No longer waiting: rejected because another request was reported as not yours.",
+    too_many_wrong_matches: "No longer waiting: rejected after three wrong numbers.",
+  };
+  entry.outcome.textContent =
+    why[event.status_reason] ??
+    {
+      approved: "No longer waiting: approved on another device.",
+      rejected: "No longer waiting: rejected on another device.",
+      expired: "Expired: nobody answered in time.",
+    }[event.status] ??
+    "No longer waiting.";
 }
 
 function tick() {

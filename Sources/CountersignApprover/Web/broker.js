@@ -126,6 +126,11 @@ export class Broker {
     return this.asDevice(account, "GET", "/api/v1/inbox", { query, signal });
   }
 
+  /** One event of the account's user, whatever became of it. */
+  inboxEvent(account, id) {
+    return this.asDevice(account, "GET", `/api/v1/inbox/${encodeURIComponent(id)}`);
+  }
+
   async decide(account, item, verdict, match) {
     const jws = await decision(account.privateKey, account.deviceID, {
       eventID: item.event.ID,
