@@ -131,6 +131,14 @@ COUNTERSIGN_COMPOSE_WHEEL=$(ls "$scratch"/compose-schema/docker_compose-*.whl)
 export COUNTERSIGN_COMPOSE_WHEEL
 
 quietly build swift build --build-tests
+# Our own code builds without warnings. A cold build (as in CI) compiles and
+# reports every file; an incremental one only the files it compiled again.
+ours=$(grep -E "^$PWD/(Sources|Tests)/[^:]+:[0-9]+:[0-9]+: warning:" "$logs/build.log" | sort -u || true)
+if [ -n "$ours" ]; then
+    echo "error: the build warns in our code:" >&2
+    echo "$ours" >&2
+    exit 1
+fi
 python3 scripts/check-deploy.py
 
 # The man pages are made from the commands' help; each must render, and

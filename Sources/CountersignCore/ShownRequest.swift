@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 public import Foundation
 
 /// What an approver is shown of a request, as the text it reads: the

@@ -1,5 +1,5 @@
 public import AsyncHTTPClient
-public import CountersignCore
+import CountersignCore
 public import Foundation
 import NIOCore
 import NIOHTTP1

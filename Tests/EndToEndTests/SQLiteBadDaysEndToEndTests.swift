@@ -268,7 +268,7 @@ struct MountedFileSystem {
     /// Fills the file system with one file, until it is refused space.
     func fill() throws -> URL {
         let url = directory.appendingPathComponent("filler")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         let chunk = Data(count: 64 * 1024)
