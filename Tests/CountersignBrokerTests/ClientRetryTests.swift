@@ -15,7 +15,8 @@ import Testing
 struct ClientRetryTests {
     /// Serves `GET /api/v1/events/:id` with `statuses` first, then the
     /// approved event, and runs `body` with the SDK pointed at it. The
-    /// event has a 60 s window and was created `age` seconds ago.
+    /// event has an hour's window (a busy machine cannot outlast it before
+    /// the retries end) and was created `age` seconds ago.
     func withGateway<T: Sendable>(
         answering statuses: [Int], createdSecondsAgo age: TimeInterval = 0,
         _ body: @escaping @Sendable (CountersignClient, EventTicket) async throws -> T
@@ -24,7 +25,7 @@ struct ClientRetryTests {
         let pending = ApprovalEvent(
             id: ApprovalEvent.newID(), createdAt: now, updatedAt: now, issuer: "ck_app", clientUserID: "alice",
             name: EventName.login, ip: "127.0.0.1", location: "Unknown", method: .trustedDevice,
-            storedStatus: .pending, expiresAt: now + 60, details: nil, requesterName: "new-laptop",
+            storedStatus: .pending, expiresAt: now + 3600, details: nil, requesterName: "new-laptop",
             nonce: SecretToken.generate(bytes: 16), matchNumber: nil, wrongMatches: 0,
             requesterTokenDigest: SecretToken.digest("requester"), decidedBy: nil, decidedAt: nil, decision: nil)
         var approved = pending
@@ -67,7 +68,7 @@ struct ClientRetryTests {
 
     @Test("past the event's window, a 503 ends the wait instead of being retried")
     func noRetryAfterTheWindow() async throws {
-        let (error, polls) = try await withGateway(answering: [503], createdSecondsAgo: 100) { sdk, ticket in
+        let (error, polls) = try await withGateway(answering: [503], createdSecondsAgo: 3700) { sdk, ticket in
             await #expect(throws: CountersignError.self) { try await sdk.awaitOutcome(of: ticket) }
         }
         #expect(error?.status == 503)
