@@ -59,7 +59,7 @@ struct CodeCheck {
                 }
             }
         }
-        let left = attempt.eventAttemptsLeft.map { "; \($0) \($0 == 1 ? "try" : "tries") left for this request" } ?? ""
+        let left = attempt.eventAttemptsLeft.map { "; \(APIError.triesLeft($0)) for this request" } ?? ""
         throw APIError(.unprocessableContent, "wrong_code", "that code is wrong\(left)")
     }
 
@@ -106,7 +106,7 @@ struct CodeCheck {
 
     /// Why a closed event takes no code: what a decision on it is told.
     private static func closed(_ event: ApprovalEvent, now: Date) -> APIError {
-        DecisionController.error(for: event.closure(at: now) ?? .alreadyDecided)
+        .refused(event.closure(at: now) ?? .alreadyDecided)
     }
 
     private static func used(now: Date) -> APIError {

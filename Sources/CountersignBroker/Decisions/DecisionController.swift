@@ -113,33 +113,21 @@ struct DecisionController {
             }
             throw APIError(
                 .unprocessableContent, "wrong_match",
-                "that is not the number the requesting machine shows; \(left) \(left == 1 ? "try" : "tries") left")
+                "that is not the number the requesting machine shows; \(APIError.triesLeft(left))")
         case .refused(let refusal):
             // Spent all the same, so that a replay is named as one.
             try await environment.store.consumeProofID(
                 spent.jti, deviceID: spent.deviceID, expiresAt: spent.expiresAt, now: now)
-            throw Self.error(for: refusal)
+            throw APIError.refused(refusal)
         }
     }
 
     /// The error for a decision that lost a race: why the event is closed.
     private func conflict(eventID: String, now: Date) async throws -> APIError {
         guard let current = try await environment.store.event(id: eventID) else {
-            return Self.error(for: .alreadyDecided)
+            return .refused(.alreadyDecided)
         }
         // Still pending: the deciding device was revoked under it.
-        return Self.error(for: current.closure(at: now) ?? .revokedDevice)
-    }
-
-    static func error(for refusal: DecisionOutcome.Refusal) -> APIError {
-        switch refusal {
-        case .revokedDevice: .forbidden(refusal.rawValue, "this device was removed from the account")
-        case .otherUser: .forbidden(refusal.rawValue, "this device does not belong to the event's user")
-        case .alreadyDecided: .conflict(refusal.rawValue, "the event was already decided; the first decision stands")
-        case .expired: APIError(.gone, refusal.rawValue, "the approval window has closed")
-        case .withdrawn: APIError(.gone, refusal.rawValue, "the requesting machine withdrew the request")
-        case .matchRequired:
-            .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
-        }
+        return .refused(current.closure(at: now) ?? .revokedDevice)
     }
 }

@@ -230,7 +230,7 @@ extension EventController {
         case .alreadyWithdrawn:
             return JSONBody(try await environment.document(for: event, withToken: true))
         case .refused(let refusal):
-            throw DecisionController.error(for: refusal)
+            throw APIError.refused(refusal)
         case .withdraw:
             break
         }
@@ -240,7 +240,7 @@ extension EventController {
         } catch let error as StoreError where error.code == .conflict {
             // Decided (or expired) between the read and the write.
             let current = try await environment.store.event(id: id)
-            throw DecisionController.error(for: current?.closure(at: now) ?? .alreadyDecided)
+            throw APIError.refused(current?.closure(at: now) ?? .alreadyDecided)
         }
         EventChanges(environment: environment).changed(withdrawn)
         environment.metrics.withdrew()

@@ -169,7 +169,7 @@ struct VerificationPageController {
             return HostedPage.redirect(to: RedirectURL.appending(items, to: after.redirectURL) ?? after.redirectURL)
         case .open(let left):
             return page(
-                after, error: "That code is not right. \(left) \(left == 1 ? "try" : "tries") left.",
+                after, error: "That code is not right. \(APIError.triesLeft(left)).",
                 status: .badRequest)
         case .closedAfterWrongCodes, .codeExpired:
             return closed(after, now: now)

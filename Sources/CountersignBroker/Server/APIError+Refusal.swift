@@ -1,0 +1,21 @@
+import CountersignCore
+import Hummingbird
+
+extension APIError {
+    /// Why an event takes no decision, withdrawal or code: one answer per
+    /// reason, whichever flow met it.
+    static func refused(_ refusal: DecisionOutcome.Refusal) -> APIError {
+        switch refusal {
+        case .revokedDevice: .forbidden(refusal.rawValue, "this device was removed from the account")
+        case .otherUser: .forbidden(refusal.rawValue, "this device does not belong to the event's user")
+        case .alreadyDecided: .conflict(refusal.rawValue, "the event was already decided; the first decision stands")
+        case .expired: APIError(.gone, refusal.rawValue, "the approval window has closed")
+        case .withdrawn: APIError(.gone, refusal.rawValue, "the requesting machine withdrew the request")
+        case .matchRequired:
+            .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
+        }
+    }
+
+    /// "1 try left", "2 tries left": how every count of attempts says it.
+    static func triesLeft(_ count: Int) -> String { "\(count) \(count == 1 ? "try" : "tries") left" }
+}
