@@ -41,11 +41,13 @@ struct InboxController {
             ]) : nil
         subscription?.claim(holder: "device/" + context.device.id)
         var pending = try await pendingEvents(context)
-        if let subscription, InboxState.of(pending) == known {
-            pending = try await hold(
-                subscription, from: pending, until: ContinuousClock.now + .milliseconds(Int64(wait * 1000)), context)
+        var state = InboxState.of(pending)
+        if let subscription, state == known {
+            (pending, state) = try await hold(
+                subscription, from: pending, state: state,
+                until: ContinuousClock.now + .milliseconds(Int64(wait * 1000)), context)
         }
-        return JSONBody(inbox(pending, context))
+        return JSONBody(inbox(pending, state: state, context))
     }
 
     /// One event of the device's user, whatever its state: an approver
@@ -70,10 +72,9 @@ struct InboxController {
     /// docs/benchmarks.md), and these are the ones on top.
     @inline(never)
     private func hold(
-        _ subscription: WakeHub.Subscription, from shown: [ApprovalEvent], until holdEnds: ContinuousClock.Instant,
-        _ context: DeviceRequestContext
-    ) async throws -> [ApprovalEvent] {
-        let known = InboxState.of(shown)
+        _ subscription: WakeHub.Subscription, from shown: [ApprovalEvent], state known: String,
+        until holdEnds: ContinuousClock.Instant, _ context: DeviceRequestContext
+    ) async throws -> ([ApprovalEvent], state: String) {
         var pending = shown
         var current = known
         repeat {
@@ -91,7 +92,7 @@ struct InboxController {
                 environment.metrics.inboxWoke(after: ContinuousClock.now - notified)
             }
         } while current == known
-        return pending
+        return (pending, current)
     }
 
     /// The pending events again after a wake-up; a device revoked while it
@@ -107,14 +108,14 @@ struct InboxController {
         guard device?.revokedAt == nil else { throw APIError.deviceRevoked }
     }
 
-    private func inbox(_ pending: [ApprovalEvent], _ context: DeviceRequestContext) -> Inbox {
+    private func inbox(_ pending: [ApprovalEvent], state: String, _ context: DeviceRequestContext) -> Inbox {
         Inbox(
             events: pending.map {
                 InboxItem(
                     event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
                     nonce: $0.nonce, matchRequired: $0.matchNumber != nil, matchDigits: $0.matchNumber?.count,
                     newDevice: $0.newDevice.map(NewDeviceSummary.init))
-            }, state: InboxState.of(pending))
+            }, state: state)
     }
 
     @inline(never)
@@ -133,12 +134,15 @@ enum InboxState {
     /// The set `?state=` names; without it, the empty set (held while none
     /// is pending, as before states existed).
     static func known(in request: Request) throws -> String {
-        guard let state = request.uri.queryParameters["state"].map(String.init) else { return of([]) }
+        guard let state = request.uri.queryParameters["state"].map(String.init) else { return none }
         guard state.utf8.count <= 64 else {
             throw APIError.badRequest("state is an earlier inbox answer's state, 15 characters")
         }
         return state
     }
+
+    /// The empty set's.
+    static let none = of([])
 
     static func of(_ pending: [ApprovalEvent]) -> String {
         var hash = SHA256()

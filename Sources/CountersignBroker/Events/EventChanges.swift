@@ -11,26 +11,32 @@ import CountersignStore
 struct EventChanges {
     let environment: BrokerEnvironment
 
-    /// A new event: pending ones appear in the user's inboxes.
+    /// A new event: a pending one appears in the user's inboxes (nobody
+    /// can wait on the event itself yet).
     func created(_ event: ApprovalEvent) {
-        wake(event)
+        if event.storedStatus == .pending {
+            wakeInboxes(of: event)
+        } else {
+            environment.metrics.decided(event)
+        }
         environment.metrics.created(event)
-        if event.storedStatus != .pending { environment.metrics.decided(event) }
     }
 
     /// Events a write changed (decided, withdrawn, rejected by a report,
-    /// a wrong number counted): they leave or change in every inbox.
+    /// a wrong number counted). Its waiters re-read it; the inboxes only
+    /// when it left them (a wrong number leaves the pending set as it is).
     func changed(_ events: [ApprovalEvent]) {
+        let now = environment.now()
         for event in events {
-            wake(event)
+            environment.hub.notify(WakeKey.event(event.id))
+            if event.status(at: now) != .pending { wakeInboxes(of: event) }
             if event.storedStatus != .pending { environment.metrics.decided(event) }
         }
     }
 
     func changed(_ event: ApprovalEvent) { changed([event]) }
 
-    private func wake(_ event: ApprovalEvent) {
-        environment.hub.notify(WakeKey.event(event.id))
+    private func wakeInboxes(of event: ApprovalEvent) {
         environment.hub.notify(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID))
     }
 }
