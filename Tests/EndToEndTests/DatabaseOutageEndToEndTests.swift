@@ -212,7 +212,9 @@ struct DatabaseOutageEndToEndTests {
         #expect(
             tally.unexpected.isEmpty,
             "answers other than success or 503 store_unavailable: \(tally.unexpected)\n\(logs(a, b))")
-        #expect(tally.slowest < .seconds(20), "a request took \(tally.slowest)")
+        // Generous for a busy machine: a request left hanging on the
+        // database (as before) takes as long as the outage, or forever.
+        #expect(tally.slowest < .seconds(45), "a request took \(tally.slowest)")
         for id in tally.acknowledged {
             #expect(try await a.backend.event(id: id).status == .approved, "\(id) lost")
         }
@@ -243,7 +245,8 @@ struct DatabaseOutageEndToEndTests {
     }
 
     /// Waits until the broker's /readyz answers `expected`; each answer must
-    /// come quickly (generously bounded for a busy machine).
+    /// come, well within the outage (the broker's own deadline is 800 ms;
+    /// 7 s was seen on a loaded machine).
     func waitForReadiness(_ broker: LiveBroker, _ expected: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(90)
         var last = 0
@@ -251,7 +254,7 @@ struct DatabaseOutageEndToEndTests {
             let started = ContinuousClock.now
             last = try await status(broker, "/readyz")
             let took = ContinuousClock.now - started
-            #expect(took < .seconds(5), "/readyz took \(took)")
+            #expect(took < .seconds(20), "/readyz took \(took)")
             if last == expected { return }
             try await Task.sleep(for: .milliseconds(100))
         }
