@@ -73,4 +73,18 @@ extension ApprovalEvent {
         case .approved, .rejected: return .alreadyDecided
         }
     }
+
+    /// The event after one more wrong match number at `now`: the
+    /// `maxWrong`-th rejects it, with no deciding device. Only for an event
+    /// that takes an answer (``closure(at:)`` is nil).
+    public func countingWrongMatch(maxWrong: Int, at now: Date) -> ApprovalEvent {
+        var after = self
+        after.wrongMatches += 1
+        after.updatedAt = now
+        if after.wrongMatches >= maxWrong {
+            after.storedStatus = .rejected
+            after.decidedAt = now
+        }
+        return after
+    }
 }

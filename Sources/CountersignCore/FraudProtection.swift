@@ -17,6 +17,27 @@ public struct FraudProtection: Sendable, Equatable {
 
     /// Until when a report at `now` protects the user.
     public func until(reportedAt now: Date) -> Date { now + duration }
+
+    /// The protection a report asking for `requested` leaves: never
+    /// shorter than one still `running` from an earlier report.
+    public static func until(_ requested: Date, running: Date?) -> Date {
+        max(requested, running ?? requested)
+    }
+}
+
+extension ApprovalEvent {
+    /// This event of the reporting user as a fraud report at `now` leaves
+    /// it: rejected with reason `user_protected` and no deciding device if
+    /// it still takes an answer; nil (left as it is) otherwise.
+    public func rejectedByFraudReport(at now: Date) -> ApprovalEvent? {
+        guard closure(at: now) == nil else { return nil }
+        var after = self
+        after.storedStatus = .rejected
+        after.storedReason = .userProtected
+        after.decidedAt = now
+        after.updatedAt = now
+        return after
+    }
 }
 
 /// A fraud report as a store records it, with what it changed.

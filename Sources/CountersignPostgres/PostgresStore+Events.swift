@@ -142,7 +142,6 @@ extension PostgresStore {
         -> FraudReport
     {
         let logger = logger
-        let t = now.seconds
         return try await readCommittedWrite { db in
             // The user's lock, which a new pending event of theirs takes
             // too: none is opened between the rejections and the protection.
@@ -155,25 +154,32 @@ extension PostgresStore {
             }
             let reported = try await Self.settle(
                 id: id, decision: decision, reason: .fraudReported, now: now, in: db, logger: logger)
+            // Which of the user's events the report rejects, and for how
+            // long it protects them, are Core's rules (FraudProtection).
+            // Under the user's lock no event of theirs is added, and rows
+            // read FOR UPDATE are not decided under us.
             let rejected = try await db.rows(
                 """
-                UPDATE events SET status = 'rejected', status_reason = \(StatusReason.userProtected.rawValue),
-                    decided_at = \(t), updated_at = \(t)
+                SELECT * FROM events
                 WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID)
-                  AND status = 'pending' AND expires_at > \(t) AND withdrawn_at IS NULL
-                RETURNING *
+                  AND status = 'pending'
+                ORDER BY created_at, id FOR UPDATE
                 """, logger: logger
-            ).map(Self.event(row:)).sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-            let until =
-                try await db.row(
-                    """
-                    INSERT INTO user_protections (issuer, client_user_id, until)
-                    VALUES (\(reported.issuer), \(reported.clientUserID), \(protectUntil.seconds))
-                    ON CONFLICT (issuer, client_user_id)
-                    DO UPDATE SET until = greatest(user_protections.until, excluded.until)
-                    RETURNING until
-                    """, logger: logger
-                )?.date("until") ?? protectUntil
+            ).map(Self.event(row:)).compactMap { $0.rejectedByFraudReport(at: now) }
+            for event in rejected { try await Self.update(event, in: db, logger: logger) }
+            let running = try await db.row(
+                """
+                SELECT until FROM user_protections
+                WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID) FOR UPDATE
+                """, logger: logger
+            )?.date("until")
+            let until = FraudProtection.until(protectUntil, running: running)
+            try await db.run(
+                """
+                INSERT INTO user_protections (issuer, client_user_id, until)
+                VALUES (\(reported.issuer), \(reported.clientUserID), \(until.seconds))
+                ON CONFLICT (issuer, client_user_id) DO UPDATE SET until = excluded.until
+                """, logger: logger)
             let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
             try await Self.announce([WebhookNotice.fraud(report, now: now)], into: db, logger: logger)
             for event in [reported] + rejected { try await Self.changed(event, now: now, in: db, logger: logger) }
@@ -229,20 +235,32 @@ extension PostgresStore {
         let logger = logger
         return try await write { db in
             if let spending { try await Self.spend(spending, in: db, logger: logger) }
-            let t = now.seconds
-            let changed = try await db.run(
-                """
-                UPDATE events
-                SET wrong_matches = wrong_matches + 1, updated_at = \(t),
-                    status = CASE WHEN wrong_matches + 1 >= \(maxWrong) THEN 'rejected' ELSE status END,
-                    decided_at = CASE WHEN wrong_matches + 1 >= \(maxWrong) THEN \(t) ELSE decided_at END
-                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
-                RETURNING 1
-                """, logger: logger)
-            let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            // Locked until commit: the event read is the one the update
+            // replaces. When a number rejects is Core's rule.
+            guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
+            else { throw StoreError(.notFound, "no event \(id)") }
+            let event = try Self.event(row: row)
+            guard event.closure(at: now) == nil else {
+                throw StoreError(.conflict, "event \(id) is no longer pending", event: event)
+            }
+            let after = event.countingWrongMatch(maxWrong: maxWrong, at: now)
+            try await Self.update(after, in: db, logger: logger)
             try await Self.changed(after, now: now, in: db, logger: logger)
             return after
         }
+    }
+
+    /// Writes what a rule in Core changed of an event read (and locked)
+    /// in this transaction: its verdict, reason and count of wrong numbers.
+    private static func update(_ event: ApprovalEvent, in db: PostgresSession, logger: Logger) async throws {
+        try await db.run(
+            """
+            UPDATE events
+            SET status = \(event.storedStatus.rawValue), status_reason = \(event.storedReason?.rawValue),
+                decided_at = \(event.decidedAt?.seconds), wrong_matches = \(event.wrongMatches),
+                updated_at = \(event.updatedAt.seconds)
+            WHERE id = \(event.id)
+            """, logger: logger)
     }
 
     public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
@@ -315,12 +333,13 @@ extension PostgresStore {
     }
 
     /// Why a conditional UPDATE of event `id` changed nothing: `notFound`
-    /// when there is no such event, else `conflict`.
+    /// when there is no such event, else `conflict` with the event as this
+    /// transaction sees it.
     static func refusal(ofChangeTo id: String, in db: PostgresSession, logger: Logger) async throws -> Never {
-        guard try await db.row("SELECT 1 FROM events WHERE id = \(id)", logger: logger) != nil else {
+        guard let row = try await db.row("SELECT * FROM events WHERE id = \(id)", logger: logger) else {
             throw StoreError(.notFound, "no event \(id)")
         }
-        throw StoreError(.conflict, "event \(id) is no longer pending")
+        throw StoreError(.conflict, "event \(id) is no longer pending", event: try event(row: row))
     }
 
     /// Inserts `event` in one statement; a pending one wakes its user's

@@ -145,39 +145,29 @@ extension SQLiteStore {
     {
         try await write { db in
             let reported = try Self.settle(id: id, decision: decision, reason: .fraudReported, now: now, in: db)
-            let t = now.timeIntervalSince1970
-            let others = try Row.fetchAll(
+            // Which of the user's events the report rejects, and for how
+            // long it protects them, are Core's rules (FraudProtection).
+            let rejected = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT \(Self.eventColumns) FROM events
-                    WHERE issuer = ? AND client_user_id = ? AND status = 'pending' AND expires_at > ?
-                      AND withdrawn_at IS NULL
-                    ORDER BY created_at, id
+                    WHERE issuer = ? AND client_user_id = ? AND status = 'pending' ORDER BY created_at, id
                     """,
-                arguments: [reported.issuer, reported.clientUserID, t]
-            ).map(Self.event(row:))
-            var rejected: [ApprovalEvent] = []
-            for other in others {
-                try db.execute(
-                    sql: """
-                        UPDATE events SET status = 'rejected', status_reason = ?, decided_at = ?, updated_at = ?
-                        WHERE id = ?
-                        """,
-                    arguments: [StatusReason.userProtected.rawValue, t, t, other.id])
-                rejected.append(try Self.afterConditionalWrite(id: other.id, in: db))
-            }
+                arguments: [reported.issuer, reported.clientUserID]
+            ).map(Self.event(row:)).compactMap { $0.rejectedByFraudReport(at: now) }
+            for event in rejected { try Self.update(event, in: db) }
+            let running = try Double.fetchOne(
+                db, sql: "SELECT until FROM user_protections WHERE issuer = ? AND client_user_id = ?",
+                arguments: [reported.issuer, reported.clientUserID]
+            ).map(Date.init(timeIntervalSince1970:))
+            let until = FraudProtection.until(protectUntil, running: running)
             try db.execute(
                 sql: """
                     INSERT INTO user_protections (issuer, client_user_id, until) VALUES (?, ?, ?)
-                    ON CONFLICT (issuer, client_user_id) DO UPDATE SET until = max(until, excluded.until)
+                    ON CONFLICT (issuer, client_user_id) DO UPDATE SET until = excluded.until
                     """,
-                arguments: [reported.issuer, reported.clientUserID, protectUntil.timeIntervalSince1970])
-            let until =
-                try Double.fetchOne(
-                    db, sql: "SELECT until FROM user_protections WHERE issuer = ? AND client_user_id = ?",
-                    arguments: [reported.issuer, reported.clientUserID]) ?? protectUntil.timeIntervalSince1970
-            let report = FraudReport(
-                event: reported, alsoRejected: rejected, protectedUntil: Date(timeIntervalSince1970: until))
+                arguments: [reported.issuer, reported.clientUserID, until.timeIntervalSince1970])
+            let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
             try Self.announce([WebhookNotice.fraud(report, now: now)], into: db)
             for event in [reported] + rejected { try Self.changed(event, now: now, in: db) }
             return report
@@ -212,22 +202,34 @@ extension SQLiteStore {
     {
         try await write { db in
             if let spending { try Self.spend(spending, in: db) }
-            try db.execute(
-                sql: """
-                    UPDATE events
-                    SET wrong_matches = wrong_matches + 1, updated_at = ?,
-                        status = CASE WHEN wrong_matches + 1 >= ? THEN 'rejected' ELSE status END,
-                        decided_at = CASE WHEN wrong_matches + 1 >= ? THEN ? ELSE decided_at END
-                    WHERE id = ? AND status = 'pending' AND expires_at > ?
-                    """,
-                arguments: [
-                    now.timeIntervalSince1970, maxWrong, maxWrong, now.timeIntervalSince1970, id,
-                    now.timeIntervalSince1970,
-                ])
-            let after = try Self.afterConditionalWrite(id: id, in: db)
+            // Serialized with every other write: the event read here is the
+            // one the update replaces. When a number rejects is Core's rule.
+            guard
+                let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id])
+                    .map(Self.event(row:))
+            else { throw StoreError(.notFound, "no event \(id)") }
+            guard event.closure(at: now) == nil else {
+                throw StoreError(.conflict, "event \(id) is no longer pending", event: event)
+            }
+            let after = event.countingWrongMatch(maxWrong: maxWrong, at: now)
+            try Self.update(after, in: db)
             try Self.changed(after, now: now, in: db)
             return after
         }
+    }
+
+    /// Writes what a rule in Core changed of an event read in this
+    /// transaction: its verdict, reason and count of wrong numbers.
+    private static func update(_ event: ApprovalEvent, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE events SET status = ?, status_reason = ?, decided_at = ?, wrong_matches = ?, updated_at = ?
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            event.storedStatus.rawValue, event.storedReason?.rawValue, event.decidedAt?.timeIntervalSince1970,
+            event.wrongMatches, event.updatedAt.timeIntervalSince1970, event.id,
+        ])
     }
 
     public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
@@ -286,14 +288,15 @@ extension SQLiteStore {
     }
 
     /// The row after a conditional UPDATE: it if the write happened, else
-    /// `notFound` or `conflict`.
+    /// `notFound`, or `conflict` with the event as it stands.
     static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
         let changed = db.changesCount == 1
         guard let row = try Row.fetchOne(db.cachedStatement(sql: eventByID), arguments: [id]) else {
             throw StoreError(.notFound, "no event \(id)")
         }
-        guard changed else { throw StoreError(.conflict, "event \(id) is no longer pending") }
-        return try event(row: row)
+        let event = try event(row: row)
+        guard changed else { throw StoreError(.conflict, "event \(id) is no longer pending", event: event) }
+        return event
     }
 
     private static func insert(_ event: ApprovalEvent, into db: Database, requestedBy: PendingRequester) throws {

@@ -13,16 +13,17 @@ extension CodeLimits {
 
     /// The attempts `event` takes after one more, or the error
     /// ``CountersignStore/reserveCodeAttempt(issuer:clientUserID:eventID:limits:now:)``
-    /// throws instead.
+    /// throws instead: a refusal by the event's own state or limit carries
+    /// the event; the user's lock-out does not.
     public func attemptsLeft(
         after event: ApprovalEvent?, id: String, issuer: String, clientUserID: String, now: Date
     ) throws -> Int {
         switch attempt(on: event, issuer: issuer, clientUserID: clientUserID, now: now) {
         case .counted(let left): return left
         case .refused(.unknownEvent): throw StoreError(.notFound, "no event \(id) for this user")
-        case .refused(.notPending): throw StoreError(.conflict, "event \(id) is no longer pending")
+        case .refused(.notPending): throw StoreError(.conflict, "event \(id) is no longer pending", event: event)
         case .refused(.exhausted(let retryAfter)):
-            throw StoreError(.limitReached(retryAfter: retryAfter), "the event takes no more codes")
+            throw StoreError(.limitReached(retryAfter: retryAfter), "the event takes no more codes", event: event)
         }
     }
 }

@@ -103,6 +103,8 @@ public protocol CountersignStore: CountersignOutboxStore {
     ///   pending, or expired unanswered within `CodeLimits.lateCodeWindow`);
     ///   `limitReached(retryAfter:)` (until it expires) once it has had
     ///   `limits.perEvent` attempts. Else the attempt is counted on it.
+    ///   These refusals carry the event (``StoreError/event``); the
+    ///   lock-out's does not.
     /// - The attempt counts as one more consecutive failure of the user
     ///   until ``acceptTOTPCode(deviceID:step:eventID:now:)`` clears them.
     ///   The failure that reaches `limits.lockoutAfter`, and each one after,
@@ -196,7 +198,9 @@ public protocol CountersignStore: CountersignOutboxStore {
 
     /// Settles a pending event with one conditional write: only if it is
     /// still pending, unexpired at `now`, and `decision.deviceID` is an
-    /// unrevoked device; else `conflict` and nothing changes. `notFound` for
+    /// unrevoked device; else `conflict` and nothing changes. (Every
+    /// `conflict` of a write on an event carries the event as that write
+    /// found it: ``StoreError/event``.) `notFound` for
     /// an unknown id. An approval with `decision.enrolls` also enrolls that
     /// device (recorded in the audit log as the deciding device's doing);
     /// `alreadyExists` if its key is enrolled, and nothing changes. Returns

@@ -1,3 +1,4 @@
+public import CountersignCore
 import Foundation
 
 /// An error every store implementation reports the same way, so that the
@@ -29,10 +30,15 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: Code
     /// A sentence for logs; never shown to clients for `backend`.
     public let message: String
+    /// For a refused write on an event (`conflict`, or `limitReached` by
+    /// the event's own limit): the event as the write found it, in the same
+    /// transaction, so the caller tells why without reading it again.
+    public let event: ApprovalEvent?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, event: ApprovalEvent? = nil) {
         self.code = code
         self.message = message
+        self.event = event
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }

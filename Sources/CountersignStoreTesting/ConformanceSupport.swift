@@ -16,15 +16,16 @@ func check(
     if !condition { throw ConformanceFailure(message: message(), location: "\(file):\(line)") }
 }
 
+@discardableResult
 func checkThrows<T>(
     _ code: StoreError.Code, _ what: String, file: StaticString = #fileID, line: UInt = #line,
     _ body: () async throws -> T
-) async throws {
+) async throws -> StoreError {
     do {
         _ = try await body()
     } catch let error as StoreError {
         try check(error.code == code, "\(what): expected \(code), got \(error.code)", file: file, line: line)
-        return
+        return error
     }
     throw ConformanceFailure(message: "\(what): expected \(code), nothing was thrown", location: "\(file):\(line)")
 }

@@ -140,10 +140,11 @@ extension StoreConformance {
                     counted == CodeAttempt(eventAttemptsLeft: 5 - attempt, consecutiveFailures: attempt),
                     "attempt \(attempt): \(counted)")
             }
-            try await checkThrows(.limitReached(retryAfter: 3600), "a sixth on the event") {
+            let sixth = try await checkThrows(.limitReached(retryAfter: 3600), "a sixth on the event") {
                 try await store.reserveCodeAttempt(
                     issuer: "ck_app", clientUserID: "jane", eventID: event.id, limits: limits, now: Fixture.t0)
             }
+            try check(sixth.event?.codeAttempts == 5, "the event's own limit names the event")
             try check(try await store.event(id: event.id)?.codeAttempts == 5, "the refused one is not counted")
             try check(try await store.event(id: event.id)?.storedStatus == .pending, "the event stays pending")
 
@@ -156,6 +157,11 @@ extension StoreConformance {
                 try await store.reserveCodeAttempt(
                     issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 0.5)
             }
+            let locked = try await checkThrows(.limitReached(retryAfter: 60), "locked out, with an event") {
+                try await store.reserveCodeAttempt(
+                    issuer: "ck_app", clientUserID: "jane", eventID: event.id, limits: limits, now: Fixture.t0 + 0.5)
+            }
+            try check(locked.event == nil, "the user's lock-out names no event")
             _ = try await store.reserveCodeAttempt(
                 issuer: "ck_app", clientUserID: "jane", eventID: nil, limits: limits, now: Fixture.t0 + 60)
             try await checkThrows(.limitReached(retryAfter: 120), "then two") {

@@ -13,9 +13,10 @@ extension StoreConformance {
             try check(settled.storedStatus == .approved && settled.decidedBy == device.id, "approved by the device")
             try check(settled.decision == "jws-1" && settled.decidedAt == Fixture.t0 + 5, "decision kept verbatim")
             let reject = RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws-2")
-            try await checkThrows(.conflict, "second decision") {
+            let lost = try await checkThrows(.conflict, "second decision") {
                 try await store.settleEvent(id: event.id, decision: reject, now: Fixture.t0 + 6)
             }
+            try check(lost.event == settled, "the conflict carries the event as the winner left it")
             try check(try await store.event(id: event.id) == settled, "the loser changed nothing")
             try await checkThrows(.notFound, "unknown event") {
                 try await store.settleEvent(id: "ev_unknown", decision: reject, now: Fixture.t0)
@@ -42,9 +43,10 @@ extension StoreConformance {
             }
             _ = try await store.revokeDevice(
                 id: device.id, issuer: "ck_app", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 1)
-            try await checkThrows(.conflict, "a device revoked after the event was created") {
+            let revoked = try await checkThrows(.conflict, "a device revoked after the event was created") {
                 try await store.settleEvent(id: event.id, decision: approve, now: Fixture.t0 + 2)
             }
+            try check(revoked.event == event, "the conflict carries the event, still pending")
             try check(try await store.event(id: event.id) == event, "nothing changed")
         },
         Case(name: "decisions: wrong match numbers count, the last one rejects") { store in
@@ -56,9 +58,10 @@ extension StoreConformance {
             let third = try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 3)
             try check(third.storedStatus == .rejected && third.decidedBy == nil, "the third rejects")
             try check(third.decidedAt == Fixture.t0 + 3, "rejected at that time")
-            try await checkThrows(.conflict, "a fourth") {
+            let fourth = try await checkThrows(.conflict, "a fourth") {
                 try await store.recordWrongMatch(id: event.id, maxWrong: 3, spending: nil, now: Fixture.t0 + 4)
             }
+            try check(fourth.event == third, "the conflict carries the rejected event")
             try await checkThrows(.notFound, "unknown event") {
                 try await store.recordWrongMatch(id: "ev_unknown", maxWrong: 3, spending: nil, now: Fixture.t0)
             }
@@ -95,9 +98,10 @@ extension StoreConformance {
             let decided = try await store.settleEvent(
                 id: next.id, decision: RecordedDecision(status: .rejected, deviceID: device.id, jws: "j"),
                 now: Fixture.t0 + 7)
-            try await checkThrows(.conflict, "withdrawing a decided event") {
+            let late = try await checkThrows(.conflict, "withdrawing a decided event") {
                 try await store.withdrawEvent(id: next.id, now: Fixture.t0 + 8)
             }
+            try check(late.event == decided, "the conflict carries the decided event")
             try check(try await store.event(id: next.id) == decided, "leaves the decision")
             try await checkThrows(.notFound, "an unknown event") {
                 try await store.withdrawEvent(id: "ev_unknown", now: Fixture.t0)

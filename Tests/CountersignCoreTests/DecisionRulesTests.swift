@@ -57,6 +57,32 @@ struct DecisionRulesTests {
                 == .refused(.alreadyDecided))
     }
 
+    @Test("wrong numbers count; the last one allowed rejects, with no deciding device")
+    func wrongMatches() {
+        let once = event().countingWrongMatch(maxWrong: 3, at: t0 + 1)
+        #expect(once.wrongMatches == 1 && once.storedStatus == .pending && once.decidedAt == nil)
+        #expect(once.updatedAt == t0 + 1)
+        let third = once.countingWrongMatch(maxWrong: 3, at: t0 + 2).countingWrongMatch(maxWrong: 3, at: t0 + 3)
+        #expect(third.wrongMatches == 3 && third.storedStatus == .rejected && third.decidedAt == t0 + 3)
+        #expect(third.decidedBy == nil && third.statusReason == .tooManyWrongMatches)
+    }
+
+    @Test("a fraud report rejects the user's events still open, and never shortens a protection")
+    func fraudCascade() {
+        let rejected = event().rejectedByFraudReport(at: t0 + 5)
+        #expect(rejected?.storedStatus == .rejected && rejected?.statusReason == .userProtected)
+        #expect(rejected?.decidedAt == t0 + 5 && rejected?.decidedBy == nil)
+        #expect(event().rejectedByFraudReport(at: t0 + 60) == nil, "expired: left as it is")
+        #expect(event(status: .approved).rejectedByFraudReport(at: t0) == nil, "decided: left as it is")
+        var withdrawn = event()
+        withdrawn.withdrawnAt = t0 + 1
+        withdrawn.expiresAt = t0 + 1
+        #expect(withdrawn.rejectedByFraudReport(at: t0 + 2) == nil, "withdrawn: left as it is")
+        #expect(FraudProtection.until(t0 + 900, running: t0 + 1800) == t0 + 1800)
+        #expect(FraudProtection.until(t0 + 900, running: t0 + 300) == t0 + 900)
+        #expect(FraudProtection.until(t0 + 900, running: nil) == t0 + 900)
+    }
+
     @Test("a pending event reads as expired from the end of its window")
     func expiry() {
         #expect(event().status(at: t0 + 59.999) == .pending)

@@ -33,7 +33,7 @@ struct CodeCheck {
             attempt = try await environment.store.reserveCodeAttempt(
                 issuer: issuer, clientUserID: user, eventID: event?.id, limits: environment.codeLimits, now: now)
         } catch let error as StoreError {
-            throw try await refusal(error, event: event, now: now)
+            throw try refusal(error, now: now)
         }
         let secrets = try await environment.store.devices(issuer: issuer, clientUserID: user)
             .filter { $0.revokedAt == nil && $0.sealedTOTPSecret != nil }
@@ -43,20 +43,10 @@ struct CodeCheck {
                 guard SecretToken.constantTimeEquals(Data(secret.code(at: step).utf8), Data(code.utf8)) else {
                     continue
                 }
-                guard (device.lastTOTPStep ?? .min) < step else { throw Self.used(now: now) }
-                do {
-                    let settled = try await environment.store.acceptTOTPCode(
-                        deviceID: device.id, step: step, eventID: event?.id, now: now)
-                    return Match(device: device, step: step, settled: settled)
-                } catch let error as StoreError where error.code == .conflict {
-                    // Lost a race: the event was settled, or the step used, meanwhile.
-                    if let event, let current = try await environment.store.event(id: event.id),
-                        current.isSettled(at: now)
-                    {
-                        throw Self.closed(current, now: now)
-                    }
-                    throw Self.used(now: now)
-                }
+                guard (device.lastTOTPStep ?? .min) < step else { throw APIError.codeUsed(now: now) }
+                let settled = try await EventTransitions(environment: environment).acceptCode(
+                    step: step, of: device, for: event, now: now)
+                return Match(device: device, step: step, settled: settled)
             }
         }
         let left = attempt.eventAttemptsLeft.map { "; \(APIError.triesLeft($0)) for this request" } ?? ""
@@ -76,43 +66,25 @@ struct CodeCheck {
         }
     }
 
-    /// Why the store would not count the attempt.
-    private func refusal(_ error: StoreError, event: ApprovalEvent?, now: Date) async throws -> APIError {
+    /// Why the store would not count the attempt: the request's own
+    /// limit or state (the refusal names the event), or the user's lock-out.
+    private func refusal(_ error: StoreError, now: Date) throws -> APIError {
         switch error.code {
+        case .limitReached where error.event != nil:
+            return APIError(
+                .tooManyRequests, "too_many_codes",
+                "this request takes no more codes; approve it on a trusted device or start a new one")
         case .limitReached(let retryAfter):
-            // Which limit the store met, by the rule it applied: the
-            // request's own attempts, or else the user's lock-out.
-            if let event, let current = try await environment.store.event(id: event.id),
-                case .refused(.exhausted) = environment.codeLimits.attempt(
-                    on: current, issuer: event.issuer, clientUserID: event.clientUserID, now: now)
-            {
-                return APIError(
-                    .tooManyRequests, "too_many_codes",
-                    "this request takes no more codes; approve it on a trusted device or start a new one")
-            }
             return APIError(
                 .tooManyRequests, "too_many_failures",
                 "too many wrong codes for this user; try again in \(retryAfter) s",
                 headers: [.retryAfter: String(retryAfter)])
         case .conflict:
-            if let event, let current = try await environment.store.event(id: event.id) {
-                return Self.closed(current, now: now)
-            }
-            return .conflict("conflict", error.message)
+            guard let current = error.event else { throw error }
+            return EventTransitions.closed(current, at: now)
         case .notFound: return .notFound("no such event")
         default: throw error
         }
-    }
-
-    /// Why a closed event takes no code: what a decision on it is told.
-    private static func closed(_ event: ApprovalEvent, now: Date) -> APIError {
-        .refused(event.closure(at: now) ?? .alreadyDecided)
-    }
-
-    private static func used(now: Date) -> APIError {
-        APIError(
-            .unprocessableContent, "code_used",
-            "this code was used already; wait \(TOTPParameters.secondsLeft(at: now)) s for the next one")
     }
 
     static let unavailable = APIError(

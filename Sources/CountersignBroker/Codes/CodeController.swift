@@ -62,7 +62,6 @@ struct CodeController {
         }
         let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: event.issuer, user: event.clientUserID, event: event)
-        EventChanges(environment: environment).changed(match.settled!)
         return JSONBody(try await environment.document(for: match.settled!, withToken: true))
     }
 
@@ -88,7 +87,7 @@ struct CodeController {
                 of: match.device, ip: record.ip ?? context.clientAddress, location: record.location,
                 details: record.details, requesterName: record.requesterName, now: environment.now())
             try await environment.store.insertEvent(recorded)
-            EventChanges(environment: environment).created(recorded)
+            EventTransitions(environment: environment).created(recorded)
             event = try await environment.document(for: recorded, withToken: true)
         }
         return JSONBody(

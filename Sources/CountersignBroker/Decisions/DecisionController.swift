@@ -56,7 +56,6 @@ struct DecisionController {
         } catch let error as StoreError where error.code == .replayed {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
         }
-        EventChanges(environment: environment).changed(settled)
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
 
@@ -64,6 +63,7 @@ struct DecisionController {
         _ claims: DecisionClaims, jws: String, spending spent: SpentProofID, by device: TrustedDevice,
         on event: ApprovalEvent, ip: String, now: Date
     ) async throws -> ApprovalEvent {
+        let transitions = EventTransitions(environment: environment)
         switch DecisionRules.evaluate(claims, by: device, on: event, now: now) {
         case .settle(let status):
             // A pairing approval adds the event's key, in the same write.
@@ -73,38 +73,21 @@ struct DecisionController {
                     type: $0.type, createdAt: now)
             }
             do {
-                return try await environment.store.settleEvent(
-                    id: event.id,
-                    decision: RecordedDecision(
+                return try await transitions.settle(
+                    event,
+                    with: RecordedDecision(
                         status: status, deviceID: device.id, jws: jws, enrolls: enrolls, ip: ip, spends: spent),
                     now: now)
-            } catch let error as StoreError where error.code == .conflict {
-                throw try await conflict(eventID: event.id, now: now)
             } catch let error as StoreError where error.code == .alreadyExists {
                 throw APIError.conflict("device_exists", "the key this pairing would add is enrolled already")
             }
         case .reportFraud:
-            let report: FraudReport
-            do {
-                report = try await environment.store.reportFraud(
-                    id: event.id,
-                    decision: RecordedDecision(
-                        status: .rejected, deviceID: device.id, jws: jws, ip: ip, spends: spent),
-                    protectUntil: environment.policy.fraudProtection.until(reportedAt: now), now: now)
-            } catch let error as StoreError where error.code == .conflict {
-                throw try await conflict(eventID: event.id, now: now)
-            }
-            EventChanges(environment: environment).changed(report.alsoRejected)
-            return report.event
+            return try await transitions.reportFraud(
+                event,
+                with: RecordedDecision(status: .rejected, deviceID: device.id, jws: jws, ip: ip, spends: spent),
+                now: now)
         case .wrongMatch:
-            let after: ApprovalEvent
-            do {
-                after = try await environment.store.recordWrongMatch(
-                    id: event.id, maxWrong: environment.policy.maxWrongMatches, spending: spent, now: now)
-            } catch let error as StoreError where error.code == .conflict {
-                throw try await conflict(eventID: event.id, now: now)
-            }
-            EventChanges(environment: environment).changed(after)
+            let after = try await transitions.countWrongMatch(event, spending: spent, now: now)
             let left = environment.policy.maxWrongMatches - after.wrongMatches
             guard left > 0 else {
                 throw APIError(
@@ -120,14 +103,5 @@ struct DecisionController {
                 spent.jti, deviceID: spent.deviceID, expiresAt: spent.expiresAt, now: now)
             throw APIError.refused(refusal)
         }
-    }
-
-    /// The error for a decision that lost a race: why the event is closed.
-    private func conflict(eventID: String, now: Date) async throws -> APIError {
-        guard let current = try await environment.store.event(id: eventID) else {
-            return .refused(.alreadyDecided)
-        }
-        // Still pending: the deciding device was revoked under it.
-        return .refused(current.closure(at: now) ?? .revokedDevice)
     }
 }

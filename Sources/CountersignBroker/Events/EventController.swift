@@ -167,7 +167,7 @@ struct EventController {
         let event = ApprovalEvent.approvedByItself(
             device, name: name, ip: context.clientAddress, details: body.details, now: now)
         try await environment.store.insertEvent(event)
-        EventChanges(environment: environment).created(event)
+        EventTransitions(environment: environment).created(event)
         let document = try await environment.document(for: event, withToken: true)
         return JSONBody(EventTicket(event: document, requesterToken: nil, matchNumber: nil), status: .created)
     }
@@ -234,16 +234,7 @@ extension EventController {
         case .withdraw:
             break
         }
-        let withdrawn: ApprovalEvent
-        do {
-            withdrawn = try await environment.store.withdrawEvent(id: id, now: now)
-        } catch let error as StoreError where error.code == .conflict {
-            // Decided (or expired) between the read and the write.
-            let current = try await environment.store.event(id: id)
-            throw APIError.refused(current?.closure(at: now) ?? .alreadyDecided)
-        }
-        EventChanges(environment: environment).changed(withdrawn)
-        environment.metrics.withdrew()
+        let withdrawn = try await EventTransitions(environment: environment).withdraw(event, now: now)
         context.logger.info("event withdrawn", metadata: ["event": "\(id)"])
         return JSONBody(try await environment.document(for: withdrawn, withToken: true))
     }

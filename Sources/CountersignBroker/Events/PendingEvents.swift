@@ -73,7 +73,7 @@ struct PendingEvents {
         try await environment.store.insertPendingEvent(
             event, by: requester, limits: environment.policy.pendingLimits, announcing: pushes,
             ciba: ciba?(event, requesterToken), now: now)
-        EventChanges(environment: environment).created(event)
+        EventTransitions(environment: environment).created(event)
         if !pushes.isEmpty {
             environment.hub.notify(WakeKey.outbox)
             environment.metrics.queued(pushes)

@@ -1,4 +1,6 @@
 import CountersignCore
+import CountersignOTP
+import Foundation
 import Hummingbird
 
 extension APIError {
@@ -14,6 +16,13 @@ extension APIError {
         case .matchRequired:
             .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
         }
+    }
+
+    /// A right code of a time step spent already (by this code or a later one).
+    static func codeUsed(now: Date) -> APIError {
+        APIError(
+            .unprocessableContent, "code_used",
+            "this code was used already; wait \(TOTPParameters.secondsLeft(at: now)) s for the next one")
     }
 
     /// "1 try left", "2 tries left": how every count of attempts says it.
