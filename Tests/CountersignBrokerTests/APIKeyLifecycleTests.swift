@@ -57,7 +57,7 @@ struct APIKeyLifecycleTests {
     }
 
     @Test(
-        "a revoked key is refused everywhere at once: its secret, its id alone, its devices, the hosted page; another app is untouched"
+        "a revoked key is refused everywhere at once: its secret, its id alone, its devices, the hosted page, OAuth; another app is untouched"
     )
     func revoke() async throws {
         let broker = try await TestBroker()
@@ -84,6 +84,13 @@ struct APIKeyLifecycleTests {
                     + "&code_challenge=\(PKCE.challenge(for: String(repeating: "v", count: 50)))",
                 method: .get
             ) { #expect($0.status != .ok, "the hosted page") }
+            try await client.execute(
+                uri: "/oauth/token", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "grant_type=refresh_token&refresh_token=x&client_id=\(broker.apiKeyID)")
+            ) {
+                #expect($0.status == .unauthorized, "OAuth's public client")
+                #expect(String(buffer: $0.body).contains(#""error":"invalid_client""#))
+            }
             try await client.execute(uri: "/api/v1/apikey/revoke", method: .post, headers: broker.backendHeaders) {
                 #expect($0.status == .unauthorized, "revoked twice")
             }

@@ -143,6 +143,72 @@ struct OAuthFlowTests {
             #expect(status == .badRequest && json["error"] as? String == "unsupported_grant_type")
         }
     }
+
+    @Test("every refusal of a client is written as OAuth's error, and Basic is read form-encoded")
+    func errorForm() async throws {
+        let flow = try await Flow()
+        let form: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+        @Sendable func basic(_ id: String, _ secret: String) -> HTTPFields {
+            form + [.authorization: "Basic " + Data("\(id):\(secret)".utf8).base64EncodedString()]
+        }
+        @Sendable func answer(_ response: TestResponse) throws -> (HTTPResponse.Status, String?, String?) {
+            #expect(response.headers[.cacheControl] == "no-store")
+            #expect(response.headers[HTTPField.Name("Pragma")!] == "no-cache")
+            let json = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+            #expect(json?["message"] == nil, "not the API's error document")
+            #expect((json?["error_description"] as? String)?.isEmpty == false)
+            return (response.status, json?["error"] as? String, response.headers[.wwwAuthenticate])
+        }
+        let key = flow.broker.apiKeyID
+        let percentEncoded = key.replacingOccurrences(of: "_", with: "%5F")
+        try await flow.broker.test { client in
+            for uri in ["/oauth/token", "/oauth/bc-authorize"] {
+                try await client.execute(
+                    uri: uri, method: .post, headers: form, body: ByteBuffer(string: "grant_type=password")
+                ) { response in
+                    let (status, error, challenge) = try answer(response)
+                    #expect(
+                        status == .unauthorized && error == "invalid_client" && challenge?.hasPrefix("Basic") == true)
+                }
+                try await client.execute(
+                    uri: uri, method: .post, headers: basic(key, "wrong"), body: ByteBuffer(string: "scope=openid")
+                ) { response in
+                    let (status, error, _) = try answer(response)
+                    #expect(status == .unauthorized && error == "invalid_client", "a wrong secret")
+                }
+                try await client.execute(
+                    uri: uri, method: .post, headers: basic(key, flow.broker.apiSecret),
+                    body: ByteBuffer(string: "client_secret=\(flow.broker.apiSecret)")
+                ) { response in
+                    let (status, error, _) = try answer(response)
+                    #expect(status == .badRequest && error == "invalid_request", "two methods at once")
+                }
+                try await client.execute(
+                    uri: uri, method: .post,
+                    headers: basic(key, flow.broker.apiSecret).replacing(.contentType, "application/json"),
+                    body: ByteBuffer(string: "{}")
+                ) { response in
+                    let (status, error, _) = try answer(response)
+                    #expect(status == .badRequest && error == "invalid_request", "not a form")
+                }
+            }
+            try await client.execute(
+                uri: "/oauth/token", method: .post, headers: basic(percentEncoded, flow.broker.apiSecret),
+                body: ByteBuffer(string: "grant_type=password")
+            ) { response in
+                let (status, error, _) = try answer(response)
+                #expect(status == .badRequest && error == "unsupported_grant_type", "authenticated: %5F is _")
+            }
+        }
+    }
+}
+
+extension HTTPFields {
+    fileprivate func replacing(_ name: HTTPField.Name, _ value: String) -> HTTPFields {
+        var fields = self
+        fields[name] = value
+        return fields
+    }
 }
 
 extension VerificationFlowTests.Flow {

@@ -21,14 +21,34 @@ extension HTTPField.Name {
 /// identity empty for the route to judge.
 struct CallerAuthenticator: Sendable {
     let environment: BrokerEnvironment
-    /// Whether a `Device-Proof` establishes an enrolled device. Where a new
-    /// key proves it holds itself (enrollment), the route checks that proof,
-    /// and the caller is the app its API key id names.
-    var acceptsDeviceProofs = true
+    /// Which credentials the route group takes.
+    var accepts = Credentials.any
 
-    func identify(_ request: Request) async throws -> CallerIdentity? {
-        if acceptsDeviceProofs, let proof = request.headers[.deviceProof] {
-            return try await device(proof: proof, request: request)
+    enum Credentials: Sendable {
+        /// A device proof, an API key (headers or Basic), or a requester's
+        /// bearer token.
+        case any
+        /// An API key only. Where a new key proves it holds itself
+        /// (enrollment), the route checks that proof, and the caller is the
+        /// app its API key id names.
+        case apiKey
+        /// An OAuth client: an API key by Basic, or by `client_id` (and
+        /// `client_secret`) in the form body, one method at a time.
+        case oauthClient
+    }
+
+    /// The caller; for an OAuth client the body is read here, and kept in
+    /// `request` for the route.
+    func identify(_ request: inout Request, context: some RequestContext) async throws -> CallerIdentity? {
+        switch accepts {
+        case .any:
+            if let proof = request.headers[.deviceProof] {
+                return try await device(proof: proof, request: request)
+            }
+        case .apiKey:
+            break
+        case .oauthClient:
+            return try await oauthClient(&request, context: context)
         }
         if let credentials = try APIKeyCredentials(headers: request.headers) {
             return try await apiKey(credentials)
@@ -41,8 +61,41 @@ struct CallerAuthenticator: Sendable {
         return nil
     }
 
+    /// The client fields of an OAuth form (RFC 6749 §2.3).
+    private struct ClientFields: Decodable {
+        var clientID: String?
+        var clientSecret: String?
+
+        enum CodingKeys: String, CodingKey {
+            case clientID = "client_id"
+            case clientSecret = "client_secret"
+        }
+    }
+
+    /// RFC 6749 §2.3.1: `client_secret_basic`, `client_secret_post`, or a
+    /// public client's `client_id` alone.
+    private func oauthClient(_ request: inout Request, context: some RequestContext) async throws -> CallerIdentity {
+        _ = try await request.collectBody(upTo: context.maxUploadSize)
+        let form = try await request.decodeForm(ClientFields.self, context: context)
+        let credentials: APIKeyCredentials
+        if let basic = try APIKeyCredentials(basic: request.headers[.authorization]) {
+            guard form.clientSecret == nil else {
+                throw APIError.oauth(
+                    "invalid_request", "authenticate with one method: Basic or client_secret, not both")
+            }
+            guard form.clientID == nil || form.clientID == basic.id else {
+                throw APIError.oauth("invalid_client", "client_id differs from the authenticated client")
+            }
+            credentials = basic
+        } else {
+            credentials = APIKeyCredentials(id: form.clientID ?? "", secret: form.clientSecret)
+        }
+        guard !credentials.id.isEmpty else { throw APIError.oauth("invalid_client", "client_id is missing") }
+        return try await apiKey(credentials)
+    }
+
     private func apiKey(_ credentials: APIKeyCredentials) async throws -> CallerIdentity {
-        guard let key = try await environment.store.apiKey(id: credentials.id) else {
+        guard let key = try await environment.store.apiKey(id: credentials.id), key.revokedAt == nil else {
             throw APIError.unauthorized("unknown API key id")
         }
         guard let secret = credentials.secret else { return .app(key) }

@@ -94,11 +94,18 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     open.get("api/v1/push/vapid-key", use: push.vapidKey)
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
     ApproverController().register(on: open)
-    open.addRoutes(OAuthController(environment: environment).endpoints)
-    open.addRoutes(CIBAController(environment: environment).endpoints)
+    let oauth = OAuthController(environment: environment)
+    open.addRoutes(oauth.endpoints)
+    // OAuth's clients, answered in OAuth's form.
+    var clientAuthenticating = lifecycle
+    clientAuthenticating.authenticator = CallerAuthenticator(environment: environment, accepts: .oauthClient)
+    clientAuthenticating.errorForm = .oauth
+    let clients = router.group().add(middleware: clientAuthenticating).group(context: OAuthClientContext.self)
+    clients.addRoutes(oauth.clientEndpoints)
+    clients.addRoutes(CIBAController(environment: environment).endpoints)
     // An app's key id, without a device: enrolling, redeeming a verification.
     var appAuthenticating = lifecycle
-    appAuthenticating.authenticator = CallerAuthenticator(environment: environment, acceptsDeviceProofs: false)
+    appAuthenticating.authenticator = CallerAuthenticator(environment: environment, accepts: .apiKey)
     let app = router.group().add(middleware: appAuthenticating).group(context: AppRequestContext.self)
     app.group("api/v0").addRoutes(IdentityController(environment: environment).endpoints)
     app.group("api/v1").addRoutes(EnrollmentController(environment: environment).deviceEndpoints)

@@ -20,8 +20,8 @@ struct CIBAController {
 
     static let grantType = "urn:openid:params:grant-type:ciba"
 
-    var endpoints: RouteCollection<BrokerRequestContext> {
-        RouteCollection(context: BrokerRequestContext.self)
+    var endpoints: RouteCollection<OAuthClientContext> {
+        RouteCollection(context: OAuthClientContext.self)
             .post("oauth/bc-authorize", use: authorize)
     }
 
@@ -34,8 +34,6 @@ struct CIBAController {
         var requestedExpiry: String?
         var clientNotificationToken: String?
         var userCode: String?
-        var clientID: String?
-        var clientSecret: String?
 
         enum CodingKeys: String, CodingKey {
             case scope
@@ -46,8 +44,6 @@ struct CIBAController {
             case requestedExpiry = "requested_expiry"
             case clientNotificationToken = "client_notification_token"
             case userCode = "user_code"
-            case clientID = "client_id"
-            case clientSecret = "client_secret"
         }
     }
 
@@ -64,24 +60,18 @@ struct CIBAController {
         }
     }
 
-    @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        do {
-            let form = try await request.decodeForm(AuthenticationForm.self, context: context)
-            let client = try await OAuthClient.identify(
-                request, clientID: form.clientID, clientSecret: form.clientSecret, in: environment)
-            guard client.authenticated else {
-                throw OAuthError(
-                    "invalid_client", "a CIBA client authenticates with its secret (client_secret_basic or _post)")
-            }
-            let checked = try Self.check(form, window: environment.policy.window)
-            let ping = try await notification(for: client, token: form.clientNotificationToken)
-            let answer = try await open(checked, client: client, ping: ping, ip: context.clientAddress)
-            return try JSONBody(answer, headers: OAuthError.headers).response(from: request, context: context)
-        } catch let error as OAuthError {
-            return try error.response(from: request, context: context)
-        } catch let error as APIError where error.status.code < 500 {
-            return try OAuthError("invalid_request", error.message).response(from: request, context: context)
+    @Sendable func authorize(_ request: Request, context: OAuthClientContext) async throws -> JSONBody<
+        AuthenticationResponse
+    > {
+        let form = try await request.decodeForm(AuthenticationForm.self, context: context)
+        guard context.client.authenticated else {
+            throw APIError.oauth(
+                "invalid_client", "a CIBA client authenticates with its secret (client_secret_basic or _post)")
         }
+        let checked = try Self.check(form, window: environment.policy.window)
+        let ping = try await notification(for: context.client, token: form.clientNotificationToken)
+        let answer = try await open(checked, client: context.client, ping: ping, ip: context.clientAddress)
+        return JSONBody(answer, headers: .oauthNoStore)
     }
 
     /// A request the form asks for, checked without a read.
@@ -97,17 +87,17 @@ struct CIBAController {
     func notification(for client: OAuthClient, token: String?) async throws -> (endpoint: String, token: String)? {
         guard let endpoint = try await environment.store.cibaNotificationEndpoint(apiKeyID: client.key.id) else {
             guard token == nil else {
-                throw OAuthError(
+                throw APIError.oauth(
                     "invalid_request", "this client is registered for the poll mode: send no client_notification_token")
             }
             return nil
         }
         guard let token else {
-            throw OAuthError(
+            throw APIError.oauth(
                 "invalid_request", "this client is registered for the ping mode: client_notification_token is required")
         }
         guard CIBARequest.isValidNotificationToken(token) else {
-            throw OAuthError(
+            throw APIError.oauth(
                 "invalid_request", "client_notification_token must be 16 to 1024 characters of a bearer token")
         }
         return (endpoint, token)
@@ -116,38 +106,39 @@ struct CIBAController {
     static func check(_ form: AuthenticationForm, window: TimeInterval) throws -> Checked {
         let scopes = (form.scope ?? "").split(separator: " ").map(String.init)
         guard scopes.contains("openid") else {
-            throw OAuthError("invalid_scope", "scope must include openid")
+            throw APIError.oauth("invalid_scope", "scope must include openid")
         }
         let hints = [form.loginHint, form.idTokenHint, form.loginHintToken].compactMap { $0 }
         guard hints.count == 1 else {
-            throw OAuthError("invalid_request", "send exactly one of login_hint, id_token_hint and login_hint_token")
+            throw APIError.oauth(
+                "invalid_request", "send exactly one of login_hint, id_token_hint and login_hint_token")
         }
         guard form.idTokenHint == nil, form.loginHintToken == nil else {
-            throw OAuthError(
+            throw APIError.oauth(
                 "invalid_request",
                 "only login_hint (the app's user id) names the user; id_token_hint and "
                     + "login_hint_token are not supported")
         }
         guard form.userCode == nil else {
-            throw OAuthError(
+            throw APIError.oauth(
                 "invalid_request", "user_code is not supported (backchannel_user_code_parameter_supported)")
         }
         guard let user = form.loginHint, ClientUserID.isValid(user) else {
-            throw OAuthError("unknown_user_id", "login_hint is not a valid user id")
+            throw APIError.oauth("unknown_user_id", "login_hint is not a valid user id")
         }
         var bindingMessage: String?
         if let message = form.bindingMessage {
             switch DisplayText.check(message, as: .bindingMessage) {
             case .success(let text): bindingMessage = text
             case .failure(let refusal):
-                throw OAuthError(
+                throw APIError.oauth(
                     "invalid_binding_message", refusal.message(field: DisplayText.Field.bindingMessage.name))
             }
         }
         var expiry = Int(window)
         if let requested = form.requestedExpiry {
             guard let seconds = Int(requested), CIBAPollRule.expiryRange.contains(seconds) else {
-                throw OAuthError(
+                throw APIError.oauth(
                     "invalid_request",
                     "requested_expiry must be whole seconds from \(CIBAPollRule.expiryRange.lowerBound) to "
                         + "\(CIBAPollRule.expiryRange.upperBound)")
@@ -177,10 +168,10 @@ struct CIBAController {
                     createdAt: event.createdAt)
             }
         } catch let error as APIError where error.code == "no_trusted_device" {
-            throw OAuthError("unknown_user_id", "this user has no trusted device to approve the request")
+            throw APIError.oauth("unknown_user_id", "this user has no trusted device to approve the request")
         } catch let error as StoreError {
             guard case .limitReached(let retryAfter) = error.code else { throw error }
-            throw OAuthError(
+            throw APIError.oauth(
                 "access_denied", "too many requests are waiting for this user", status: .tooManyRequests,
                 retryAfter: retryAfter)
         }
@@ -192,11 +183,11 @@ struct CIBAController {
     /// The token endpoint's answer to `grant_type=urn:openid:params:grant-type:ciba` (CIBA Core §10-11).
     func redeem(_ authReqID: String?, client: OAuthClient) async throws -> OAuthTokens {
         guard client.authenticated else {
-            throw OAuthError("invalid_client", "a CIBA client authenticates with its secret")
+            throw APIError.oauth("invalid_client", "a CIBA client authenticates with its secret")
         }
-        guard let authReqID else { throw OAuthError("invalid_request", "auth_req_id is required") }
+        guard let authReqID else { throw APIError.oauth("invalid_request", "auth_req_id is required") }
         // Unknown, malformed, another client's or a wrong secret: one answer.
-        let unknown = OAuthError("invalid_grant", "unknown auth_req_id")
+        let unknown = APIError.oauth("invalid_grant", "unknown auth_req_id")
         guard let (eventID, secret) = CIBARequest.parse(authRequestID: authReqID),
             let request = try await environment.store.cibaRequest(eventID: eventID),
             request.apiKeyID == client.key.id,
@@ -207,15 +198,15 @@ struct CIBAController {
         let poll = try await environment.store.pollCIBARequest(eventID: eventID, now: environment.now())
         switch poll.outcome {
         case .pending:
-            throw OAuthError("authorization_pending", "the user has not answered yet")
+            throw APIError.oauth("authorization_pending", "the user has not answered yet")
         case .slowDown(let next):
-            throw OAuthError("slow_down", "poll at most every \(next.interval) s")
+            throw APIError.oauth("slow_down", "poll at most every \(next.interval) s")
         case .denied:
-            throw OAuthError("access_denied", "the user rejected the request")
+            throw APIError.oauth("access_denied", "the user rejected the request")
         case .expired:
-            throw OAuthError("expired_token", "the request expired before the user answered")
+            throw APIError.oauth("expired_token", "the request expired before the user answered")
         case .redeemed:
-            throw OAuthError("invalid_grant", "this auth_req_id was redeemed already")
+            throw APIError.oauth("invalid_grant", "this auth_req_id was redeemed already")
         case .issue:
             // The event as the poll decided from: the decision may have
             // landed after the read above.

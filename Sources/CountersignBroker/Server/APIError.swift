@@ -13,6 +13,17 @@ public struct APIError: HTTPResponseError, Equatable {
     public let message: String
     /// Extra headers, e.g. `Retry-After`.
     public var headers: HTTPFields = [:]
+    /// The document it is written as.
+    public var form: Form = .api
+
+    /// How an error is written: every route group answers in one form.
+    public enum Form: Sendable, Equatable {
+        /// `{"error": code, "message": …}` (``ErrorDocument``).
+        case api
+        /// OAuth's `{"error": code, "error_description": …}` (RFC 6749
+        /// §5.2), never cached, with a Basic challenge on 401.
+        case oauth
+    }
 
     public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
@@ -22,11 +33,31 @@ public struct APIError: HTTPResponseError, Equatable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = try WireCoding.encoder().encode(ErrorDocument(error: code, message: message))
         var headers = self.headers
+        let body: Data
+        switch form {
+        case .api:
+            body = try WireCoding.encoder().encode(ErrorDocument(error: code, message: message))
+        case .oauth:
+            body = try WireCoding.encoder().encode(OAuthErrorDocument(error: code, errorDescription: message))
+            headers.append(contentsOf: HTTPFields.oauthNoStore)
+            if status == .unauthorized { headers[.wwwAuthenticate] = #"Basic realm="countersign""# }
+        }
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// An OAuth error (RFC 6749 §5.2; CIBA Core §11, §13): `invalid_client`
+    /// is a 401, the others a 400 unless `status` says otherwise.
+    static func oauth(
+        _ code: String, _ description: String, status: HTTPResponse.Status? = nil, retryAfter: Int? = nil
+    ) -> Self {
+        var error = Self(
+            status ?? (code == "invalid_client" ? .unauthorized : .badRequest), code, description,
+            headers: retryAfter.map { [.retryAfter: String($0)] } ?? [:])
+        error.form = .oauth
+        return error
     }
 
     static func unauthorized(_ message: String) -> Self {
@@ -41,4 +72,20 @@ public struct APIError: HTTPResponseError, Equatable {
     static var deviceRevoked: Self {
         Self(.unauthorized, "device_revoked", "this device was removed from the account")
     }
+}
+
+/// The body of an OAuth error answer.
+private struct OAuthErrorDocument: Encodable {
+    let error: String
+    let errorDescription: String
+
+    enum CodingKeys: String, CodingKey {
+        case error
+        case errorDescription = "error_description"
+    }
+}
+
+extension HTTPFields {
+    /// Never cached, as RFC 6749 §5.1 asks of every token answer.
+    static let oauthNoStore: HTTPFields = [.cacheControl: "no-store", HTTPField.Name("Pragma")!: "no-cache"]
 }

@@ -26,6 +26,18 @@ enum ErrorMapper {
         }
     }
 
+    /// The error as a route group that answers in `form` writes it. On the
+    /// OAuth endpoints, an error that is not one of OAuth's own is told in
+    /// its terms: a failed authentication is `invalid_client` (401), any
+    /// other refusal `invalid_request` (400); the broker's own failures
+    /// (5xx) keep the API's form.
+    static func apiError(for error: any Error, context: some RequestContext, form: APIError.Form) -> APIError {
+        let error = apiError(for: error, context: context)
+        guard form == .oauth, error.form != .oauth, error.status.code < 500 else { return error }
+        return error.status == .unauthorized
+            ? .oauth("invalid_client", error.message) : .oauth("invalid_request", error.message)
+    }
+
     static func map(_ error: StoreError, context: some RequestContext) -> APIError {
         switch error.code {
         case .notFound: return .notFound(error.message)

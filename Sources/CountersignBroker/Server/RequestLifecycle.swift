@@ -24,16 +24,19 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
     /// Set on the router's own instance, which sees only the requests no
     /// route matched: a path that exists under other methods is a 405.
     var routeMethods: RouteMethods? = nil
+    /// How the group's errors are written (OAuth's endpoints: `.oauth`).
+    var errorForm: APIError.Form = .api
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         var context = context
+        var request = request
         context.forwardedAddress = trustedProxies.forwardedClient(peer: context.remoteAddress, headers: request.headers)
         let started = metrics.started(request.method)
         do {
             if let authenticator {
-                context.identity = try await authenticator.identify(request)
+                context.identity = try await authenticator.identify(&request, context: context)
             }
             if let allowed = routeMethods?.allowed(on: request.uri.path), !allowed.isEmpty {
                 throw APIError.methodNotAllowed(request.method, allowed: allowed)
@@ -60,7 +63,7 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
     private func failed(_ request: Request, _ error: any Error, started: ContinuousClock.Instant, context: Context)
         -> APIError
     {
-        let error = ErrorMapper.apiError(for: error, context: context)
+        let error = ErrorMapper.apiError(for: error, context: context, form: errorForm)
         AccessLog.record(request, status: error.status.code, elapsed: ContinuousClock.now - started, context: context)
         metrics.failed(request, error.status, route: context.endpointPath ?? "NotFound")
         return error

@@ -13,6 +13,11 @@ struct OAuthController {
     var endpoints: RouteCollection<BrokerRequestContext> {
         RouteCollection(context: BrokerRequestContext.self)
             .get(".well-known/openid-configuration", use: discovery)
+    }
+
+    /// Routes an OAuth client calls.
+    var clientEndpoints: RouteCollection<OAuthClientContext> {
+        RouteCollection(context: OAuthClientContext.self)
             .post("oauth/token", use: token)
     }
 
@@ -71,20 +76,16 @@ struct OAuthController {
         var grantType: String?
         var code: String?
         var redirectURI: String?
-        var clientID: String?
         var codeVerifier: String?
         var refreshToken: String?
-        var clientSecret: String?
         var authReqID: String?
 
         enum CodingKeys: String, CodingKey {
             case code
             case grantType = "grant_type"
             case redirectURI = "redirect_uri"
-            case clientID = "client_id"
             case codeVerifier = "code_verifier"
             case refreshToken = "refresh_token"
-            case clientSecret = "client_secret"
             case authReqID = "auth_req_id"
         }
     }
@@ -115,43 +116,34 @@ struct OAuthController {
         }
     }
 
-    @Sendable func token(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        do {
-            let form = try await request.decodeForm(TokenForm.self, context: context)
-            let client = try await OAuthClient.identify(
-                request, clientID: form.clientID, clientSecret: form.clientSecret, in: environment)
-            let tokens: OAuthTokens
-            switch form.grantType {
-            case "authorization_code": tokens = try await redeem(form, key: client.key)
-            case "refresh_token": tokens = try await refresh(form, client: client)
-            case CIBAController.grantType:
-                tokens = try await CIBAController(environment: environment).redeem(form.authReqID, client: client)
-            default:
-                throw OAuthError(
-                    "unsupported_grant_type", "use authorization_code, refresh_token or \(CIBAController.grantType)")
-            }
-            return try JSONBody(TokenResponse(tokens), headers: OAuthError.headers).response(
-                from: request, context: context)
-        } catch let error as OAuthError {
-            return try error.response(from: request, context: context)
-        } catch let error as APIError where error.status.code < 500 {
-            return try OAuthError("invalid_request", error.message).response(from: request, context: context)
+    @Sendable func token(_ request: Request, context: OAuthClientContext) async throws -> JSONBody<TokenResponse> {
+        let form = try await request.decodeForm(TokenForm.self, context: context)
+        let tokens: OAuthTokens
+        switch form.grantType {
+        case "authorization_code": tokens = try await redeem(form, key: context.client.key)
+        case "refresh_token": tokens = try await refresh(form, client: context.client)
+        case CIBAController.grantType:
+            tokens = try await CIBAController(environment: environment).redeem(form.authReqID, client: context.client)
+        default:
+            throw APIError.oauth(
+                "unsupported_grant_type", "use authorization_code, refresh_token or \(CIBAController.grantType)")
         }
+        return JSONBody(TokenResponse(tokens), headers: .oauthNoStore)
     }
 
     private func redeem(_ form: TokenForm, key: APIKey) async throws -> OAuthTokens {
         guard let code = form.code, let verifier = form.codeVerifier, let redirectURI = form.redirectURI else {
-            throw OAuthError("invalid_request", "code, code_verifier and redirect_uri are required")
+            throw APIError.oauth("invalid_request", "code, code_verifier and redirect_uri are required")
         }
         guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
-            throw OAuthError("invalid_grant", "unknown authorization code")
+            throw APIError.oauth("invalid_grant", "unknown authorization code")
         }
         let redeemed: VerificationChallenge
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(
                 challengeID: challengeID, code: code, verifier: verifier, redirectURL: redirectURI, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
-            throw OAuthError("invalid_grant", failure.explanation)
+            throw APIError.oauth("invalid_grant", failure.explanation)
         }
         let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(
@@ -164,21 +156,21 @@ struct OAuthController {
 
     private func refresh(_ form: TokenForm, client: OAuthClient) async throws -> OAuthTokens {
         guard let presented = form.refreshToken else {
-            throw OAuthError("invalid_request", "refresh_token is required")
+            throw APIError.oauth("invalid_request", "refresh_token is required")
         }
         let digest = SecretToken.digest(presented)
         guard let record = try await environment.store.refreshToken(digest: digest), record.apiKeyID == client.key.id
         else {
-            throw OAuthError("invalid_grant", "unknown refresh token")
+            throw APIError.oauth("invalid_grant", "unknown refresh token")
         }
         // A CIBA grant's client is confidential: its refresh needs the secret too.
         if record.clientUserID != nil, !client.authenticated {
-            throw OAuthError("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
+            throw APIError.oauth("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
         }
         let identity: VerifiedIdentity?
         if record.clientUserID == nil {
             guard let found = try await environment.store.verifiedIdentity(id: record.identityID) else {
-                throw OAuthError("invalid_grant", "unknown refresh token")
+                throw APIError.oauth("invalid_grant", "unknown refresh token")
             }
             identity = found
         } else {
@@ -193,10 +185,10 @@ struct OAuthController {
             rotated = try await environment.store.rotateRefreshToken(
                 digest: digest, replacement: replacement, now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
-            throw OAuthError(
+            throw APIError.oauth(
                 "invalid_grant", "this refresh token was already used; every token of its grant is revoked")
         } catch let error as StoreError where error.code == .notFound {
-            throw OAuthError("invalid_grant", "the refresh token has expired")
+            throw APIError.oauth("invalid_grant", "the refresh token has expired")
         }
         let authTime = rotated.authTime ?? record.createdAt
         if let identity {
