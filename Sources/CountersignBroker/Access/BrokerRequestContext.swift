@@ -16,6 +16,8 @@ public enum CallerIdentity: Sendable {
     case device(AuthenticatedDevice)
     /// A requester presenting the secret it got when it created an event.
     case requester(secret: String)
+    /// A device's decision on an event, by the device its key id names.
+    case decider(Decider)
 }
 
 /// A trusted device and its app's key, as a valid proof established them:
@@ -89,7 +91,7 @@ public struct AppRequestContext: ChildRequestContext {
     public init(context: BrokerRequestContext) throws {
         switch context.identity {
         case .app(let key), .backend(let key): self.apiKey = key
-        case .device, .requester, nil: throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
+        case .device, .requester, .decider, nil: throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
         }
         self.coreContext = context.coreContext
         self.clientAddress = context.clientAddress
@@ -122,7 +124,8 @@ public struct EventCreatorContext: ChildRequestContext {
         case .device(let caller): creator = .device(caller)
         case .backend(let key): creator = .backend(key)
         case .app(let key): creator = .requester(key)
-        case .requester, nil: throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
+        case .requester, .decider, nil:
+            throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
         }
         self.coreContext = context.coreContext
         self.clientAddress = context.clientAddress
@@ -149,7 +152,7 @@ public struct EventHolderContext: ChildRequestContext {
         switch context.identity {
         case .backend(let key): holder = .backend(key)
         case .requester(let secret): holder = .requester(secret: secret)
-        case .app, .device: holder = .nobody
+        case .app, .device, .decider: holder = .nobody
         case nil:
             throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
         }

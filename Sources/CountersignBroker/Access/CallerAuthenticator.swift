@@ -35,6 +35,8 @@ struct CallerAuthenticator: Sendable {
         /// An OAuth client: an API key by Basic, or by `client_id` (and
         /// `client_secret`) in the form body, one method at a time.
         case oauthClient
+        /// A decision in the body, by the device its key id names.
+        case decision
     }
 
     /// The caller; for an OAuth client the body is read here, and kept in
@@ -49,6 +51,8 @@ struct CallerAuthenticator: Sendable {
             break
         case .oauthClient:
             return try await oauthClient(&request, context: context)
+        case .decision:
+            return try await decider(&request, context: context)
         }
         if let credentials = try APIKeyCredentials(headers: request.headers) {
             return try await apiKey(credentials)
@@ -59,6 +63,18 @@ struct CallerAuthenticator: Sendable {
             return .requester(secret: secret)
         }
         return nil
+    }
+
+    /// The device a decision's key id names, with the decision parsed
+    /// once. Its signature is checked by the route, against the event.
+    private func decider(_ request: inout Request, context: some RequestContext) async throws -> CallerIdentity {
+        _ = try await request.collectBody(upTo: context.maxUploadSize)
+        let body = try await request.decodeJSON(Decider.Body.self, context: context)
+        let jws = try CompactJWS.Parsed(body.decision)
+        guard let device = try await environment.store.device(id: try DeviceProof.deviceID(in: jws)) else {
+            throw APIError.forbidden("unknown_device", "no device with this key is enrolled")
+        }
+        return .decider(Decider(device: device, decision: jws, text: body.decision))
     }
 
     /// The client fields of an OAuth form (RFC 6749 §2.3).

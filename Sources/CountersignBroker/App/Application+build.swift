@@ -116,7 +116,6 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     authenticated.group(context: EventCreatorContext.self).addRoutes(events.creatorEndpoints)
     let held = authenticated.group(context: EventHolderContext.self)
     held.addRoutes(events.holderEndpoints)
-    authenticated.addRoutes(DecisionController(environment: environment).endpoints)
     let codes = CodeController(environment: environment)
     held.addRoutes(codes.eventEndpoints)
     let backend = authenticated.group(context: BackendRequestContext.self)
@@ -130,6 +129,11 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     device.addRoutes(DeviceController(environment: environment).endpoints)
     device.addRoutes(push.deviceEndpoints)
     device.addRoutes(codes.deviceEndpoints)
+    // A decision authenticates itself: the device its key id names.
+    var deciding = lifecycle
+    deciding.authenticator = CallerAuthenticator(environment: environment, accepts: .decision)
+    router.group("api/v1").add(middleware: deciding).group(context: DecisionContext.self)
+        .addRoutes(DecisionController(environment: environment).endpoints)
     var unmatched = lifecycle
     unmatched.routeMethods = RouteMethods(router.routes)
     router.add(middleware: unmatched)

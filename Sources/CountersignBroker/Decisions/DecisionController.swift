@@ -11,25 +11,15 @@ import Hummingbird
 struct DecisionController {
     let environment: BrokerEnvironment
 
-    var endpoints: RouteCollection<BrokerRequestContext> {
-        RouteCollection(context: BrokerRequestContext.self)
+    var endpoints: RouteCollection<DecisionContext> {
+        RouteCollection(context: DecisionContext.self)
             .post("events/:id/decision", use: decide)
     }
 
-    struct DecisionRequest: Decodable {
-        let decision: String
-    }
-
-    @Sendable func decide(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<EventDocument> {
+    @Sendable func decide(_ request: Request, context: DecisionContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
-        let body = try await request.decodeJSON(DecisionRequest.self, context: context)
         let now = environment.now()
-        // Parsed once: its kid names the device, then it is verified.
-        let jws = try CompactJWS.Parsed(body.decision)
-        let deviceID = try DeviceProof.deviceID(in: jws)
-        guard let device = try await environment.store.device(id: deviceID) else {
-            throw APIError.forbidden("unknown_device", "no device with this key is enrolled")
-        }
+        let device = context.decider.device
         guard let event = try await environment.store.event(id: id) else {
             throw APIError.notFound("no such event")
         }
@@ -38,7 +28,7 @@ struct DecisionController {
         let claims: DecisionClaims
         do {
             claims = try await DecisionProof.verify(
-                jws, key: device.publicKey, eventID: event.id, nonce: event.nonce,
+                context.decider.decision, key: device.publicKey, eventID: event.id, nonce: event.nonce,
                 shown: ShownRequest(event, app: app).digest, newDevice: event.newDevice?.publicKey.thumbprint,
                 acceptedOrigins: environment.origins, now: now,
                 leeway: environment.policy.proofLeeway)
@@ -52,7 +42,8 @@ struct DecisionController {
         let settled: ApprovalEvent
         do {
             settled = try await apply(
-                claims, jws: body.decision, spending: spent, by: device, on: event, ip: context.clientAddress, now: now)
+                claims, jws: context.decider.text, spending: spent, by: device, on: event, ip: context.clientAddress,
+                now: now)
         } catch let error as StoreError where error.code == .replayed {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
         }
