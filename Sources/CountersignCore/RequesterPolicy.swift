@@ -24,4 +24,13 @@ public enum RequesterPolicy {
         }
         return nil
     }
+
+    /// Whether a caller is told that the user has no trusted device to ask
+    /// (`no_trusted_device`). Only one holding the app's secret is: one with
+    /// the key id alone gets the answer any user gets, and the request then
+    /// expires unasked, so the key id, which ships inside apps, does not
+    /// tell which user ids have devices.
+    public static func tellsNoDevice(_ devices: [TrustedDevice], callerHoldsSecret: Bool) -> Bool {
+        callerHoldsSecret && !devices.contains { $0.revokedAt == nil }
+    }
 }

@@ -184,4 +184,29 @@ struct DecisionRulesTests {
                 setsNumberMatching: false, setsLimitAsRequester: true) == .fieldsNeedSecret,
             "limit_as_requester is the backend's")
     }
+
+    @Test("only the secret's holder hears that a user has no device to ask")
+    func noDeviceAnswer() {
+        #expect(RequesterPolicy.tellsNoDevice([], callerHoldsSecret: true))
+        #expect(RequesterPolicy.tellsNoDevice([device(revoked: true)], callerHoldsSecret: true))
+        #expect(!RequesterPolicy.tellsNoDevice([device(revoked: true), device()], callerHoldsSecret: true))
+        #expect(!RequesterPolicy.tellsNoDevice([], callerHoldsSecret: false), "the key id alone learns nothing")
+    }
+
+    @Test("a pairing is asked by the new machine, names its device and always has its code")
+    func pairingRule() {
+        let pair = EventName.enrollNewTrustedDevice
+        func refusal(_ name: String, device: Bool = false, newDevice: Bool = true, matching: Bool? = nil)
+            -> PairingRule.Refusal?
+        {
+            PairingRule.refusal(event: name, byTrustedDevice: device, newDevice: newDevice, numberMatching: matching)
+        }
+        #expect(refusal(pair) == nil)
+        #expect(refusal(pair, matching: true) == nil)
+        #expect(refusal(pair, matching: false) == .codeRequired)
+        #expect(refusal(pair, newDevice: false) == .newDeviceMissing)
+        #expect(refusal(pair, device: true) == .askedByTrustedDevice)
+        #expect(refusal(EventName.login, newDevice: false) == nil)
+        #expect(refusal(EventName.login) == .newDeviceOutsidePairing)
+    }
 }

@@ -131,21 +131,14 @@ struct EventController {
     private func checkPairing(
         name: String, body: CreateRequest, request: Request, creator: EventCreatorContext.Creator
     ) async throws -> Pairing? {
-        guard name == EventName.enrollNewTrustedDevice else {
-            guard body.newDevice == nil else {
-                throw APIError.badRequest("new_device belongs to ENROLL_NEW_TRUSTED_DEVICE events only")
-            }
-            return nil
+        let byTrustedDevice = if case .device = creator { true } else { false }
+        if let refusal = PairingRule.refusal(
+            event: name, byTrustedDevice: byTrustedDevice, newDevice: body.newDevice != nil,
+            numberMatching: body.numberMatching)
+        {
+            throw APIError.refused(refusal)
         }
-        if case .device = creator {
-            throw APIError.badRequest("a pairing is asked for by the new machine, not by a trusted device")
-        }
-        guard var newDevice = body.newDevice else {
-            throw APIError.badRequest("a pairing needs new_device: the new machine's public_key, name and type")
-        }
-        guard body.numberMatching != false else {
-            throw APIError.badRequest("a pairing always asks for its pairing code")
-        }
+        guard var newDevice = body.newDevice else { return nil }
         newDevice.name = try DisplayText.Field.deviceName.require(newDevice.name)
         newDevice.type = try DisplayText.Field.deviceType.require(newDevice.type)
         guard let proof = request.headers[.newDeviceProof] else {

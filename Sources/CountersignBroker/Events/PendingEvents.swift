@@ -45,7 +45,7 @@ struct PendingEvents {
     ) async throws -> Opened {
         let key = draft.key
         let devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
-        guard !holdsSecret || devices.contains(where: { $0.revokedAt == nil }) else {
+        guard !RequesterPolicy.tellsNoDevice(devices, callerHoldsSecret: holdsSecret) else {
             throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
         }
         let now = environment.now()

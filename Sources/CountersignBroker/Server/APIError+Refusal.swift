@@ -18,6 +18,18 @@ extension APIError {
         }
     }
 
+    /// Why a request is refused as a pairing.
+    static func refused(_ refusal: PairingRule.Refusal) -> APIError {
+        switch refusal {
+        case .newDeviceOutsidePairing: .badRequest("new_device belongs to ENROLL_NEW_TRUSTED_DEVICE events only")
+        case .askedByTrustedDevice:
+            .badRequest("a pairing is asked for by the new machine, not by a trusted device")
+        case .newDeviceMissing:
+            .badRequest("a pairing needs new_device: the new machine's public_key, name and type")
+        case .codeRequired: .badRequest("a pairing always asks for its pairing code")
+        }
+    }
+
     /// A right code of a time step spent already (by this code or a later one).
     static func codeUsed(now: Date) -> APIError {
         APIError(
