@@ -13,7 +13,7 @@ import Testing
 struct OperationsEndToEndTests {
     @Test("SIGTERM: held long-polls are answered at once with the current state, and the broker exits 0")
     func gracefulShutdown() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.start(arguments: ["--log-level", "notice"])
         defer { broker.stop() }
         let device = DeviceCredential(
             broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "alice",
@@ -38,8 +38,11 @@ struct OperationsEndToEndTests {
         let event = try await requester.value
         #expect(event.status == .pending, "answered with the state as it is; the client polls again elsewhere")
         #expect(try await inbox.value.isEmpty)
-        #expect(ContinuousClock.now - signalled < .seconds(15), "not held to the end of the 25 s wait")
         #expect(try await broker.process.exitCode(timeout: .seconds(60)) == 0, "\(broker.process.text)")
+        // The broker's own count: polls ended by the shutdown, not by their hold.
+        #expect(
+            broker.process.text.contains("stopped serving: 2 held long-polls answered at once"),
+            "\(broker.process.text)")
         print("graceful shutdown with two held long-polls: \(ContinuousClock.now - signalled)")
     }
 

@@ -51,7 +51,7 @@ private func buildApplication(_ configuration: BrokerConfiguration, logger: Logg
             address: .hostname(configuration.host, port: configuration.port), serverName: "countersign"),
         onServerRunning: { _ in watch.done() }, logger: logger)
     // Services stop in reverse order: the server first, the store last.
-    app.addServices(StoreCloser(close: opened.close))
+    app.addServices(StoreCloser(close: opened.close, hub: environment.hub, logger: logger))
     if let feed = store as? any WakeFeed {
         app.addServices(WakeRelay(feed: feed, hub: environment.hub, logger: logger))
     }

@@ -54,12 +54,21 @@ func serverTLS(_ files: (certificateFile: String, keyFile: String)) throws -> TL
     }
 }
 
-/// Closes the store once everything else has stopped.
+/// Closes the store once everything else has stopped, and says how many
+/// held long-polls the shutdown answered early (their clients poll again,
+/// through another instance or after the restart).
 struct StoreCloser: Service {
     let close: @Sendable () async -> Void
+    let hub: WakeHub
+    let logger: Logger
 
     func run() async throws {
-        try? await gracefulShutdown()
+        do {
+            try await gracefulShutdown()
+            logger.notice("stopped serving: \(hub.answeredAtShutdown) held long-polls answered at once")
+        } catch {
+            // Cancelled: the broker did not start; nothing was served.
+        }
         await close()
     }
 }

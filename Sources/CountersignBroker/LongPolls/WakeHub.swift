@@ -41,6 +41,8 @@ public final class WakeHub: Sendable {
         var byHolder: [String: [Int]] = [:]
         /// Polls counted among their holders'.
         var held = 0
+        /// Held polls a shutdown answered at once.
+        var answeredAtShutdown = 0
     }
 
     /// One waiter woken: its continuation, with what to resume it with.
@@ -106,6 +108,10 @@ public final class WakeHub: Sendable {
 
     /// How many long-polls are held: subscriptions that claimed a holder.
     public var held: Int { state.withLock { $0.held } }
+
+    /// How many held polls (of requesters, backends and devices) the
+    /// shutdown answered before their hold ended.
+    public var answeredAtShutdown: Int { state.withLock { $0.answeredAtShutdown } }
 
     /// Counts subscription `id` among `holder`'s polls; past
     /// ``pollsPerHolder`` the holder's oldest is replaced: its wait returns
@@ -239,15 +245,18 @@ public final class WakeHub: Sendable {
                     self.hub.expire(self.id, cancelled: true)
                 }
             } onGracefulShutdown: {
-                self.hub.notify(id: self.id)
+                self.hub.shutDown(id: self.id)
             }
         }
     }
 
-    /// Wakes one waiter (at shutdown).
-    private func notify(id: Int) {
+    /// Wakes one waiter, as the broker starts shutting down.
+    private func shutDown(id: Int) {
         let now = ContinuousClock.now
-        let wake = state.withLock { state in Self.signal(id, at: now, in: &state) }
+        let wake = state.withLock { state in
+            if state.waiters[id]?.holder != nil { state.answeredAtShutdown += 1 }
+            return Self.signal(id, at: now, in: &state)
+        }
         wake?.resume()
     }
 }
