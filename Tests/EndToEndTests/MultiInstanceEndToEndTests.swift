@@ -143,9 +143,9 @@ struct MultiInstanceEndToEndTests {
         let item = try #require(try await throughA.inbox(devices[0], wait: 0).first { $0.event.ID == ticket.event.ID })
         let decided = ContinuousClock.now
         _ = try await throughA.decide(item, verdict: .approve, match: ticket.matchNumber, credential: devices[0])
-        #expect(try await held.value.status == .approved)
-        #expect(
-            ContinuousClock.now - decided < .seconds(20), "re-checked after reconnecting, not at the end of the hold")
+        // A hold that runs out answers with the event as last read, pending:
+        // approved means B read it again, woken by the resync after reconnecting.
+        #expect(try await held.value.status == .approved, "re-read after reconnecting")
         print("wake after a lost LISTEN connection: \(ContinuousClock.now - decided)")
         try await stop(a, b, database: database)
     }
