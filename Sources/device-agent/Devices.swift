@@ -126,7 +126,7 @@ extension DeviceAgent {
             do {
                 credential = try account.enrolledCredential()
             } catch let failure as AgentFailure {
-                FileHandle.standardError.write(Data("\(failure.description)\n".utf8))
+                FileHandle.standardError.write(Data("Error: \(failure.description)\n".utf8))
                 throw ExitCode(6)
             }
             let client = CountersignClient(for: credential, userAgent: DeviceAgent.userAgent)
