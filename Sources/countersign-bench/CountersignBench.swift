@@ -20,8 +20,10 @@ struct CountersignBench: AsyncParsableCommand {
 
             With two --broker URLs, requesters talk to the first and approvers to the second (two \
             instances on one PostgreSQL: every wake-up crosses instances). --idle-waiters holds that \
-            many extra inbox long-polls open during the run. --broker-pid reads the broker's peak \
-            RSS (VmHWM) from /proc.
+            many extra inbox long-polls open during the run. --broker-pid (once per broker process) \
+            reads the brokers' CPU time and the first one's peak RSS (VmHWM) from /proc: each summary \
+            gives the brokers' CPU per round trip, in ms and in P-256 verifications, one of which is \
+            timed here before the run.
             """)
 
     @Option(name: .customLong("broker"), help: "The broker's URL; give two to split requesters and approvers.")
@@ -49,8 +51,8 @@ struct CountersignBench: AsyncParsableCommand {
     @Option(help: "Extra inbox long-polls held open during every scenario.")
     var idleWaiters: Int = 0
 
-    @Option(help: "The broker's process id, to report its peak RSS.")
-    var brokerPid: Int32?
+    @Option(help: "A broker's process id, to report its CPU per round trip and peak RSS; once per broker.")
+    var brokerPid: [Int32] = []
 
     func validate() throws {
         guard (1...2).contains(brokers.count) else { throw ValidationError("give one or two --broker URLs") }
@@ -83,11 +85,11 @@ struct CountersignBench: AsyncParsableCommand {
                 connection: BrokerConnection(baseURL: brokers.last!, client: $0), apiKey: apiKey)
         }
         if let idle {
-            let before = brokerPid.flatMap { Self.rss(pid: $0, field: "VmRSS") }
+            let before = brokerPid.first.flatMap { Self.rss(pid: $0, field: "VmRSS") }
             try await idle.start()
             try await idle.awaitHeld(count: idleWaiters, metricsURL: brokers.last! + "/metrics", http: http)
             var line = "holding \(idleWaiters) idle long-polls"
-            if let before, let held = brokerPid.flatMap({ Self.rss(pid: $0, field: "VmRSS") }) {
+            if let before, let held = brokerPid.first.flatMap({ Self.rss(pid: $0, field: "VmRSS") }) {
                 line += String(
                     format: ": broker RSS %.1f MB (%.1f MB before), %.1f KB per held long-poll",
                     Double(held) / 1_048_576, Double(before) / 1_048_576,
@@ -95,16 +97,29 @@ struct CountersignBench: AsyncParsableCommand {
             }
             print(line)
         }
+        let verification = brokerPid.isEmpty ? nil : ProcessCPU.oneVerification()
+        if let verification {
+            print(String(format: "one P-256 verification here: %.1f µs", verification * 1e6))
+        }
         for level in levels {
+            let cpuBefore = ProcessCPU.seconds(pids: brokerPid)
             let result = try await Scenario(
                 pairs: Array(pairs.prefix(level)), requesterSide: requesterSide, approverSide: approverSide,
                 apiKey: apiKey, duration: duration, spreadAddresses: spreadAddresses
             ).run()
-            print(
-                result.summary(
-                    name: brokers.count == 2 ? "two-instance" : idleWaiters > 0 ? "idle-waiters" : "throughput",
-                    concurrency: level, idleWaiters: idleWaiters,
-                    peakRSS: brokerPid.flatMap { Self.rss(pid: $0, field: "VmHWM") }))
+            var line = result.summary(
+                name: brokers.count == 2 ? "two-instance" : idleWaiters > 0 ? "idle-waiters" : "throughput",
+                concurrency: level, idleWaiters: idleWaiters,
+                peakRSS: brokerPid.first.flatMap { Self.rss(pid: $0, field: "VmHWM") })
+            if let cpuBefore, let cpuAfter = ProcessCPU.seconds(pids: brokerPid), let verification,
+                !result.roundTrips.isEmpty
+            {
+                let perRoundTrip = (cpuAfter - cpuBefore) / Double(result.roundTrips.count)
+                line += String(
+                    format: ", broker CPU %.3f ms per round trip (%.1f P-256 verifications)",
+                    perRoundTrip * 1000, perRoundTrip / verification)
+            }
+            print(line)
             fflush(nil)
         }
         await idle?.stop()

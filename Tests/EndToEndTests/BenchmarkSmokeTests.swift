@@ -29,7 +29,9 @@ struct BenchmarkSmokeTests {
         #expect(lines.count == 2, "\(bench.text)")
         for line in lines {
             #expect(line.contains("errors 0") && line.contains("decision→wake p50") && line.contains("MB"), "\(line)")
+            #expect(line.contains("ms per round trip (") && line.contains("P-256 verifications)"), "\(line)")
         }
         #expect(lines.first?.hasPrefix("idle-waiters concurrency=1 idle-waiters=20") == true, "\(bench.text)")
+        #expect(bench.text.contains("one P-256 verification here: "), "\(bench.text)")
     }
 }
