@@ -26,6 +26,7 @@ public struct PendingLimits: Sendable, Equatable {
     public var requestsPerUser: Int
     /// Requesters' events created from one address within ``rateWindow``.
     public var requestsPerAddress: Int
+    /// At most ``RequestRate/kept``.
     public var rateWindow: TimeInterval
 
     public init(
@@ -56,16 +57,17 @@ public enum PendingCap {
         public var fromAddress: [Date]
         /// Until when a fraud report protects the user, if it ever did.
         public var protectedUntil: Date?
-        /// When requesters created the user's events within the rate
-        /// window (empty for the backend).
-        public var createdForUser: [Date]
-        /// When requesters at this address created events within the rate
-        /// window (empty for the backend).
-        public var createdFromAddress: [Date]
+        /// How many events requesters created for the user, by minute, in
+        /// the minutes the rate window touches (empty for the backend).
+        public var createdForUser: [RequestRate.Minute]
+        /// How many events requesters at this address created, by minute,
+        /// in the minutes the rate window touches (empty for the backend).
+        public var createdFromAddress: [RequestRate.Minute]
 
         public init(
             sameRequester: [Date], userFromRequesters: [Date] = [], fromAddress: [Date] = [],
-            protectedUntil: Date? = nil, createdForUser: [Date] = [], createdFromAddress: [Date] = []
+            protectedUntil: Date? = nil, createdForUser: [RequestRate.Minute] = [],
+            createdFromAddress: [RequestRate.Minute] = []
         ) {
             self.sameRequester = sameRequester
             self.userFromRequesters = userFromRequesters
@@ -121,19 +123,73 @@ public enum PendingCap {
                 (.perAddress, open.fromAddress, limits.perAddress),
             ]
         }
-        if case .requester = requester {
-            // Creation times age out of the window as expiry times run out.
-            checks += [
-                (.userRate, open.createdForUser.map { $0 + limits.rateWindow }, limits.requestsPerUser),
-                (.addressRate, open.createdFromAddress.map { $0 + limits.rateWindow }, limits.requestsPerAddress),
-            ]
-        }
         for (limit, expiries, maximum) in checks where expiries.count >= maximum {
             let sorted = expiries.sorted()
             // Room for one more once all but maximum - 1 of them have expired.
             let freed = sorted[sorted.count - maximum]
             return .refuse(limit, retryAfter: max(1, Int(freed.timeIntervalSince(now).rounded(.up))))
         }
+        if case .requester = requester {
+            let rates = [
+                (Limit.userRate, open.createdForUser, limits.requestsPerUser),
+                (.addressRate, open.createdFromAddress, limits.requestsPerAddress),
+            ]
+            for (limit, minutes, maximum) in rates {
+                if let freed = RequestRate.roomAt(minutes, maximum: maximum, window: limits.rateWindow, now: now) {
+                    return .refuse(limit, retryAfter: max(1, Int(freed.timeIntervalSince(now).rounded(.up))))
+                }
+            }
+        }
         return .admit
+    }
+}
+
+/// Requests counted over a long window (an hour) in a bounded number of
+/// reads, whatever the rate: the store keeps one counter per key and minute
+/// (``Minute``), reads those of the minutes the window touches (61 for an
+/// hour) and adds one to the current minute's for each event it admits.
+/// A request counts until the end of its minute has left the window: up
+/// to a minute longer than its own time would, never shorter.
+public enum RequestRate {
+    /// The length of a counter's stretch of time.
+    public static let minute: TimeInterval = 60
+    /// How long the stores keep counters: longer than any rate window.
+    public static let kept: TimeInterval = 86_400
+
+    /// One counter: events in the minute numbered `number` (seconds since
+    /// 1970 divided by ``minute``, rounded down).
+    public struct Minute: Sendable, Equatable {
+        public var number: Int64
+        public var count: Int
+
+        public init(number: Int64, count: Int) {
+            self.number = number
+            self.count = count
+        }
+    }
+
+    /// The number of the minute `date` falls in.
+    public static func number(of date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 / minute).rounded(.down))
+    }
+
+    /// The oldest minute still counted at `now`: the one the window starts in.
+    public static func oldestCounted(at now: Date, window: TimeInterval) -> Int64 { number(of: now - window) }
+
+    /// nil while the counted minutes hold fewer than `maximum` events;
+    /// else when there is room for one more: when enough of the oldest
+    /// minutes have left the window.
+    public static func roomAt(_ minutes: [Minute], maximum: Int, window: TimeInterval, now: Date) -> Date? {
+        let counted = minutes.filter { $0.number >= oldestCounted(at: now, window: window) }
+            .sorted { $0.number < $1.number }
+        var total = counted.reduce(0) { $0 + $1.count }
+        guard total >= maximum else { return nil }
+        for minute in counted {
+            total -= minute.count
+            if total < maximum {
+                return Date(timeIntervalSince1970: Double(minute.number + 1) * Self.minute) + window
+            }
+        }
+        return now + window
     }
 }

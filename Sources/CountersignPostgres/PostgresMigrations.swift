@@ -232,6 +232,30 @@ enum PostgresMigrations {
                 "ALTER TABLE ciba_requests ADD COLUMN notification_endpoint text",
             ]
         ),
+        (
+            // Requesters' events per user and per address, by minute: the
+            // rate limits read at most a window's minutes, whatever the rate.
+            "v17-request-counts",
+            [
+                """
+                CREATE TABLE request_counts (
+                    scope text NOT NULL, key text NOT NULL, minute bigint NOT NULL, count bigint NOT NULL,
+                    PRIMARY KEY (scope, key, minute))
+                """,
+                """
+                INSERT INTO request_counts (scope, key, minute, count)
+                SELECT 'user', issuer || chr(10) || client_user_id, floor(created_at / 60)::bigint, count(*)
+                FROM events WHERE requested_by = 'requester' AND created_at > extract(epoch FROM now()) - 86400
+                GROUP BY 2, 3
+                """,
+                """
+                INSERT INTO request_counts (scope, key, minute, count)
+                SELECT 'address', ip, floor(created_at / 60)::bigint, count(*)
+                FROM events WHERE requested_by = 'requester' AND created_at > extract(epoch FROM now()) - 86400
+                GROUP BY 2, 3
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

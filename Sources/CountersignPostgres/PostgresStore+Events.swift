@@ -36,7 +36,7 @@ extension PostgresStore {
         like event: ApprovalEvent, by requester: PendingRequester, window: TimeInterval, now: Date,
         in db: PostgresSession, logger: Logger
     ) async throws -> PendingCap.Open {
-        let since = (now - window).seconds
+        let oldest = RequestRate.oldestCounted(at: now, window: window)
         let address: String? =
             if case .requester(let address) = requester { address } else { nil }
         let kind = address == nil ? "backend" : "requester"
@@ -46,6 +46,10 @@ extension PostgresStore {
                 SELECT expires_at, client_user_id, issuer, ip FROM events
                 WHERE status = 'pending' AND expires_at > \(now.seconds) AND requested_by = \(kind)
                   AND ((issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)) OR ip = \(address))
+            ), counted AS (
+                SELECT scope, minute, count FROM request_counts
+                WHERE \(address)::text IS NOT NULL AND minute >= \(oldest)
+                  AND ((scope = 'user' AND key = \(Self.userKey(of: event))) OR (scope = 'address' AND key = \(address)))
             )
             SELECT
                 array(SELECT expires_at FROM open WHERE issuer = \(event.issuer)
@@ -56,20 +60,27 @@ extension PostgresStore {
                 array(SELECT expires_at FROM open WHERE ip = \(address)) AS from_address,
                 (SELECT until FROM user_protections WHERE \(address)::text IS NOT NULL
                     AND issuer = \(event.issuer) AND client_user_id = \(event.clientUserID)) AS protected_until,
-                array(SELECT created_at FROM events WHERE \(address)::text IS NOT NULL
-                    AND requested_by = 'requester' AND issuer = \(event.issuer)
-                    AND client_user_id = \(event.clientUserID) AND created_at > \(since)) AS created_for_user,
-                array(SELECT created_at FROM events WHERE requested_by = 'requester' AND ip = \(address)
-                    AND created_at > \(since)) AS created_from_address
+                array(SELECT minute FROM counted WHERE scope = 'user' ORDER BY minute) AS user_minutes,
+                array(SELECT count FROM counted WHERE scope = 'user' ORDER BY minute) AS user_counts,
+                array(SELECT minute FROM counted WHERE scope = 'address' ORDER BY minute) AS address_minutes,
+                array(SELECT count FROM counted WHERE scope = 'address' ORDER BY minute) AS address_counts
             """, logger: logger)
         func dates(_ column: String) throws -> [Date] {
             try (row?.value(column, as: [Double].self) ?? []).map(Date.init(timeIntervalSince1970:))
         }
+        func minutes(_ scope: String) throws -> [RequestRate.Minute] {
+            let numbers = try row?.value(scope + "_minutes", as: [Int64].self) ?? []
+            let counts = try row?.value(scope + "_counts", as: [Int64].self) ?? []
+            return zip(numbers, counts).map { RequestRate.Minute(number: $0, count: Int($1)) }
+        }
         return PendingCap.Open(
             sameRequester: try dates("same_requester"), userFromRequesters: try dates("user_from_requesters"),
             fromAddress: try dates("from_address"), protectedUntil: try row?.optionalDate("protected_until"),
-            createdForUser: try dates("created_for_user"), createdFromAddress: try dates("created_from_address"))
+            createdForUser: try minutes("user"), createdFromAddress: try minutes("address"))
     }
+
+    /// The key of a user's request counter.
+    static func userKey(of event: ApprovalEvent) -> String { event.issuer + "\n" + event.clientUserID }
 
     public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
         let logger = logger
@@ -343,16 +354,25 @@ extension PostgresStore {
     }
 
     /// Inserts `event` in one statement; a pending one wakes its user's
-    /// inboxes on every instance at commit.
+    /// inboxes on every instance at commit. A requester's adds to its
+    /// user's and its address's request counters in the same statement.
     static func insert(
         _ event: ApprovalEvent, into db: PostgresSession, requestedBy: PendingRequester, logger: Logger
     ) async throws {
         let newDevice = try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let address: String? =
+            if case .requester(let address) = requestedBy { address } else { nil }
         let requestedBy = requestedBy == .backend ? "backend" : "requester"
         let isPending = event.storedStatus == .pending
         try await db.run(
             """
-            WITH inserted AS (
+            WITH counted AS (
+                INSERT INTO request_counts (scope, key, minute, count)
+                SELECT scope, key, \(RequestRate.number(of: event.createdAt)), 1
+                FROM (VALUES ('user', \(Self.userKey(of: event))), ('address', \(address))) AS keys (scope, key)
+                WHERE \(address)::text IS NOT NULL
+                ON CONFLICT (scope, key, minute) DO UPDATE SET count = request_counts.count + 1
+            ), inserted AS (
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
                     requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts, requested_by)

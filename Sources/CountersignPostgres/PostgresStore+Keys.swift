@@ -175,6 +175,10 @@ extension PostgresStore {
             for query: PostgresQuery in [
                 "DELETE FROM proof_ids WHERE expires_at < \(cutoff) RETURNING 1",
                 "DELETE FROM enrollment_tokens WHERE expires_at < \(cutoff) RETURNING 1",
+                """
+                DELETE FROM request_counts WHERE minute < \(RequestRate.number(of: now - RequestRate.kept))
+                RETURNING 1
+                """,
                 "DELETE FROM events WHERE expires_at < \(eventCutoff) RETURNING 1",
                 // A CIBA request goes with its event (created before the event's
                 // window, at most CIBAPollRule.expiryRange.upperBound long).

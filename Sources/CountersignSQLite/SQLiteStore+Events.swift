@@ -12,6 +12,10 @@ extension SQLiteStore {
             let open = try Self.openPending(like: event, by: requester, window: limits.rateWindow, now: now, in: db)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester)
+            if case .requester(let address) = requester {
+                try Self.count(
+                    RequestRate.number(of: event.createdAt), keys: Self.rateKeys(of: event, from: address), in: db)
+            }
             try Self.insert(announcing, into: db)
             if let ciba { try Self.insert(ciba, into: db) }
             try Self.announce(WebhookNotice.created(event, now: now), into: db)
@@ -22,12 +26,12 @@ extension SQLiteStore {
     private static func openPending(
         like event: ApprovalEvent, by requester: PendingRequester, window: TimeInterval, now: Date, in db: Database
     ) throws -> PendingCap.Open {
-        func created(_ sql: String, _ arguments: StatementArguments) throws -> [Date] {
-            try Double.fetchAll(
+        func minutes(_ key: (scope: String, key: String)) throws -> [RequestRate.Minute] {
+            try Row.fetchAll(
                 db.cachedStatement(
-                    sql: "SELECT created_at FROM events WHERE requested_by = 'requester' AND created_at > ? AND " + sql),
-                arguments: [(now - window).timeIntervalSince1970] + arguments
-            ).map(Date.init(timeIntervalSince1970:))
+                    sql: "SELECT minute, count FROM request_counts WHERE scope = ? AND key = ? AND minute >= ?"),
+                arguments: [key.scope, key.key, RequestRate.oldestCounted(at: now, window: window)]
+            ).map { RequestRate.Minute(number: $0[0], count: $0[1]) }
         }
         func expiries(_ sql: String, _ arguments: StatementArguments) throws -> [Date] {
             try Double.fetchAll(
@@ -51,8 +55,25 @@ extension SQLiteStore {
                 userFromRequesters: try expiries(user, [event.issuer, event.clientUserID, "requester"]),
                 fromAddress: try expiries("requested_by = 'requester' AND ip = ?", [address]),
                 protectedUntil: protectedUntil.map(Date.init(timeIntervalSince1970:)),
-                createdForUser: try created("issuer = ? AND client_user_id = ?", [event.issuer, event.clientUserID]),
-                createdFromAddress: try created("ip = ?", [address]))
+                createdForUser: try minutes(rateKeys(of: event, from: address)[0]),
+                createdFromAddress: try minutes(rateKeys(of: event, from: address)[1]))
+        }
+    }
+
+    /// The counters a requester's event adds to: its user's and its address's.
+    private static func rateKeys(of event: ApprovalEvent, from address: String) -> [(scope: String, key: String)] {
+        [("user", event.issuer + "\n" + event.clientUserID), ("address", address)]
+    }
+
+    /// One more request in `minute` for each of `keys`.
+    private static func count(_ minute: Int64, keys: [(scope: String, key: String)], in db: Database) throws {
+        for key in keys {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO request_counts (scope, key, minute, count) VALUES (?, ?, ?, 1)
+                    ON CONFLICT (scope, key, minute) DO UPDATE SET count = count + 1
+                    """
+            ).execute(arguments: [key.scope, key.key, minute])
         }
     }
 

@@ -156,6 +156,10 @@ extension SQLiteStore {
                     min(eventsEndedBefore, now).timeIntervalSince1970 - Double(CIBAPollRule.expiryRange.upperBound)
                 ])
             removed += db.changesCount
+            try db.execute(
+                sql: "DELETE FROM request_counts WHERE minute < ?",
+                arguments: [RequestRate.number(of: now - RequestRate.kept)])
+            removed += db.changesCount
             // Kept a day: longer than any code, authorization code or send-limit window.
             try db.execute(
                 sql: "DELETE FROM verification_challenges WHERE created_at < ?", arguments: [cutoff - 86400])

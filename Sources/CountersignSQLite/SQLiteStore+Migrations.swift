@@ -306,6 +306,31 @@ extension SQLiteStore {
                     """)
             try db.execute(sql: "ALTER TABLE ciba_requests ADD COLUMN notification_endpoint TEXT")
         }
+        migrator.registerMigration("v17-request-counts") { db in
+            // Requesters' events per user and per address, by minute: the
+            // rate limits read at most a window's minutes, whatever the rate.
+            try db.execute(
+                sql: """
+                    CREATE TABLE request_counts (
+                        scope TEXT NOT NULL, key TEXT NOT NULL, minute INTEGER NOT NULL, count INTEGER NOT NULL,
+                        PRIMARY KEY (scope, key, minute)) WITHOUT ROWID
+                    """)
+            // The last day's events, counted as the broker counts them from now on.
+            try db.execute(
+                sql: """
+                    INSERT INTO request_counts (scope, key, minute, count)
+                    SELECT 'user', issuer || char(10) || client_user_id, CAST(created_at / 60 AS INTEGER), count(*)
+                    FROM events WHERE requested_by = 'requester' AND created_at > unixepoch() - 86400
+                    GROUP BY 2, 3
+                    """)
+            try db.execute(
+                sql: """
+                    INSERT INTO request_counts (scope, key, minute, count)
+                    SELECT 'address', ip, CAST(created_at / 60 AS INTEGER), count(*)
+                    FROM events WHERE requested_by = 'requester' AND created_at > unixepoch() - 86400
+                    GROUP BY 2, 3
+                    """)
+        }
         return migrator
     }
 }

@@ -151,7 +151,10 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// there is room. A requester's event for a user protected by a fraud
     /// report is refused with `userProtected(retryAfter:)`. Instances sharing the store share the limits: the
     /// count and the insert are one step for the user and the address.
-    /// A requester's event is counted by its `ip`, which is the address.
+    /// A requester's event is counted by its `ip`, which is the address;
+    /// its rates (events created per user and per address within
+    /// `limits.rateWindow`) by the minute counters ``RequestRate`` reads,
+    /// which the insert adds to.
     ///
     /// `announcing` is written to the outbox in the same transaction (the
     /// pushes that tell the user's devices), or not at all.
@@ -296,8 +299,9 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// Deletes replay-cache entries, enrollment tokens and refresh tokens
     /// expired before `now`, verifications older than a day, and settled or
     /// expired events whose window ended before `eventsEndedBefore`, and
-    /// outbox messages that finished before `eventsEndedBefore`, and fraud
-    /// protections that ended before `now`. Returns how many rows went.
+    /// outbox messages that finished before `eventsEndedBefore`, fraud
+    /// protections that ended before `now`, and request counters older
+    /// than ``RequestRate/kept``. Returns how many rows went.
     @discardableResult
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
 }

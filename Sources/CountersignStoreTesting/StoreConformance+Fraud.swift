@@ -78,8 +78,11 @@ extension StoreConformance {
                 // Answered at once: only the rate counts it.
                 _ = try await store.withdrawEvent(id: event.id, now: Fixture.t0 + offset)
             }
+            // Counted by minute (RequestRate): an event counts until the end
+            // of its minute has left the window, so these free up to a minute
+            // later than their own times would.
             for offset in [0.0, 100, 200] { try await ask("alice", from: "198.51.100.1", at: offset) }
-            try await checkThrows(.limitReached(retryAfter: 300), "a fourth for alice within the window") {
+            try await checkThrows(.limitReached(retryAfter: 360), "a fourth for alice within the window") {
                 try await ask("alice", from: "198.51.100.2", at: 300)
             }
             try await store.insertPendingEvent(
@@ -87,11 +90,17 @@ extension StoreConformance {
                 now: Fixture.t0 + 300)
             try await ask("bob", from: "198.51.100.1", at: 300)
             try await ask("carol", from: "198.51.100.1", at: 310)
-            try await checkThrows(.limitReached(retryAfter: 290), "a sixth from one address within the window") {
+            try await checkThrows(.limitReached(retryAfter: 350), "a sixth from one address within the window") {
                 try await ask("dave", from: "198.51.100.1", at: 310)
             }
             try await ask("dave", from: "198.51.100.3", at: 310)
-            try await ask("alice", from: "198.51.100.2", at: 601)
+            try await checkThrows(.limitReached(retryAfter: 59), "alice's first minute is still in the window") {
+                try await ask("alice", from: "198.51.100.2", at: 601)
+            }
+            try await ask("alice", from: "198.51.100.2", at: 660)
+            try await checkThrows(.limitReached(retryAfter: 60), "and her second's events are counted still") {
+                try await ask("alice", from: "198.51.100.2", at: 660)
+            }
         },
         Case(name: "rejections: a user's rejected events are counted from a time on, whoever rejected them") { store in
             let device = try await Fixture.enrolled(in: store)

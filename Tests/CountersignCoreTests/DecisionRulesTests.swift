@@ -209,4 +209,28 @@ struct DecisionRulesTests {
         #expect(refusal(EventName.login, newDevice: false) == nil)
         #expect(refusal(EventName.login) == .newDeviceOutsidePairing)
     }
+
+    @Test("rates are counted by minute: a bounded read, never shorter than the window, freed a minute at a time")
+    func requestRate() {
+        let now = Date(timeIntervalSince1970: 60 * 1_000_000 + 30)  // 30 s into minute 1,000,000
+        let minute = RequestRate.number(of: now)
+        #expect(minute == 1_000_000)
+        #expect(RequestRate.oldestCounted(at: now, window: 3600) == minute - 60, "61 minutes touch an hour")
+        let minutes = [
+            RequestRate.Minute(number: minute - 61, count: 50),  // out of the window: not counted
+            RequestRate.Minute(number: minute - 60, count: 2),
+            RequestRate.Minute(number: minute - 10, count: 1),
+            RequestRate.Minute(number: minute, count: 1),
+        ]
+        #expect(RequestRate.roomAt(minutes, maximum: 5, window: 3600, now: now) == nil, "4 counted")
+        let room = RequestRate.roomAt(minutes, maximum: 4, window: 3600, now: now)
+        #expect(room == Date(timeIntervalSince1970: Double(minute - 59) * 60) + 3600, "when minute - 60 leaves")
+        #expect(room.map { $0.timeIntervalSince(now) } == 30, "the end of its minute, an hour on")
+        let full = RequestRate.roomAt(minutes, maximum: 2, window: 3600, now: now)
+        #expect(full == Date(timeIntervalSince1970: Double(minute - 9) * 60) + 3600, "two minutes must leave")
+        let verdict = PendingCap.decide(
+            PendingCap.Open(sameRequester: [], createdFromAddress: minutes), for: .requester(address: "a"),
+            limits: PendingLimits(requestsPerAddress: 4, rateWindow: 3600), now: now)
+        #expect(verdict == .refuse(.addressRate, retryAfter: 30))
+    }
 }
