@@ -256,6 +256,18 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            // How many of a user's events were rejected lately (the match
+            // number's length) is read for every new event: without this it
+            // walked every event of the user, a cost that grew with use.
+            "v18-rejected-events",
+            [
+                """
+                CREATE INDEX events_rejected ON events (issuer, client_user_id, decided_at)
+                WHERE status = 'rejected'
+                """
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

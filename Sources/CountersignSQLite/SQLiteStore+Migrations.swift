@@ -331,6 +331,16 @@ extension SQLiteStore {
                     GROUP BY 2, 3
                     """)
         }
+        migrator.registerMigration("v18-rejected-events") { db in
+            // How many of a user's events were rejected lately (the match
+            // number's length) is read for every new event: without this it
+            // walked every event of the user, a cost that grew with use.
+            try db.execute(
+                sql: """
+                    CREATE INDEX events_rejected ON events (issuer, client_user_id, decided_at)
+                    WHERE status = 'rejected'
+                    """)
+        }
         return migrator
     }
 }
