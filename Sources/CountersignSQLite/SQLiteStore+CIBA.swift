@@ -20,7 +20,12 @@ extension SQLiteStore {
     }
 
     private static func cibaRequest(eventID: String, in db: Database) throws -> CIBARequest? {
-        try Row.fetchOne(db, sql: "SELECT * FROM ciba_requests WHERE event_id = ?", arguments: [eventID]).map {
+        // Cached: every change of an event looks for its CIBA request, and
+        // preparing `SELECT *` again each time cost more than the lookup.
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM ciba_requests WHERE event_id = ?"), arguments: [eventID]
+        )
+        .map {
             CIBARequest(
                 eventID: $0["event_id"], apiKeyID: $0["api_key_id"], scope: $0["scope"], interval: $0["poll_interval"],
                 nextPollAt: Date(timeIntervalSince1970: $0["next_poll_at"]),

@@ -61,9 +61,10 @@ extension SQLiteStore {
     public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
         try read { db in
             try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT \(Self.deviceColumns) FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id",
+                db.cachedStatement(
+                    sql:
+                        "SELECT \(Self.deviceColumns) FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id"
+                ),
                 arguments: [issuer, clientUserID]
             ).map(Self.device(row:))
         }
