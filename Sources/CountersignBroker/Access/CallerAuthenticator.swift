@@ -39,9 +39,9 @@ struct CallerAuthenticator: Sendable {
         case decision
     }
 
-    /// The caller; for an OAuth client the body is read here, and kept in
-    /// `request` for the route.
-    func identify(_ request: inout Request, context: some RequestContext) async throws -> CallerIdentity? {
+    /// The caller. For a decision or an OAuth client the body is read
+    /// here, once: the identity carries what the route needs of it.
+    func identify(_ request: Request, context: some RequestContext) async throws -> CallerIdentity? {
         switch accepts {
         case .any:
             if let proof = request.headers[.deviceProof] {
@@ -50,9 +50,9 @@ struct CallerAuthenticator: Sendable {
         case .apiKey:
             break
         case .oauthClient:
-            return try await oauthClient(&request, context: context)
+            return try await oauthClient(request, context: context)
         case .decision:
-            return try await decider(&request, context: context)
+            return try await decider(request, context: context)
         }
         if let credentials = try APIKeyCredentials(headers: request.headers) {
             return try await apiKey(credentials)
@@ -67,8 +67,12 @@ struct CallerAuthenticator: Sendable {
 
     /// The device a decision's key id names, with the decision parsed
     /// once. Its signature is checked by the route, against the event.
-    private func decider(_ request: inout Request, context: some RequestContext) async throws -> CallerIdentity {
-        _ = try await request.collectBody(upTo: context.maxUploadSize)
+    ///
+    /// Out of line, as the OAuth client's: a held poll's connection keeps
+    /// the deepest frames it ever had (see docs/benchmarks.md), and the
+    /// common path's frame should not grow by these.
+    @inline(never)
+    private func decider(_ request: Request, context: some RequestContext) async throws -> CallerIdentity {
         let body = try await request.decodeJSON(Decider.Body.self, context: context)
         let jws = try CompactJWS.Parsed(body.decision)
         guard let device = try await environment.store.device(id: try DeviceProof.deviceID(in: jws)) else {
@@ -90,9 +94,10 @@ struct CallerAuthenticator: Sendable {
 
     /// RFC 6749 §2.3.1: `client_secret_basic`, `client_secret_post`, or a
     /// public client's `client_id` alone.
-    private func oauthClient(_ request: inout Request, context: some RequestContext) async throws -> CallerIdentity {
-        _ = try await request.collectBody(upTo: context.maxUploadSize)
-        let form = try await request.decodeForm(ClientFields.self, context: context)
+    @inline(never)
+    private func oauthClient(_ request: Request, context: some RequestContext) async throws -> CallerIdentity {
+        let body = try await request.formBody(context: context)
+        let form = try Request.decodeForm(ClientFields.self, from: body)
         let credentials: APIKeyCredentials
         if let basic = try APIKeyCredentials(basic: request.headers[.authorization]) {
             guard form.clientSecret == nil else {
@@ -107,7 +112,11 @@ struct CallerAuthenticator: Sendable {
             credentials = APIKeyCredentials(id: form.clientID ?? "", secret: form.clientSecret)
         }
         guard !credentials.id.isEmpty else { throw APIError.oauth("invalid_client", "client_id is missing") }
-        return try await apiKey(credentials)
+        switch try await apiKey(credentials) {
+        case .backend(let key): return .oauthClient(OAuthClient(key: key, authenticated: true, form: body))
+        case .app(let key): return .oauthClient(OAuthClient(key: key, authenticated: false, form: body))
+        default: throw APIError.oauth("invalid_client", "client_id is missing or unknown")
+        }
     }
 
     private func apiKey(_ credentials: APIKeyCredentials) async throws -> CallerIdentity {

@@ -63,7 +63,7 @@ struct CIBAController {
     @Sendable func authorize(_ request: Request, context: OAuthClientContext) async throws -> JSONBody<
         AuthenticationResponse
     > {
-        let form = try await request.decodeForm(AuthenticationForm.self, context: context)
+        let form = try context.form(AuthenticationForm.self)
         guard context.client.authenticated else {
             throw APIError.oauth(
                 "invalid_client", "a CIBA client authenticates with its secret (client_secret_basic or _post)")

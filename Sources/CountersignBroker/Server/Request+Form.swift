@@ -32,15 +32,24 @@ extension Request {
 
     /// Decodes an `application/x-www-form-urlencoded` body.
     func decodeForm<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
+        try Self.decodeForm(T.self, from: try await formBody(context: context))
+    }
+
+    /// The body of an `application/x-www-form-urlencoded` request.
+    func formBody(context: some RequestContext) async throws -> String {
         guard let type = headers[.contentType].flatMap(MediaType.init(from:)),
             type.isType(.applicationUrlEncoded)
         else {
             throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the form as x-www-form-urlencoded")
         }
         var request = self
-        let buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        return String(buffer: try await request.collectBody(upTo: context.maxUploadSize))
+    }
+
+    /// Decodes a form body read before.
+    static func decodeForm<T: Decodable>(_: T.Type, from body: String) throws -> T {
         do {
-            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: buffer))
+            return try URLEncodedFormDecoder().decode(T.self, from: body)
         } catch {
             throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
         }

@@ -31,12 +31,11 @@ struct RequestLifecycleMiddleware: RouterMiddleware {
         -> Response
     {
         var context = context
-        var request = request
         context.forwardedAddress = trustedProxies.forwardedClient(peer: context.remoteAddress, headers: request.headers)
         let started = metrics.started(request.method)
         do {
             if let authenticator {
-                context.identity = try await authenticator.identify(&request, context: context)
+                context.identity = try await authenticator.identify(request, context: context)
             }
             if let allowed = routeMethods?.allowed(on: request.uri.path), !allowed.isEmpty {
                 throw APIError.methodNotAllowed(request.method, allowed: allowed)

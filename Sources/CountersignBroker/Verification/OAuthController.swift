@@ -117,7 +117,7 @@ struct OAuthController {
     }
 
     @Sendable func token(_ request: Request, context: OAuthClientContext) async throws -> JSONBody<TokenResponse> {
-        let form = try await request.decodeForm(TokenForm.self, context: context)
+        let form = try context.form(TokenForm.self)
         let tokens: OAuthTokens
         switch form.grantType {
         case "authorization_code": tokens = try await redeem(form, key: context.client.key)
