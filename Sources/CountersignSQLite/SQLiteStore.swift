@@ -129,6 +129,11 @@ public final class SQLiteStore: CountersignStore {
 
     /// SQLite's error as the store's, with a sentence an operator can act
     /// on for the failures of an ordinary bad day.
+    ///
+    /// Out of line: inlined into ``read(_:)``, and so into every async read
+    /// of the store, its sentences' temporaries made each of those frames
+    /// grow from 80 to about 700 bytes, kept by every held long-poll.
+    @inline(never)
     static func storeError(_ error: DatabaseError) -> StoreError {
         let detail = error.message ?? error.description
         switch error.resultCode {
