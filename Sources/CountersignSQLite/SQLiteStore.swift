@@ -119,6 +119,11 @@ public final class SQLiteStore: CountersignStore {
     /// queue), and so that the store's async reads, which await nothing,
     /// keep their temporaries on the thread's stack: a held long-poll keeps
     /// the async frames its connection went through (see docs/benchmarks.md).
+    ///
+    /// Out of line: inlined into every async read of the store, it and its
+    /// error mapping took those frames from 80 to 600-900 bytes, which every
+    /// held long-poll's connection kept (about 5-10 KB a poll in all).
+    @inline(never)
     func read<T>(_ body: (Database) throws -> T) throws -> T {
         do {
             return try pool.unsafeRead(body)
@@ -129,10 +134,6 @@ public final class SQLiteStore: CountersignStore {
 
     /// SQLite's error as the store's, with a sentence an operator can act
     /// on for the failures of an ordinary bad day.
-    ///
-    /// Out of line: inlined into ``read(_:)``, and so into every async read
-    /// of the store, its sentences' temporaries made each of those frames
-    /// grow from 80 to about 700 bytes, kept by every held long-poll.
     @inline(never)
     static func storeError(_ error: DatabaseError) -> StoreError {
         let detail = error.message ?? error.description
