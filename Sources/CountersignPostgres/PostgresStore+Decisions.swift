@@ -1,0 +1,165 @@
+public import CountersignCore
+public import CountersignStore
+public import Foundation
+import PostgresNIO
+
+/// The changes of a pending event: decided, reported, a wrong number, withdrawn.
+extension PostgresStore {
+    public func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent {
+        let logger = logger
+        // A transaction, not the one statement alone: the webhook messages
+        // the decision makes are written with it.
+        return try await readCommittedWrite { db in
+            let event = try await Self.settle(id: id, decision: decision, reason: nil, now: now, in: db, logger: logger)
+            try await Self.changed(event, now: now, in: db, logger: logger)
+            if decision.status == .approved, let device = decision.enrolls {
+                // A duplicate key throws alreadyExists and rolls the decision back.
+                try await Self.enroll(
+                    device, by: ChangeAuthor(actor: decision.deviceID, ip: decision.ip), at: now, into: db,
+                    logger: logger)
+            }
+            return event
+        }
+    }
+
+    public func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
+        -> FraudReport
+    {
+        let logger = logger
+        return try await readCommittedWrite { db in
+            // The user's lock, which a new pending event of theirs takes
+            // too: none is opened between the rejections and the protection.
+            if let user = try await db.row(
+                "SELECT issuer, client_user_id FROM events WHERE id = \(id)", logger: logger)
+            {
+                let key =
+                    try user.value("issuer", as: String.self) + "\n" + user.value("client_user_id", as: String.self)
+                try await db.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
+            }
+            let reported = try await Self.settle(
+                id: id, decision: decision, reason: .fraudReported, now: now, in: db, logger: logger)
+            // Which of the user's events the report rejects, and for how
+            // long it protects them, are Core's rules (FraudProtection).
+            // Under the user's lock no event of theirs is added, and rows
+            // read FOR UPDATE are not decided under us.
+            let rejected = try await db.rows(
+                """
+                SELECT * FROM events
+                WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID)
+                  AND status = 'pending'
+                ORDER BY created_at, id FOR UPDATE
+                """, logger: logger
+            ).map(Self.event(row:)).compactMap { $0.rejectedByFraudReport(at: now) }
+            for event in rejected { try await Self.update(event, in: db, logger: logger) }
+            let running = try await db.row(
+                """
+                SELECT until FROM user_protections
+                WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID) FOR UPDATE
+                """, logger: logger
+            )?.date("until")
+            let until = FraudProtection.until(protectUntil, running: running)
+            try await db.run(
+                """
+                INSERT INTO user_protections (issuer, client_user_id, until)
+                VALUES (\(reported.issuer), \(reported.clientUserID), \(until.seconds))
+                ON CONFLICT (issuer, client_user_id) DO UPDATE SET until = excluded.until
+                """, logger: logger)
+            let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
+            try await Self.announce([WebhookNotice.fraud(report, now: now)], into: db, logger: logger)
+            for event in [reported] + rejected { try await Self.changed(event, now: now, in: db, logger: logger) }
+            return report
+        }
+    }
+
+    /// A decision's conditional write, in the caller's transaction: the
+    /// decision's id spent first (nothing is settled by a replay), the
+    /// deciding device's row locked (a revocation in progress is waited for
+    /// and then seen), and the event changed only if it is still pending on
+    /// its newest version, so of two decisions only the first changes it.
+    static func settle(
+        id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: PostgresSession,
+        logger: Logger
+    ) async throws -> ApprovalEvent {
+        let t = now.seconds
+        let spends = decision.spends
+        let row = try await db.row(
+            """
+            WITH spent AS (
+                INSERT INTO proof_ids (device_id, jti, expires_at)
+                SELECT \(spends?.deviceID), \(spends?.jti), \(spends?.expiresAt.seconds) WHERE \(spends?.jti)::text IS NOT NULL
+                ON CONFLICT DO NOTHING
+                RETURNING 1
+            ), device AS (
+                SELECT issuer, client_user_id FROM devices
+                WHERE id = \(decision.deviceID) AND revoked_at IS NULL
+                FOR SHARE
+            ), settled AS (
+                UPDATE events
+                SET status = \(decision.status.rawValue), decided_by = \(decision.deviceID), decided_at = \(t),
+                    decision = \(decision.jws), updated_at = \(t), status_reason = \(reason?.rawValue)
+                FROM device
+                WHERE events.id = \(id) AND events.status = 'pending' AND events.expires_at > \(t)
+                  AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id
+                  AND (\(spends?.jti)::text IS NULL OR EXISTS (SELECT 1 FROM spent))
+                RETURNING events.*
+            )
+            SELECT settled.*, (SELECT count(*) FROM spent) AS spent
+            FROM (SELECT 1) AS one LEFT JOIN settled ON true
+            """, logger: logger)
+        if let row, try row.value("id", as: String?.self) != nil { return try event(row: row) }
+        if let spends, let row, try row.value("spent", as: Int64.self) == 0 {
+            throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
+        }
+        try await refusal(ofChangeTo: id, in: db, logger: logger)
+    }
+
+    public func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
+        -> ApprovalEvent
+    {
+        let logger = logger
+        return try await write { db in
+            if let spending { try await Self.spend(spending, in: db, logger: logger) }
+            // Locked until commit: the event read is the one the update
+            // replaces. When a number rejects is Core's rule.
+            guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
+            else { throw StoreError(.notFound, "no event \(id)") }
+            let event = try Self.event(row: row)
+            guard event.closure(at: now) == nil else {
+                throw StoreError(.conflict, "event \(id) is no longer pending", event: event)
+            }
+            let after = event.countingWrongMatch(maxWrong: maxWrong, at: now)
+            try await Self.update(after, in: db, logger: logger)
+            try await Self.changed(after, now: now, in: db, logger: logger)
+            return after
+        }
+    }
+
+    /// Writes what a rule in Core changed of an event read (and locked)
+    /// in this transaction: its verdict, reason and count of wrong numbers.
+    private static func update(_ event: ApprovalEvent, in db: PostgresSession, logger: Logger) async throws {
+        try await db.run(
+            """
+            UPDATE events
+            SET status = \(event.storedStatus.rawValue), status_reason = \(event.storedReason?.rawValue),
+                decided_at = \(event.decidedAt?.seconds), wrong_matches = \(event.wrongMatches),
+                updated_at = \(event.updatedAt.seconds)
+            WHERE id = \(event.id)
+            """, logger: logger)
+    }
+
+    public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
+        let logger = logger
+        let t = now.seconds
+        return try await write { db in
+            let changed = try await db.run(
+                """
+                UPDATE events SET expires_at = \(t), withdrawn_at = \(t), updated_at = \(t)
+                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
+                RETURNING 1
+                """, logger: logger)
+            let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
+            try await Self.changed(after, now: now, in: db, logger: logger)
+            return after
+        }
+    }
+}
