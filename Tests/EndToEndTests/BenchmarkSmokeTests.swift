@@ -30,6 +30,7 @@ struct BenchmarkSmokeTests {
         for line in lines {
             #expect(line.contains("errors 0") && line.contains("decision→wake p50") && line.contains("MB"), "\(line)")
             #expect(line.contains("ms per round trip (") && line.contains("P-256 verifications)"), "\(line)")
+            #expect(line.contains(", load generator CPU ") && line.hasSuffix(" ms per round trip"), "\(line)")
         }
         #expect(lines.first?.hasPrefix("idle-waiters concurrency=1 idle-waiters=20") == true, "\(bench.text)")
         #expect(bench.text.contains("one P-256 verification here: "), "\(bench.text)")
