@@ -1,3 +1,4 @@
+import CountersignCore
 import Foundation
 
 /// The PAM helper's configuration file (`/etc/countersign/pam.conf`):
@@ -33,24 +34,23 @@ struct PAMSettings: Equatable {
     func userID(for unixUser: String) -> String { userFormat.replacingOccurrences(of: "%u", with: unixUser) }
 
     static func load(path: String) throws -> PAMSettings {
-        let text = try readPrivate(path, what: "the configuration")
-        var values: [String: String] = [:]
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-            guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
-            let parts = line.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2 else { throw Problem("\(path):\(number + 1): expected name = value") }
-            let name = parts[0].trimmingCharacters(in: .whitespaces)
-            guard values[name] == nil else { throw Problem("\(path):\(number + 1): \(name) is set twice") }
-            values[name] = parts[1].trimmingCharacters(in: .whitespaces)
+        let file: SettingsFile
+        do {
+            file = try SettingsFile(text: try readPrivate(path, what: "the configuration"), path: path)
+        } catch let problem as SettingsFile.Problem {
+            throw Problem(problem.description)
+        }
+        if let repeated = file.firstRepeated() {
+            throw Problem("\(path):\(repeated.line): \(repeated.name) is set twice")
         }
         let known: Set = [
             "broker", "api_key_id", "api_secret_key", "api_secret_key_file", "user", "fail_mode", "unenrolled",
             "client_limits",
         ]
-        if let unknown = values.keys.sorted().first(where: { !known.contains($0) }) {
-            throw Problem("\(path): unknown setting \(unknown)")
+        if let unknown = file.firstUnknown(among: known) {
+            throw Problem("\(path):\(unknown.line): unknown setting \(unknown.name)")
         }
+        let values = Dictionary(uniqueKeysWithValues: file.entries.map { ($0.name, $0.value) })
         func require(_ name: String) throws -> String {
             guard let value = values[name], !value.isEmpty else { throw Problem("\(path): \(name) is missing") }
             return value

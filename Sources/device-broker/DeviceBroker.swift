@@ -52,4 +52,15 @@ struct StoreOptions: ParsableArguments {
             [&sslrootcert=CA.pem]]
             """)
     var databaseURL: String?
+
+    @Option(
+        name: .customLong("config"),
+        help: """
+            A settings file: one `name = value` per line for an option `--name` of `serve` (`name = true` \
+            for a flag); options on the command line win. Other commands take its data-dir and database.
+            """)
+    var settingsFile: String?
+
+    /// What the commands other than `serve` take from the settings file.
+    static let names: Set<String> = ["data-dir", "database"]
 }

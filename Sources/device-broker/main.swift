@@ -13,7 +13,13 @@ _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGloba
 /// In an async function the compiler picks AsyncParsableCommand's `main`;
 /// at the top level it would pick ParsableCommand's synchronous one.
 func runCommand() async {
-    await DeviceBroker.main()
+    let arguments: [String]
+    do {
+        arguments = try SettingsArguments.expand(Array(CommandLine.arguments.dropFirst()))
+    } catch {
+        DeviceBroker.exit(withError: error)
+    }
+    await DeviceBroker.main(arguments)
 }
 
 await runCommand()
