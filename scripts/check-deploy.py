@@ -82,7 +82,7 @@ check(user and not user[-1].startswith(("root", "0:", "0")), "the runtime stage 
 
 # systemd: the unit parses cleanly, against the binary just built.
 unit = (deploy / "countersign-broker.service").read_text()
-for directive in ["DynamicUser=yes", "ProtectSystem=strict", "NoNewPrivileges=yes", "StateDirectory=countersign",
+for directive in ["User=countersign", "ProtectSystem=strict", "NoNewPrivileges=yes", "StateDirectory=countersign",
                   "KillSignal=SIGTERM"]:
     check(directive in unit, f"the systemd unit sets {directive}")
 # Every connection is a descriptor: the limit bears the documented 10,000
@@ -96,7 +96,7 @@ binary = root / ".build" / "debug" / "device-broker"
 if shutil.which("systemd-analyze") and binary.exists():
     with tempfile.TemporaryDirectory() as directory:
         copy = pathlib.Path(directory) / "countersign-broker.service"
-        copy.write_text(unit.replace("/usr/local/bin/device-broker", str(binary)))
+        copy.write_text(unit.replace("/usr/bin/device-broker", str(binary)))
         verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(copy)], capture_output=True, text=True)
         check(verify.returncode == 0 and not verify.stdout.strip() and not verify.stderr.strip(),
               f"systemd-analyze verify is silent about the unit:\n{verify.stdout}{verify.stderr}")

@@ -39,6 +39,30 @@ struct SettingsFileEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: elsewhere.appendingPathComponent("countersign.sqlite").path))
     }
 
+    @Test("the package's broker.conf, with its commented examples switched on, starts a broker")
+    func shipped() async throws {
+        let shipped = try String(
+            contentsOf: scriptsDirectory.deletingLastPathComponent().appendingPathComponent("deploy/broker.conf"),
+            encoding: .utf8)
+        // Those that need a server or files of their own stay off.
+        let needsMore = ["database", "tls-certificate", "tls-key", "sender", "smtp-"]
+        var switchedOn = 0
+        let lines = shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard line.hasPrefix("# "), let equals = line.firstIndex(of: "="),
+                case let name = line.dropFirst(2)[..<equals].trimmingCharacters(in: .whitespaces),
+                !name.isEmpty, name.allSatisfy({ $0.isLowercase || $0 == "-" }),
+                !needsMore.contains(where: { name.hasPrefix($0) })
+            else { return String(line) }
+            switchedOn += 1
+            return String(line.dropFirst(2))
+        }
+        #expect(switchedOn >= 8, "the examples were found: \(switchedOn)")
+        let file = try Self.write(lines.joined(separator: "\n"))
+        let broker = try await LiveBroker.start(arguments: ["--config", file.path])
+        defer { broker.stop() }
+        #expect(try await BrokerConnection(baseURL: broker.url).health())
+    }
+
     @Test("an unknown name, a flag that is not true or false, or a missing file: refused, naming the line")
     func refused() async throws {
         let cases = [
