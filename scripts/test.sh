@@ -177,3 +177,46 @@ if [ "$status" = 124 ] || [ "$status" = 137 ]; then
     ps -eo pid,ppid,etime,args --forest | cut -c1-200 >&2
 fi
 python3 scripts/test-summary.py "$logs/test.log" --status "$status"
+
+# The packages, as a host without Swift installs them: built from this
+# checkout (in debug, the suite's one build mode) with the Swift runtime
+# linked in, checked by lintian, installed with dpkg. Then the broker runs
+# from its unit's command line, and the PAM suites run against the module
+# and helper the package installed.
+if ! command -v lintian >/dev/null || ! command -v dpkg-shlibdeps >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lintian dpkg-dev >/dev/null
+    else
+        echo "error: the packages are made with Debian's dpkg-dev and checked with lintian" >&2
+        exit 1
+    fi
+fi
+quietly package scripts/package.sh --configuration debug --out "$scratch/dist"
+if [ "$(id -u)" != 0 ]; then
+    echo "error: the install test needs root (dpkg -i)" >&2
+    exit 1
+fi
+dpkg --purge countersign-broker countersign-agent >/dev/null 2>&1 || true
+quietly install dpkg -i "$scratch"/dist/countersign-broker_*.deb "$scratch"/dist/countersign-agent_*.deb
+status=0
+COUNTERSIGN_TEST_PACKAGES=1 COUNTERSIGN_BIN_DIR=/usr/bin COUNTERSIGN_PAM_MODULE=pam_countersign.so \
+    timeout --kill-after=30s 20m swift test --skip-build \
+    --filter "InstalledPackagesTests|PAMEndToEndTests|SSHEndToEndTests|SudoEndToEndTests" \
+    >"$logs/installed.log" 2>&1 || status=$?
+if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    echo "error: the installed packages' tests did not finish within 20 minutes" >&2
+fi
+python3 scripts/test-summary.py "$logs/installed.log" --status "$status"
+# Removing the broker's package keeps its data, and so does purging it.
+dpkg --remove countersign-broker countersign-agent >/dev/null
+if [ -e /usr/bin/device-broker ] || [ ! -f /var/lib/countersign/countersign.sqlite ]; then
+    echo "error: removing countersign-broker left its binary or lost its data" >&2
+    exit 1
+fi
+dpkg --purge countersign-broker countersign-agent >/dev/null 2>&1
+if [ ! -f /var/lib/countersign/countersign.sqlite ] || [ -e /lib/systemd/system/countersign-broker.service ]; then
+    echo "error: purging countersign-broker lost its data or left its unit" >&2
+    exit 1
+fi
+echo "packages: built, installed, tested against, removed and purged (the data kept)"

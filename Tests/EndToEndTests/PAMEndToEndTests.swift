@@ -30,6 +30,31 @@ struct PAMEndToEndTests {
             _ = try SyslogReceiver.start()
             directory = try temporaryDirectory("pam")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let module = try await Self.module(in: directory)
+            config = directory.appendingPathComponent("pam.conf")
+            var values = [
+                "broker": broker.url, "api_key_id": broker.apiKeyID, "api_secret_key": broker.apiSecret,
+            ]
+            values.merge(settings) { $1 }
+            try values.map { "\($0.key) = \($0.value)" }.sorted().joined(separator: "\n").write(
+                to: config, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config.path)
+            let line =
+                "\(module) helper=\(helper ?? Binaries.directory.appendingPathComponent("device-agent").path) "
+                + "config=\(config.path) timeout=\(timeout)"
+            let lines = (stack ?? ["auth required \(line)"]).map { $0.replacingOccurrences(of: "MODULE", with: line) }
+            try (lines + ["account required pam_permit.so", ""]).joined(separator: "\n").write(
+                toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
+        }
+
+        deinit { try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(name)") }
+
+        /// The module as the PAM line names it: built here from
+        /// deploy/pam, or the one a package installed
+        /// (`COUNTERSIGN_PAM_MODULE=pam_countersign.so`, found in PAM's
+        /// own module directory).
+        static func module(in directory: URL) async throws -> String {
+            if let installed = ProcessInfo.processInfo.environment["COUNTERSIGN_PAM_MODULE"] { return installed }
             let module = directory.appendingPathComponent("pam_countersign.so")
             let make = try RunningProcess(
                 "/usr/bin/make",
@@ -40,23 +65,8 @@ struct PAMEndToEndTests {
             guard try await make.exitCode(timeout: .seconds(120)) == 0 else {
                 throw ProcessFailure("building the module failed:\n\(make.text)")
             }
-            config = directory.appendingPathComponent("pam.conf")
-            var values = [
-                "broker": broker.url, "api_key_id": broker.apiKeyID, "api_secret_key": broker.apiSecret,
-            ]
-            values.merge(settings) { $1 }
-            try values.map { "\($0.key) = \($0.value)" }.sorted().joined(separator: "\n").write(
-                to: config, atomically: true, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config.path)
-            let line =
-                "\(module.path) helper=\(helper ?? Binaries.directory.appendingPathComponent("device-agent").path) "
-                + "config=\(config.path) timeout=\(timeout)"
-            let lines = (stack ?? ["auth required \(line)"]).map { $0.replacingOccurrences(of: "MODULE", with: line) }
-            try (lines + ["account required pam_permit.so", ""]).joined(separator: "\n").write(
-                toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
+            return module.path
         }
-
-        deinit { try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(name)") }
 
         /// pamtester authenticating `user` with this service, from `rhost` if given.
         func authenticate(_ user: String, rhost: String? = nil) throws -> RunningProcess {
