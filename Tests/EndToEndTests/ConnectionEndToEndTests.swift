@@ -44,4 +44,63 @@ struct ConnectionEndToEndTests {
         let answers = connection.readToEnd()
         #expect(Self.statuses(answers) == ["200", "400"], "\(answers)")
     }
+
+    /// Request smuggling's classics and RFC 9112's framing rules, as raw
+    /// bytes: each is refused with a 400 (never a 5xx) and the connection
+    /// closes, with the requests before it answered in order.
+    @Test(
+        "ambiguous or broken framing gets a 400 and a close: CL with TE, two lengths, obfuscated TE, obs-fold, bare LF, negative length, an overflowing chunk size, a missing or repeated Host",
+        arguments: [
+            (
+                "CL and TE",
+                "POST /oauth/token HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                ["400"]
+            ),
+            (
+                "two lengths",
+                "POST /oauth/token HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde", ["400"]
+            ),
+            (
+                "obfuscated TE",
+                "POST /oauth/token HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", ["400"]
+            ),
+            ("obs-fold", "GET /healthz HTTP/1.1\r\nHost: t\r\nX-Folded: a\r\n b\r\n\r\n", ["400"]),
+            ("bare LF", "GET /healthz HTTP/1.1\nHost: t\n\n", ["400"]),
+            ("negative length", "POST /oauth/token HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n", ["400"]),
+            (
+                "overflowing chunk size",
+                "POST /oauth/token HTTP/1.1\r\nHost: t\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    + "Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF1\r\nabc\r\n", ["400"]
+            ),
+            ("HTTP/1.1 without Host", "GET /healthz HTTP/1.1\r\n\r\n", ["400"]),
+            ("two Hosts", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", ["400"]),
+            (
+                "no Host after a good request",
+                "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\nGET /healthz HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\nHost: t\r\n\r\n",
+                ["200", "400"]
+            ),
+        ])
+    func framing(_ name: String, _ bytes: String, _ expected: [String]) async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let connection = try RawConnection(port: Int(broker.url.split(separator: ":").last!)!, receiveTimeout: 60)
+        #expect(connection.send(bytes))
+        guard case .closed(let answers) = connection.readUntilClosed() else {
+            Issue.record("\(name): the connection stayed open")
+            return
+        }
+        #expect(Self.statuses(answers) == expected, "\(name): \(answers)")
+        #expect(answers.lowercased().contains("connection: close"), "\(name): \(answers)")
+    }
+
+    @Test("an HTTP/1.0 request may leave Host out")
+    func http10WithoutHost() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let connection = try RawConnection(port: Int(broker.url.split(separator: ":").last!)!, receiveTimeout: 60)
+        #expect(connection.send("GET /healthz HTTP/1.0\r\n\r\n"))
+        let answer = connection.readResponse()
+        #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer)")
+    }
+
 }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import Synchronization
 
 /// Hummingbird's HTTP/1.1 child channel (its pipeline, codecs and
@@ -41,7 +42,12 @@ struct BrokerHTTP1Channel: ServerChildChannel {
         let address = channel.remoteAddress
         let admission = counter.admit(from: address)
         channel.closeFuture.whenComplete { [counter] _ in counter.release(admission, from: address) }
-        return http1.setup(channel: channel, logger: logger).map { Value(asyncChannel: $0, admission: admission) }
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { asyncChannel in
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.addHandler(
+                HostFieldCheck(), position: .before(try pipeline.handler(type: HTTP1ToHTTPServerCodec.self)))
+            return Value(asyncChannel: asyncChannel, admission: admission)
+        }
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -70,8 +76,9 @@ struct BrokerHTTP1Channel: ServerChildChannel {
     }
 
     /// Answers the connection's requests in turn, until it ends or asks to
-    /// be closed. A request the parser cannot read gets a 400 and the
-    /// connection closes, as in Hummingbird.
+    /// be closed. A request the parser cannot read, or whose Host field is
+    /// missing or repeated (``HostFieldCheck``), gets a 400 and the
+    /// connection closes.
     private func serve(
         _ parts: RequestParts, _ outbound: NIOAsyncChannelOutboundWriter<HTTPResponsePart>, on channel: any Channel,
         logger: Logger
@@ -86,7 +93,7 @@ struct BrokerHTTP1Channel: ServerChildChannel {
                 }
                 if request.headers[.connection] == "close" { return }
             }
-        } catch is HTTPParserError {
+        } catch let error where error is HTTPParserError || error is HostFieldCheck.Refusal {
             logger.debug("HTTP parse error, closing connection")
             try await outbound.write(
                 .head(.init(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])))

@@ -3,6 +3,7 @@ import CountersignStore
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOHTTP1
 
 /// Turns every error a handler throws into an ``APIError`` JSON response:
 /// bad input is a clear 4xx, an unexpected failure a 500 without details.
@@ -18,6 +19,13 @@ enum ErrorMapper {
             return map(error, context: context)
         case let error as HTTPError:
             return APIError(error.status, code(for: error.status), error.body ?? error.status.reasonPhrase)
+        case is HTTPParserError:
+            // The body's framing broke while a handler read it (a chunk
+            // size that overflows, say): the client's fault, and nothing
+            // after it on the connection can be trusted.
+            return APIError(
+                .badRequest, "malformed_request", "the request's framing cannot be read",
+                headers: [.connection: "close"])
         case let error as any HTTPResponseError:
             return APIError(error.status, code(for: error.status), message(for: error.status, context: context))
         default:
@@ -34,8 +42,12 @@ enum ErrorMapper {
     static func apiError(for error: any Error, context: some RequestContext, form: APIError.Form) -> APIError {
         let error = apiError(for: error, context: context)
         guard form == .oauth, error.form != .oauth, error.status.code < 500 else { return error }
-        return error.status == .unauthorized
-            ? .oauth("invalid_client", error.message) : .oauth("invalid_request", error.message)
+        var told =
+            error.status == .unauthorized
+            ? APIError.oauth("invalid_client", error.message) : .oauth("invalid_request", error.message)
+        // Its own headers stay (Retry-After, Connection: close).
+        told.headers.append(contentsOf: error.headers)
+        return told
     }
 
     static func map(_ error: StoreError, context: some RequestContext) -> APIError {
