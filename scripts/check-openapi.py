@@ -29,7 +29,7 @@ for source in broker.rglob("*.swift"):
             "OAuthController.swift": "", "IdentityController.swift": "/api/v0/",
             "ApproverController.swift": "", "CIBAController.swift": ""}.get(source.name, "/api/v1/")
     for method, path in re.findall(r'\.(get|post|delete|put|patch)\("([^"]+)"(?:,\s*use:|\)\s*\{)', text):
-        full = ("/" + path if base == "" else base + path)
+        full = re.sub(r"/+", "/", "/" + path if base == "" else base + path)
         registered.add((method.upper(), re.sub(r":[A-Za-z]+", "{}", full)))
 missing = registered - documented
 if missing:

@@ -70,14 +70,26 @@ extension DeviceBroker.APIKeyCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List API keys (ids, names, state; never secrets).",
-            discussion: "Columns: id, name, created, state (active, rotating until …, revoked …), redirect URLs.")
+            discussion: """
+                One tab-separated row per key under a header: id, name, created, state (active, \
+                rotating until …, revoked …), redirect URLs.
+                """)
 
         @OptionGroup var store: StoreOptions
+
+        @Flag(help: "Leave out the header line, for scripts.")
+        var noHeader = false
 
         func run() async throws {
             try await store.withStore { store in
                 let now = Date()
-                for key in try await store.apiKeys() {
+                let keys = try await store.apiKeys()
+                guard !keys.isEmpty else {
+                    print("No API keys yet: device-broker apikey create --name NAME makes one.")
+                    return
+                }
+                if !noHeader { print("ID\tNAME\tCREATED\tSTATE\tREDIRECT URLS") }
+                for key in keys {
                     let urls = try await store.redirectURLs(apiKeyID: key.id).joined(separator: " ")
                     print(
                         "\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(Self.state(of: key, at: now))\t\(urls)"

@@ -186,6 +186,10 @@ struct OperationsEndToEndTests {
         let list = try RunningProcess("device-broker", ["apikey", "list"] + broker.storeArguments)
         #expect(try await list.exitCode(timeout: .seconds(60)) == 0)
         #expect(list.text.contains("\trevoked "), "\(list.text)")
+        #expect(list.text.hasPrefix("ID\tNAME\tCREATED\tSTATE\tREDIRECT URLS\n"), "\(list.text)")
+        let bare = try RunningProcess("device-broker", ["apikey", "list", "--no-header"] + broker.storeArguments)
+        #expect(try await bare.exitCode(timeout: .seconds(60)) == 0)
+        #expect(bare.text.hasPrefix(broker.apiKeyID + "\t"), "\(bare.text)")
         let audit = try RunningProcess("device-broker", ["apikey", "audit", broker.apiKeyID] + broker.storeArguments)
         #expect(try await audit.exitCode(timeout: .seconds(60)) == 0)
         let actions = audit.text.split(separator: "\n").map { $0.split(separator: "\t")[1] }

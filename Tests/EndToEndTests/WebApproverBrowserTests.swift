@@ -136,6 +136,26 @@ struct WebApproverBrowserTests {
         await browser.quit()
     }
 
+    @Test("the broker's own URL shows a page whose link opens the web approver")
+    func landingPage() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let browser = try await WebDriver.start()
+        do {
+            try await browser.open(broker.url + "/")
+            try await browser.waitFor(text: "This is a Countersign broker.")
+            try await browser.click("a[href='/approve/']")
+            try await browser.waitUntil("the approver opens") {
+                (try await browser.execute("return location.pathname") as? String) == "/approve/"
+            }
+            try await browser.waitFor(element: "#setup-button")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
     @Test("devices add-phone: its QR code (read by zbar) opens the approver, and it confirms the phone's pairing")
     func addPhone() async throws {
         let broker = try await LiveBroker.start()
