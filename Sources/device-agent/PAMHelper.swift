@@ -43,6 +43,10 @@ struct PAMHelper: AsyncParsableCommand {
             ).run()
         } catch {
             log.write(LOG_ERR, "\(service) login of \(user) denied: \(error)")
+            // Why, in the log only: the user learns that it is not them.
+            module.error(
+                "Countersign: this machine's login configuration is unusable, so logins are refused; "
+                    + "an administrator can see why in the authpriv log.")
             verdict = .deny("the Countersign PAM configuration is unusable")
         }
         module.send(verdict.line)

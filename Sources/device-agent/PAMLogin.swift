@@ -96,6 +96,10 @@ struct PAMLogin {
             switch (settings.failMode, error.status) {
             case (.safe, 0):
                 log.write(LOG_WARNING, "\(who) ALLOWED WITHOUT APPROVAL: \(error.message) (fail_mode safe)")
+                // Over sshd, shown when the session starts.
+                module.error(
+                    "Countersign: the broker cannot be reached; this login was let in without an approval "
+                        + "(fail_mode safe), and logged.")
                 return .allow("-")
             case (.safe, _):
                 log.write(

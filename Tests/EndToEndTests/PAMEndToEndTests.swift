@@ -203,6 +203,7 @@ struct PAMEndToEndTests {
         let safe = try await Service(broker: broker, settings: ["broker": down, "fail_mode": "safe"])
         let allowed = try safe.authenticate("alice")
         #expect(try await allowed.exitCode(timeout: .seconds(120)) == 0, "\(allowed.text)")
+        #expect(allowed.text.contains("let in without an approval (fail_mode safe)"), "told: \(allowed.text)")
         _ = try await log.waitFor("\(safe.name) login of alice", "ALLOWED WITHOUT APPROVAL", "(fail_mode safe)")
 
         // A broker that answers is not down: safe mode refuses its 503 (here
@@ -360,6 +361,7 @@ struct PAMEndToEndTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: service.config.path)
         let exposed = try service.authenticate("alice")
         #expect(try await exposed.exitCode(timeout: .seconds(120)) != 0, "\(exposed.text)")
+        #expect(exposed.text.contains("login configuration is unusable"), "told: \(exposed.text)")
         try FileManager.default.setAttributes(
             [.posixPermissions: 0o600, .ownerAccountID: 65534], ofItemAtPath: service.config.path)
         let foreign = try service.authenticate("alice")
