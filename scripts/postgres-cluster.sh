@@ -8,7 +8,7 @@
 #   scripts/postgres-cluster.sh crash DIR    stops the server as a crash would (immediate mode)
 #   scripts/postgres-cluster.sh halt DIR     stops the server (fast mode), keeping DIR
 #   scripts/postgres-cluster.sh resume DIR   starts it again on its port
-#   scripts/postgres-cluster.sh standby DIR NEWDIR   a streaming standby of DIR's server
+#   scripts/postgres-cluster.sh standby DIR NEWDIR   a synchronous streaming standby of DIR's server
 #                                            (pg_basebackup -R) on a port of its own; prints its URL
 #   scripts/postgres-cluster.sh promote DIR  promotes a standby to primary
 #   scripts/postgres-cluster.sh read-only DIR    makes the server refuse writes, keeping its connections
@@ -132,6 +132,20 @@ standby)
     "${as_owner[@]}" "$pg_ctl" --pgdata="$standby/data" --log="$standby/server.log" --wait \
         --options="$(server_options "$standby" "$port" "$(cat "$standby/primary")")" start >/dev/null \
         || { cat "$standby/server.log" >&2; exit 1; }
+    # Synchronous, as docs/operations.md has it for production: a commit is
+    # acknowledged once the standby has it, so a failover to the standby
+    # loses no acknowledged decision. (Asynchronous, the last commits before
+    # a promotion can be missing on the new primary.)
+    "$(pg_binary psql)" --host=127.0.0.1 --port="$primary_port" --username=countersign --dbname=postgres --quiet \
+        --command="ALTER SYSTEM SET synchronous_standby_names = '*'" --command="SELECT pg_reload_conf()" >/dev/null
+    for _ in $(seq 600); do
+        state=$("$(pg_binary psql)" --host=127.0.0.1 --port="$primary_port" --username=countersign \
+            --dbname=postgres --tuples-only --no-align \
+            --command="SELECT sync_state FROM pg_stat_replication LIMIT 1")
+        [[ "$state" = sync ]] && break
+        sleep 0.1
+    done
+    [[ "$state" = sync ]] || { echo "error: the standby did not become synchronous" >&2; exit 1; }
     echo "postgres://countersign@127.0.0.1:$port/postgres"
     ;;
 promote)
