@@ -2,8 +2,10 @@
 """Checks deploy/ without a container engine: the compose file against the
 Compose specification's JSON schema (read from docker-compose's Python
 package, named by COUNTERSIGN_COMPOSE_WHEEL), the properties the topology
-depends on, the Dockerfile's shape, and the systemd unit through
-`systemd-analyze verify` against the built broker."""
+depends on, the Dockerfile (its build is scripts/package.sh's; its runtime
+packages are those of the libraries a package.sh build in .build needs;
+non-root; a health check), and the systemd unit through `systemd-analyze
+verify` against the built broker."""
 import sys
 
 # Asked for help (or given too few arguments), say how to run it, before
@@ -70,15 +72,136 @@ check("X-Forwarded-For $proxy_add_x_forwarded_for" in nginx, "nginx forwards the
 for name in brokers:
     check(f"server {name}:8080" in nginx, f"nginx balances onto {name}")
 
-# Dockerfile: multi-stage, static Swift runtime, small non-root runtime image.
-dockerfile = (deploy / "Dockerfile").read_text()
-stages = re.findall(r"^FROM\s+(\S+)", dockerfile, re.MULTILINE)
+
+# Dockerfile: the image's binary is the one scripts/package.sh builds for the
+# tarball and the .deb; the runtime stage installs the packages of exactly
+# the libraries that binary needs, runs as a non-root user, has a health check.
+def instructions(text):
+    """(keyword, arguments) of each instruction: continuation lines joined,
+    comment lines dropped (also between continued lines, as Docker does)."""
+    result, pending = [], ""
+    for line in text.splitlines():
+        if line.lstrip().startswith("#") or (not line.strip() and not pending):
+            continue
+        pending += line.rstrip()
+        if pending.endswith("\\"):
+            pending = pending[:-1] + " "
+            continue
+        keyword, _, arguments = pending.strip().partition(" ")
+        result.append((keyword.upper(), " ".join(arguments.split())))
+        pending = ""
+    return result
+
+
+def apt_installs(arguments):
+    """The packages of each `apt-get install` in a RUN's shell command."""
+    packages = []
+    for command in re.split(r"&&|;|\|\|", arguments):
+        words = command.split()
+        if words[:1] == ["apt-get"] and "install" in words:
+            packages += [word for word in words[words.index("install") + 1:] if not word.startswith("-")]
+    return packages
+
+
+def needed_packages(binary):
+    """The Debian packages that hold the shared libraries `binary` names
+    (NEEDED), as dpkg knows them on this machine, by soname."""
+    dynamic = subprocess.run(["readelf", "-d", str(binary)], capture_output=True, text=True, check=True).stdout
+    cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    paths = dict(re.findall(r"^\s*(\S+) \(libc6,x86-64[^)]*\) => (\S+)$", cache, re.MULTILINE))
+    packages = {}
+    for soname in re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]", dynamic):
+        path = paths.get(soname, "")
+        # Merged /usr: dpkg knows a library under one of the two names.
+        for name in (path, "/usr" + path, path.removeprefix("/usr")):
+            owner = subprocess.run(["dpkg", "-S", name], capture_output=True, text=True)
+            if owner.returncode == 0:
+                packages[soname] = owner.stdout.split(":")[0]
+                break
+        else:
+            packages[soname] = None
+    return packages
+
+
+stages = []
+for keyword, arguments in instructions((deploy / "Dockerfile").read_text()):
+    if keyword == "FROM":
+        words = arguments.split()
+        base = next(word for word in words if not word.startswith("--"))
+        alias = words[words.index("AS") + 1] if "AS" in words else None
+        stages.append({"base": base, "alias": alias, "instructions": []})
+    elif stages:
+        stages[-1]["instructions"].append((keyword, arguments))
 check(len(stages) >= 2, "a multi-stage build")
-check(stages[-1].endswith("-slim"), f"a slim runtime image, not {stages[-1]}")
-check("--static-swift-stdlib" in dockerfile, "the Swift runtime linked statically")
-final = dockerfile.split("FROM " + stages[-1])[-1]
-user = re.findall(r"^USER\s+(\S+)", final, re.MULTILINE)
-check(user and not user[-1].startswith(("root", "0:", "0")), "the runtime stage runs as a non-root user")
+runtime = stages[-1]
+check(runtime["base"] == "debian:bookworm-slim", f"a slim Debian runtime image, not {runtime['base']}")
+
+
+def runs(stage):
+    return [arguments for keyword, arguments in stage["instructions"] if keyword == "RUN"]
+
+
+# The build: scripts/package.sh in release mode, whose flags are the
+# packages' own; no `swift build` line of the Dockerfile's.
+package_script = (root / "scripts" / "package.sh").read_text()
+for flag in ["--static-swift-stdlib", "--disable-local-rpath"]:
+    check(flag in package_script, f"scripts/package.sh builds with {flag}")
+builders = [(index, run) for index, stage in enumerate(stages[:-1]) for run in runs(stage)
+            if "scripts/package.sh" in run]
+check(len(builders) == 1, "one build stage RUN runs scripts/package.sh")
+check(not any("swift build" in run for stage in stages for run in runs(stage)),
+      "no `swift build` in the Dockerfile: the binary is package.sh's")
+copies = [arguments.split() for keyword, arguments in runtime["instructions"] if keyword == "COPY"]
+copied = [words for words in copies if any(word.startswith("--from=") for word in words)]
+check(len(copied) == 1, "the runtime stage copies one file from the build")
+binary_path = copied[0][-1] if copied else None
+if builders and copied:
+    index, run = builders[0]
+    configuration = re.search(r"scripts/package\.sh\b[^&;]*--configuration[ =](\S+)", run)
+    check(configuration is None or configuration.group(1) == "release",
+          "package.sh builds the image's binary in release mode, as the released packages")
+    out = re.search(r"scripts/package\.sh\b[^&;]*--out[ =](\S+)", run)
+    extract = re.search(r"tar\s[^&;]*?(\S*/countersign-\S*-linux-\S*\.tar\.gz)[^&;]*?-C\s+(\S+)", run)
+    check(out is not None and extract is not None and extract.group(1).startswith(out.group(1).rstrip("/") + "/"),
+          "the build takes device-broker out of the tarball package.sh wrote (--out)")
+    source = next(word for word in copied[0] if word.startswith("--from=")).split("=", 1)[1]
+    check(source in (stages[index]["alias"], str(index)), "the runtime copies from the stage that ran package.sh")
+    check(extract is not None and copied[0][-2] == extract.group(2).rstrip("/") + "/device-broker",
+          "the runtime copies the device-broker extracted from package.sh's tarball")
+
+# The runtime's packages: the libraries of the built binary's NEEDED
+# entries, nothing else but the trust roots (for TLS to push services,
+# webhooks, SMTP and PostgreSQL). Checked against the build package.sh made
+# here, if there is one; the image is Debian bookworm, as this machine.
+data_packages = {"ca-certificates"}
+installed = set(package for run in runs(runtime) for package in apt_installs(run))
+check(data_packages <= installed, "the runtime installs ca-certificates")
+static_builds = [root / ".build" / f"package-{mode}" / mode / "device-broker" for mode in ("release", "debug")]
+static_build = next((path for path in static_builds if path.exists()), None)
+if static_build and shutil.which("dpkg") and shutil.which("readelf"):
+    needed = needed_packages(static_build)
+    check(all(needed.values()), f"dpkg knows the package of each library device-broker needs: {needed}")
+    libraries = set(filter(None, needed.values()))
+    check(installed - data_packages == libraries,
+          f"the runtime's apt packages are exactly the libraries' {sorted(libraries)} and ca-certificates: "
+          f"missing {sorted(libraries - installed)}, not needed {sorted(installed - data_packages - libraries)}")
+    checked_libraries = f", its libraries against {static_build.relative_to(root)}"
+else:
+    checked_libraries = " (no package.sh build in .build to check its libraries against)"
+
+user = [arguments for keyword, arguments in runtime["instructions"] if keyword == "USER"]
+check(user and user[-1].split(":")[0] not in ("root", "0"), "the runtime stage runs as a non-root user")
+healthchecks = [arguments for keyword, arguments in runtime["instructions"] if keyword == "HEALTHCHECK"]
+command = re.search(r"\bCMD\s+(.*)$", healthchecks[-1]) if healthchecks else None
+if command and command.group(1).startswith("["):
+    argv = json.loads(command.group(1))
+else:
+    argv = command.group(1).split() if command else []
+check(argv[:2] == [binary_path, "healthcheck"],
+      f"the runtime stage's HEALTHCHECK runs `{binary_path} healthcheck`, not {argv}")
+for name in brokers:
+    test = services[name].get("healthcheck", {}).get("test", [])
+    check(test[:3] == ["CMD", binary_path, "healthcheck"], f"{name} checks its health with `device-broker healthcheck`")
 
 # systemd: the unit parses cleanly, against the binary just built.
 unit = (deploy / "countersign-broker.service").read_text()
@@ -105,4 +228,5 @@ else:
 
 if failures:
     sys.exit("deploy/ checks failed:\n  " + "\n  ".join(failures))
-print("deploy: compose (against the Compose specification), nginx, Dockerfile and systemd unit check out")
+print("deploy: compose (against the Compose specification), nginx, the Dockerfile" + checked_libraries
+      + " and the systemd unit check out")
