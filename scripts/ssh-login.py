@@ -5,10 +5,13 @@ an ssh client would, with paramiko: prints each prompt the server sends as
 (an empty line is pressing Enter). Once in, runs `id -un` and prints
 "ran: OUTPUT"; a refused login prints "denied: WHY" and exits 1.
 
-    ssh-login.py HOST PORT USER [--disconnect-at-prompt]
+    ssh-login.py HOST PORT USER [--disconnect-at-prompt | --disconnect-after-answer]
 
 With --disconnect-at-prompt the client drops the connection as soon as the
-first prompt arrives, as a closed terminal or a Ctrl-C would.
+first prompt arrives, as a closed terminal or a Ctrl-C would. With
+--disconnect-after-answer it answers the first prompt and drops the
+connection once the answer is on its way, as a person who pressed Enter and
+then closed the terminal would; either way it exits 3.
 """
 import sys
 
@@ -25,10 +28,24 @@ import paramiko
 
 host, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 disconnect = "--disconnect-at-prompt" in sys.argv[4:]
+after_answer = "--disconnect-after-answer" in sys.argv[4:]
 
 sock = socket.create_connection((host, port), timeout=30)
 transport = paramiko.Transport(sock)
 transport.start_client(timeout=60)
+
+if after_answer:
+    # The answer goes out in the transport's thread right after the handler
+    # returns: the connection is dropped as soon as it has been written.
+    send = transport._send_message
+
+    def send_then_drop(message):
+        send(message)
+        if message.asbytes()[:1] == bytes([paramiko.common.MSG_USERAUTH_INFO_RESPONSE]):
+            sock.close()
+            os._exit(3)
+
+    transport._send_message = send_then_drop
 
 
 def handler(title, instructions, prompts):

@@ -256,4 +256,33 @@ struct SSHEndToEndTests {
         }
         #expect(events.count == 1 && events.first?.statusReason == .withdrawn, "\(events)")
     }
+
+    @Test(
+        "the client dropping the connection after Enter: sshd does not tell the module; the request stays approvable, and its approval lets nobody in"
+    )
+    func disconnectedAfterEnter() async throws {
+        let (broker, server, laptop) = try await Self.setUp(["--approval-window", "2m"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let user = server.user
+        let login = try server.login(["--disconnect-after-answer"])
+        let number = try await login.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        login.send("\n")
+        #expect(try await login.exitCode(timeout: .seconds(120)) == 3, "\(login.text)")
+        // sshd's network process sees the connection go; its monitor, waiting
+        // for the module, neither tells it nor says so until it returns.
+        let event = try await PAMEndToEndTests().pending(broker, user: user)
+        #expect(!server.process.text.contains("Connection closed"), "\(server.process.text)")
+        let approve = try broker.agent(
+            ["approve", "--event", event.ID, "--yes", "--match", number], configDirectory: laptop, user: user)
+        #expect(try await approve.exitCode(timeout: .seconds(120)) == 0, "\(approve.text)")
+        _ = try await SyslogReceiver.start().waitFor("login of \(user)", "request \(event.ID) approved by device")
+        // The module lets the login in; sshd has no connection left to open
+        // a session on, and says the client went away.
+        _ = try await server.process.waitFor("Connection closed by authenticating user \(user)", timeout: .seconds(60))
+        #expect(!server.process.text.contains("Accepted"), "\(server.process.text)")
+        #expect(try await broker.backend.event(id: event.ID).status == .approved)
+    }
 }
