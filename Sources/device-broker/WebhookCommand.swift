@@ -18,7 +18,7 @@ extension DeviceBroker {
     }
 }
 
-/// What `webhook set` and `apikey set-webhook` are given.
+/// What `webhook set` is given.
 struct WebhookSetOptions: ParsableArguments {
     @OptionGroup var store: StoreOptions
 
@@ -61,15 +61,21 @@ struct WebhookSetOptions: ParsableArguments {
 }
 
 extension DeviceBroker.APIKeyCommand {
+    /// The name `webhook set` had before the `webhook` commands: still
+    /// taken, no longer listed, and it says so.
     struct SetWebhook: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "set-webhook",
-            abstract: "Add a webhook endpoint to an API key (its secret is printed once), or set its types.",
-            discussion: "The same as `device-broker webhook set`; see `device-broker webhook --help` for the rest.")
+            abstract: "Deprecated: `device-broker webhook set`.",
+            shouldDisplay: false)
 
         @OptionGroup var options: WebhookSetOptions
 
-        func run() async throws { try await options.run() }
+        func run() async throws {
+            FileHandle.standardError.write(
+                Data("note: `apikey set-webhook` is deprecated; it is `device-broker webhook set`.\n".utf8))
+            try await options.run()
+        }
     }
 }
 

@@ -174,6 +174,23 @@ struct WebhookEndToEndTests {
         #expect(messages.text.contains("\(id)\t\(endpoint.id)\tevent.created\tdelivered\t"), "\(messages.text)")
     }
 
+    @Test("`apikey set-webhook`, the old name of `webhook set`, still sets an endpoint, says so, and is not listed")
+    func deprecatedName() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let old = try RunningProcess(
+            "device-broker",
+            ["apikey", "set-webhook", broker.apiKeyID, "http://127.0.0.1:9/old"] + broker.storeArguments)
+        #expect(try await old.exitCode(timeout: .seconds(120)) == 0, "\(old.text)")
+        #expect(old.text.contains("deprecated; it is `device-broker webhook set`"), "\(old.text)")
+        let listing = try RunningProcess("device-broker", ["webhook", "list", broker.apiKeyID] + broker.storeArguments)
+        #expect(try await listing.exitCode(timeout: .seconds(120)) == 0)
+        #expect(listing.text.contains("\thttp://127.0.0.1:9/old\t"), "\(listing.text)")
+        let help = try RunningProcess("device-broker", ["apikey", "--help"])
+        #expect(try await help.exitCode(timeout: .seconds(120)) == 0)
+        #expect(help.text.contains("set-redirect-urls") && !help.text.contains("set-webhook"), "\(help.text)")
+    }
+
     @Test("a broker killed while a message is on its way sends it after the restart, with the same webhook-id")
     func survivesKill() async throws {
         var (broker, receiver, _) = try await Self.setUp(types: ["event.created"])
