@@ -2,5 +2,5 @@
 /// `--version` prints, `/healthz` and the `countersign_build_info` metric
 /// report, and the agent sends in its `User-Agent`.
 public enum CountersignVersion {
-    public static let current = "0.9.0"
+    public static let current = "0.10.0"
 }

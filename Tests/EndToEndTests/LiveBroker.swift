@@ -62,6 +62,18 @@ struct LiveBroker {
         return broker
     }
 
+    /// A broker on a store made elsewhere (a fixture), with its TOTP key and
+    /// one of its API keys.
+    static func start(
+        onStore database: String?, dataDirectory: URL, totpKeyFile: String, apiKeyID: String, apiSecret: String,
+        arguments: [String] = []
+    ) async throws -> LiveBroker {
+        try await LiveBroker(
+            process: nil, url: "", dataDirectory: dataDirectory, apiKeyID: apiKeyID, apiSecret: apiSecret,
+            database: database, totpKeyFile: totpKeyFile
+        ).startInstance(arguments: arguments)
+    }
+
     /// Another instance on the same store, TOTP key and API key, on its own port.
     func startInstance(arguments: [String] = []) async throws -> LiveBroker {
         var attempt = 0
@@ -190,6 +202,9 @@ struct LiveBroker {
         }
         return text
     }
+
+    /// The API key as an `Authorization` header's value.
+    var basicAuthorization: String { "Basic " + Data("\(apiKeyID):\(apiSecret)".utf8).base64EncodedString() }
 
     var backend: CountersignBackend { CountersignBackend(broker: url, apiKeyID: apiKeyID, apiSecretKey: apiSecret) }
 

@@ -167,9 +167,7 @@ struct SQLiteBadDaysEndToEndTests {
     func write(_ broker: LiveBroker) async throws -> StoreRefusal? {
         var request = HTTPClientRequest(url: broker.url + "/api/v1/users/alice/enrollment-tokens")
         request.method = .POST
-        request.headers.add(
-            name: "Authorization",
-            value: "Basic " + Data("\(broker.apiKeyID):\(broker.apiSecret)".utf8).base64EncodedString())
+        request.headers.add(name: "Authorization", value: broker.basicAuthorization)
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 1 << 16)
         if (200..<300).contains(Int(response.status.code)) { return nil }
