@@ -203,6 +203,26 @@ struct VerificationFlowTests {
         }
     }
 
+    @Test("a field the form does not read is ignored however it is written; one it reads, sent twice, is refused")
+    func unknownFormFields() async throws {
+        let flow = try await Flow()
+        try await flow.broker.test { client in
+            let challengeID = try await flow.sendCode(client)
+            let code = try #require(flow.sender.lastCode(to: "alice@example.com"))
+            // Sent twice: refused, and the code is not spent.
+            let twice = try await client.execute(
+                uri: "/app/verify", method: .post, headers: Flow.formHeaders,
+                body: ByteBuffer(string: "challenge_id=\(challengeID)&challenge_id=\(challengeID)&code=\(code)"))
+            #expect(twice.status == .badRequest)
+            #expect(String(buffer: twice.body).contains("malformed_form"), "\(String(buffer: twice.body))")
+            // Fields nobody reads, repeated and bracketed, next to the real ones.
+            let extra = try await client.execute(
+                uri: "/app/verify", method: .post, headers: Flow.formHeaders,
+                body: ByteBuffer(string: "a=1&a=2&b[=3&challenge_id=\(challengeID)&code=\(code)&c"))
+            _ = try flow.authorizationCode(extra)
+        }
+    }
+
     @Test("wrong codes are counted; the fifth closes the challenge, and the right code no longer works")
     func bruteForce() async throws {
         let flow = try await Flow()

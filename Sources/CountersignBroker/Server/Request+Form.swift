@@ -46,12 +46,28 @@ extension Request {
         return String(buffer: try await request.collectBody(upTo: context.maxUploadSize))
     }
 
-    /// Decodes a form body read before.
+    /// Decodes a form body read before. A field `T` does not read is
+    /// ignored, however it is written and however often it comes (RFC 6749
+    /// §3.1-3.2 ask that of OAuth's endpoints; a browser extension's additions
+    /// to the page's forms should not break them either); one it reads is
+    /// refused if malformed or sent twice.
     static func decodeForm<T: Decodable>(_: T.Type, from body: String) throws -> T {
         do {
-            return try URLEncodedFormDecoder().decode(T.self, from: body)
+            return try URLEncodedFormDecoder().decode(T.self, from: fields(FormFieldNames.read(by: T.self), of: body))
         } catch {
             throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
         }
+    }
+
+    /// The `name=value` pairs of `body` whose name (before any `[`) is one
+    /// of `names`; all of them if `names` is nil.
+    static func fields(_ names: Set<String>?, of body: String) -> String {
+        guard let names else { return body }
+        return body.split(separator: "&").filter { pair in
+            guard let equals = pair.firstIndex(of: "="), let name = pair[..<equals].removingPercentEncoding else {
+                return false
+            }
+            return names.contains(String(name.prefix { $0 != "[" }))
+        }.joined(separator: "&")
     }
 }
