@@ -18,6 +18,25 @@ root = pathlib.Path(__file__).resolve().parent.parent
 spec = yaml.safe_load((root / "proto" / "openapi.yaml").read_text())
 validate(spec)
 
+
+# A key with no value is what YAML makes of an unquoted flow-mapping value
+# with a comma in it (`{ description: a, b. }` gives a key "b."): the text
+# is cut short, and the validator allows the stray key.
+def empty_keys(node, path):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if value is None:
+                yield ".".join(map(str, path + [key]))
+            yield from empty_keys(value, path + [key])
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from empty_keys(value, path + [index])
+
+
+stray = list(empty_keys(spec, []))
+if stray:
+    sys.exit("keys without a value (quote the text before them):\n  " + "\n  ".join(stray))
+
 documented = {(method.upper(), re.sub(r"\{[^}]+\}", "{}", path))
               for path, operations in spec["paths"].items() for method in operations}
 registered = set()
