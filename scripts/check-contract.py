@@ -2,25 +2,46 @@
 """Checks a real broker against proto/openapi.yaml with schemathesis, an
 independent implementation of OpenAPI on the other side: its examples,
 coverage, fuzzing and stateful phases (the last one following the spec's
-links), with every check it has but one (below), and fails on any server
-error or contract failure.
+links), with every check it has, and fails on any server error or contract
+failure.
 
     check-contract.py [--bin DIR] [--seconds N] [--seed N]
+
+A request the schema allows must not be refused for its shape.
+Schemathesis' own `positive_data_acceptance` cannot tell that from the
+refusals this API owes its callers (a schema-valid request mostly names a
+key, code, token or id the broker never issued, and some of those are 400s,
+as OAuth's `invalid_grant` is), so this file replaces it with
+`refused_valid_request` (below; schemathesis loads this file as its hooks).
+A request generated as schema-valid may get 401, 403, 404, 409, 410 or 429
+for what it names; a 400 or 422 only with an error code about what it names
+(`invalid_grant`, `wrong_code`, ...), and the hosted page's HTML 400 only
+for an unknown app or redirect URL. Any other refusal fails the run: a code
+that says the request is malformed (`invalid_request`, `malformed_body`,
+...) or one the check does not know, any other 4xx, a redirect back to the
+app with `error=invalid_request`. A refusal under a rule the contract can
+state in words only (a character a pattern cannot name, a JWK off the
+curve, ...) passes once the check has seen that the request breaks it.
 
 It starts `device-broker serve` from DIR (default .build/debug) on a free
 loopback port with a fresh data directory and TOTP key, creates an API key
 with the real `device-broker apikey create`, and stops the broker at the end.
 """
 import argparse
+import base64
+import html
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
+import urllib.parse
 import urllib.request
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -76,18 +97,22 @@ def main():
                 "--auth", f"{key['api_key_id']}:{key['api_secret_key']}",
                 "--phases", "examples,coverage,fuzzing,stateful", "--max-time", str(options.seconds),
                 "--seed", str(options.seed), "--workers", "2", "--checks", "all",
-                # Schema-valid requests of this API mostly carry made-up keys,
-                # codes, tokens and ids, which the broker must refuse: a
-                # refusal there says nothing about the contract.
+                # Replaced by refused_valid_request (below), which tells a
+                # refusal of the request's shape from one of a made-up key,
+                # code, token or id.
                 "--exclude-checks", "positive_data_acceptance",
                 # Rotating or revoking the key would lock the run out of
                 # every operation after them; their own tests cover them.
                 "--exclude-operation-id", "rotateAPIKey", "--exclude-operation-id", "revokeAPIKey",
                 "--no-color",
             ]
-            result = subprocess.run(command, text=True, capture_output=True, cwd=scratch)
+            environment = dict(os.environ, SCHEMATHESIS_HOOKS=str(pathlib.Path(__file__).resolve()))
+            started = time.monotonic()
+            result = subprocess.run(command, text=True, capture_output=True, cwd=scratch, env=environment)
             if result.returncode != 0:
-                print(result.stdout[-6000:])
+                # Every failure, and the summary after them.
+                failures = result.stdout.find("FAILURES")
+                print(result.stdout[failures:] if failures >= 0 else result.stdout[-6000:])
                 print(result.stderr[-3000:], file=sys.stderr)
                 sys.exit(f"error: schemathesis found contract failures (exit {result.returncode})")
         finally:
@@ -96,8 +121,220 @@ def main():
                 broker.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 broker.kill()
-    print("contract: schemathesis found no server error and no contract failure")
+    summary = re.search(r"(\d+) generated", result.stdout)
+    cases = f" in {summary.group(1)} generated cases" if summary else ""
+    print(f"contract: schemathesis found no server error, no contract failure and no schema-valid request "
+          f"refused{cases} ({time.monotonic() - started:.0f} s)")
+
+
+# What follows runs inside schemathesis, which loads this file as its hooks.
+
+# Codes that say the request is malformed: a schema-valid request must
+# never get one.
+SHAPE_CODES = {
+    "invalid_request", "malformed_body", "malformed_form", "malformed_request", "invalid_code", "invalid_scope",
+    "invalid_binding_message", "unsupported_grant_type", "unsupported_response_type",
+}
+
+# 400s and 422s about what a request names or holds rather than its shape:
+# a schema-valid request made up by a fuzzer earns them.
+NAMED_THING_CODES = {
+    # An authorization code, refresh token or auth_req_id never issued (OAuth, get_identity).
+    "invalid_grant",
+    # CIBA's login_hint names no user, or one without a trusted device.
+    "unknown_user_id",
+    # A TOTP code that is wrong, or was used.
+    "wrong_code", "code_used",
+    # A decision JWS that does not check out, or carries the wrong number.
+    "invalid_decision", "match_required", "wrong_match", "too_many_wrong_matches",
+    # ProtocolError's codes: a JWS or key the broker cannot use (a decision
+    # the broker cannot even read is refused with its reason as the code).
+    "malformed", "invalid_key", "wrong_type", "wrong_algorithm", "bad_signature", "wrong_method", "wrong_url",
+    "wrong_audience", "wrong_event", "wrong_nonce", "wrong_display", "wrong_verdict", "stale", "wrong_device",
+    "wrong_key",
+}
+
+# The hosted page's HTML 400s about who is asking, not the request's
+# shape: an unknown app, or a redirect URL it did not register (an error
+# page, since nothing says the redirect can be trusted); a wrong code.
+PAGE_NAMED_THING_ERRORS = (
+    "Unknown app: the api_key is not registered here.",
+    "The redirect_url is not registered for this app",
+    "This app's redirect URL is not registered.",
+    "That code is not right.",
+)
+
+
+def hidden_beyond_pattern(character):
+    """Whether ShownText's pattern cannot name this hidden character: it names
+    every one of the Basic Multilingual Plane that Unicode assigned, but no
+    unassigned code point (which the broker's newer Unicode may assign) and
+    nothing past U+FFFF (an ECMA-262 pattern without the u flag cannot)."""
+    category = unicodedata.category(character)
+    return category == "Cn" or (ord(character) > 0xFFFF and category in ("Cf", "Co", "Cs"))
+
+
+def user_id_beyond_pattern(user):
+    """Whether a user id breaks a rule of ClientUserID that its schema states
+    in words only: at most 256 bytes of UTF-8, or a hidden character."""
+    return len(user.encode("utf-8", "surrogatepass")) > 256 or any(map(hidden_beyond_pattern, user))
+
+
+def on_p256(jwk):
+    """Whether a JWK's x and y are a point on P-256 (y² = x³ - 3x + b mod p)."""
+    p = 2**256 - 2**224 + 2**192 + 2**96 - 1
+    b = 0x5AC635D8AA3A93E7B3EBBD55769886BC651D06B0CC53B0F63BCE3C3E27D2604B
+    try:
+        x, y = (int.from_bytes(base64.urlsafe_b64decode(jwk[name] + "=" * (-len(jwk[name]) % 4)), "big")
+                for name in ("x", "y"))
+    except (KeyError, TypeError, ValueError):
+        return False
+    return x < p and y < p and (y * y - (x * x * x - 3 * x + b)) % p == 0
+
+
+def stacks_marks(text, most=4):
+    """Whether more than `most` combining marks follow one another in `text`."""
+    run = 0
+    for character in text:
+        run = run + 1 if unicodedata.category(character) in ("Mn", "Me") else 0
+        if run > most:
+            return True
+    return False
+
+
+class Sent:
+    """The request as it went out: its path, query, headers and body."""
+
+    def __init__(self, request):
+        parts = urllib.parse.urlsplit(request.url)
+        self.segments = [urllib.parse.unquote(segment) for segment in parts.path.split("/")]
+        self.query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        self.headers = request.headers
+        body = request.body or b""
+        self.size = len(body.encode() if isinstance(body, str) else body)
+        body = body.decode("utf-8", "surrogateescape") if isinstance(body, bytes) else body
+        content_type = request.headers.get("Content-Type", "")
+        self.form = urllib.parse.parse_qsl(body, keep_blank_values=True) if "urlencoded" in content_type else []
+        try:
+            self.json = json.loads(body) if "json" in content_type else None
+        except ValueError:
+            self.json = None
+
+    def strings(self):
+        """Every text the request carries."""
+        def walk(value):
+            if isinstance(value, str):
+                yield value
+            elif isinstance(value, dict):
+                for key, item in value.items():
+                    yield key
+                    yield from walk(item)
+            elif isinstance(value, list):
+                for item in value:
+                    yield from walk(item)
+        yield from self.segments
+        for pair in self.query + self.form:
+            yield from pair
+        yield from walk(self.json)
+
+    def path_user(self):
+        if self.segments[1:4] == ["api", "v1", "users"] and len(self.segments) > 4:
+            return self.segments[4]
+        return None
+
+    def at(self, path):
+        value = self.json
+        for name in path.split("."):
+            value = value.get(name) if isinstance(value, dict) else None
+        return value
+
+
+def rule_in_words(code, message, sent):
+    """Whether the refusal is under a rule the contract states in words only,
+    and the request breaks it."""
+    if code == "body_too_large":
+        return sent.size > 64 * 1024
+    hidden = re.search(r"holds a character that would not be shown as itself \(U\+([0-9A-F]+) at", message)
+    if hidden:
+        character = chr(int(hidden.group(1), 16))
+        return hidden_beyond_pattern(character) and any(character in text for text in sent.strings())
+    if "combining marks on one character" in message:
+        # ShownText: at most 4 combining marks on one character.
+        return any(map(stacks_marks, sent.strings()))
+    if message == "invalid client_user_id in the path":
+        return sent.path_user() is not None and user_id_beyond_pattern(sent.path_user())
+    if message == "client_user_id is missing or invalid":
+        # Required of every caller but a device, which the schema cannot say.
+        user = (sent.json or {}).get("client_user_id") if isinstance(sent.json, dict) else None
+        return user is None or (isinstance(user, str) and user_id_beyond_pattern(user))
+    off_curve = re.search(r"the point is not on the P-256 curve at ([\w.]+)", message)
+    if off_curve:
+        return isinstance(sent.at(off_curve.group(1)), dict) and not on_p256(sent.at(off_curve.group(1)))
+    if message.startswith("this client is registered for the poll mode"):
+        # As the client is registered, which the schema cannot know: the
+        # run's key has no CIBA ping endpoint.
+        return any(name == "client_notification_token" for name, _ in sent.form)
+    if message.startswith("authenticate with one method"):
+        # RFC 6749 §2.3: one client authentication, never two; the run
+        # sends Basic with every request, the fuzzer a client_secret.
+        return (sent.headers.get("Authorization", "").startswith("Basic ")
+                and any(name == "client_secret" for name, _ in sent.form))
+    return False
+
+
+def refusal(response):
+    """The refusal's code (None for an HTML page) and message."""
+    if "text/html" in ";".join(response.headers.get("content-type", [])):
+        alert = re.search(r'<p class="error" role="alert">(.*?)</p>', response.text, re.S)
+        return None, html.unescape(alert.group(1)) if alert else response.text[:200]
+    try:
+        document = json.loads(response.text)
+    except ValueError:
+        return "", response.text[:200]
+    if not isinstance(document, dict):
+        return "", response.text[:200]
+    return document.get("error", ""), document.get("message") or document.get("error_description") or ""
+
+
+def load_as_hooks():
+    import schemathesis
+
+    @schemathesis.check
+    def refused_valid_request(ctx, response, case):
+        """A request generated as schema-valid must not be refused for its shape."""
+        if case.meta is None or not case.meta.generation.mode.is_positive:
+            return None
+        status = response.status_code
+        # Success, a server error (not_a_server_error's), and the refusals
+        # of what a request names: credentials, ids, state, limits.
+        if status < 300 or status >= 500 or status in (401, 403, 404, 409, 410, 429):
+            return None
+        if status < 400:
+            location = dict(urllib.parse.parse_qsl(
+                urllib.parse.urlsplit(";".join(response.headers.get("location", []))).query))
+            if location.get("error") in SHAPE_CODES:
+                raise AssertionError(
+                    f"A schema-valid request was sent back as malformed: {status} to "
+                    f"error={location['error']} ({location.get('error_description', '')})")
+            return None
+        code, message = refusal(response)
+        if code is None:
+            if status == 400 and any(message.startswith(known) for known in PAGE_NAMED_THING_ERRORS):
+                return None
+            refused = f"the page says: {message}"
+        elif status in (400, 422) and code in NAMED_THING_CODES:
+            return None
+        elif rule_in_words(code, message, Sent(response.request)):
+            return None
+        elif status in (400, 422) and code not in SHAPE_CODES:
+            refused = (f"{code or 'no error code'}: {message} (a code this check does not know: is it about "
+                       f"the request's shape, or what it names?)")
+        else:
+            refused = f"{code}: {message}"
+        raise AssertionError(f"A schema-valid request was refused: {status} {refused}")
 
 
 if __name__ == "__main__":
     main()
+else:
+    load_as_hooks()
