@@ -5,7 +5,12 @@ package, named by COUNTERSIGN_COMPOSE_WHEEL), the properties the topology
 depends on, the Dockerfile (its build is scripts/package.sh's; its runtime
 packages are those of the libraries a package.sh build in .build needs;
 non-root; a health check), and the systemd unit through `systemd-analyze
-verify` against the built broker."""
+verify` against the built broker.
+
+    check-deploy.py [--with-package-build]
+
+With --with-package-build, a missing package.sh build is a failure rather
+than a check left out."""
 import sys
 
 # Asked for help (or given too few arguments), say how to run it, before
@@ -186,6 +191,8 @@ if static_build and shutil.which("dpkg") and shutil.which("readelf"):
           f"the runtime's apt packages are exactly the libraries' {sorted(libraries)} and ca-certificates: "
           f"missing {sorted(libraries - installed)}, not needed {sorted(installed - data_packages - libraries)}")
     checked_libraries = f", its libraries against {static_build.relative_to(root)}"
+elif "--with-package-build" in sys.argv[1:]:
+    failures.append("no package.sh build in .build (nor dpkg and readelf) to check the runtime's libraries against")
 else:
     checked_libraries = " (no package.sh build in .build to check its libraries against)"
 
