@@ -23,11 +23,11 @@ struct HealthCheckEndToEndTests {
     @Test("no broker on the port: exit 1 at once, saying the connection was refused")
     func nobodyListening() async throws {
         let url = "http://127.0.0.1:\(try freePort())"
-        let started = ContinuousClock.now
-        let check = try RunningProcess("device-broker", ["healthcheck", "--url", url, "--timeout", "10s"])
-        #expect(try await check.exitCode(timeout: .seconds(60)) == 1, "\(check.text)")
+        // Retried until its own --timeout, it would still be running when
+        // the test stops waiting; refused at once, it has long exited.
+        let check = try RunningProcess("device-broker", ["healthcheck", "--url", url, "--timeout", "60s"])
+        #expect(try await check.exitCode(timeout: .seconds(45)) == 1, "\(check.text)")
         #expect(check.text.contains("unhealthy: \(url)/healthz: connection refused"), "\(check.text)")
-        #expect(ContinuousClock.now - started < .seconds(8), "refused at once, not retried until the timeout")
     }
 
     @Test("a port that takes the connection but never answers: exit 1 after --timeout")
