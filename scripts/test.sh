@@ -211,6 +211,15 @@ if [ "$status" = 124 ] || [ "$status" = 137 ]; then
     echo "error: the installed packages' tests did not finish within 20 minutes" >&2
 fi
 python3 scripts/test-summary.py "$logs/installed.log" --status "$status"
+# Installed over itself, the package takes its upgrade path (postinst's
+# migrate on the store it finds) and keeps what the store holds.
+as_broker=(runuser -u countersign -- device-broker)
+"${as_broker[@]}" apikey create --name upgrade-check --config /etc/countersign/broker.conf >/dev/null
+quietly reinstall dpkg -i "$scratch"/dist/countersign-broker_*.deb
+if ! "${as_broker[@]}" apikey list --no-header --config /etc/countersign/broker.conf | grep -q "upgrade-check"; then
+    echo "error: installing countersign-broker again lost the store's API key" >&2
+    exit 1
+fi
 # Removing the broker's package keeps its data, and so does purging it.
 dpkg --remove countersign-broker countersign-agent >/dev/null
 if [ -e /usr/bin/device-broker ] || [ ! -f /var/lib/countersign/countersign.sqlite ]; then
