@@ -32,12 +32,13 @@ struct HealthCheckEndToEndTests {
 
     @Test("a port that takes the connection but never answers: exit 1 after --timeout")
     func noAnswer() async throws {
-        let (listener, port) = try silentListener()
-        defer { close(listener) }
+        let listener = try ListeningSocket()
+        let port = listener.port
         let check = try RunningProcess(
             "device-broker", ["healthcheck", "--url", "http://127.0.0.1:\(port)", "--timeout", "500ms"])
         #expect(try await check.exitCode(timeout: .seconds(60)) == 1, "\(check.text)")
         #expect(check.text.contains("no answer within 0.5 s"), "\(check.text)")
+        withExtendedLifetime(listener) {}
     }
 
     @Test("a URL that is not a broker's base URL is refused before anything is asked")
@@ -45,25 +46,5 @@ struct HealthCheckEndToEndTests {
         let check = try RunningProcess("device-broker", ["healthcheck", "--url", "127.0.0.1:8080"])
         #expect(try await check.exitCode(timeout: .seconds(60)) == 64, "\(check.text)")
         #expect(check.text.contains("--url must be a broker's base URL"), "\(check.text)")
-    }
-
-    /// A loopback socket that listens and never accepts: the kernel
-    /// completes the connection, and the request waits in its queue.
-    private func silentListener() throws -> (Int32, Int) {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 8) == 0 && getsockname(listener, $0, &length) == 0
-            }
-        }
-        guard listening else {
-            close(listener)
-            throw ProcessFailure("cannot listen on a loopback port")
-        }
-        return (listener, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
