@@ -20,6 +20,10 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         case stale = "stale"
         case wrongDevice = "wrong_device"
         case wrongKey = "wrong_key"
+        case wrongChallenge = "wrong_challenge"
+        case wrongOrigin = "wrong_origin"
+        case userNotVerified = "user_not_verified"
+        case signCount = "sign_count"
     }
 
     /// The kind of failure.
