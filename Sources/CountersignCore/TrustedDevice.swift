@@ -25,13 +25,15 @@ public struct TrustedDevice: Sendable, Equatable {
     public var lastTOTPStep: Int64?
     /// Where the device wants to be told of new requests; nil without.
     public var push: PushSubscription?
+    /// The passkey that protects the device's approvals; nil without.
+    public var passkey: Passkey?
 
     /// A device as a store read it back: `id` is the thumbprint of
     /// `publicKey`, computed when the device was enrolled.
     public init(
         storedID id: String, publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String,
         type: String, createdAt: Date, lastSeenAt: Date?, revokedAt: Date?, sealedTOTPSecret: Data?,
-        lastTOTPStep: Int64?, push: PushSubscription? = nil
+        lastTOTPStep: Int64?, push: PushSubscription? = nil, passkey: Passkey? = nil
     ) {
         self.id = id
         self.issuer = issuer
@@ -45,6 +47,7 @@ public struct TrustedDevice: Sendable, Equatable {
         self.sealedTOTPSecret = sealedTOTPSecret
         self.lastTOTPStep = lastTOTPStep
         self.push = push
+        self.passkey = passkey
     }
 
     public init(

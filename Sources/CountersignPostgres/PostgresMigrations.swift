@@ -268,6 +268,23 @@ enum PostgresMigrations {
                 """
             ]
         ),
+        (
+            // A device's passkey lives in its row: the decision that checks
+            // an assertion reads the device already, and reads nothing more.
+            "v19-passkeys",
+            [
+                """
+                ALTER TABLE devices ADD COLUMN passkey_credential_id text, ADD COLUMN passkey_public_key text,
+                    ADD COLUMN passkey_sign_count bigint, ADD COLUMN passkey_aaguid text,
+                    ADD COLUMN passkey_transports text, ADD COLUMN passkey_backup_eligible boolean,
+                    ADD COLUMN passkey_created_at double precision
+                """,
+                """
+                CREATE UNIQUE INDEX devices_passkey ON devices (passkey_credential_id)
+                WHERE passkey_credential_id IS NOT NULL
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -93,7 +93,10 @@ extension PostgresStore {
                 try await db.run(
                     """
                     UPDATE devices SET revoked_at = \(now.seconds), push_endpoint = NULL, push_p256dh = NULL,
-                        push_auth = NULL, push_vapid_key = NULL, push_updated_at = NULL
+                        push_auth = NULL, push_vapid_key = NULL, push_updated_at = NULL,
+                        passkey_credential_id = NULL, passkey_public_key = NULL, passkey_sign_count = NULL,
+                        passkey_aaguid = NULL, passkey_transports = NULL, passkey_backup_eligible = NULL,
+                        passkey_created_at = NULL
                     WHERE id = \(id) AND issuer = \(issuer) AND client_user_id = \(clientUserID) AND revoked_at IS NULL
                     RETURNING 1
                     """, logger: logger) == 1
@@ -148,6 +151,27 @@ extension PostgresStore {
         try await announce(WebhookNotice.device(change), into: db, logger: logger)
     }
 
+    public func setPasskey(_ passkey: Passkey?, deviceID: String) async throws {
+        let logger = logger
+        let publicKey = try passkey.map { String(decoding: try JSONEncoder().encode($0.publicKey), as: UTF8.self) }
+        try await readCommittedWrite { db in
+            let changed = try await db.run(
+                """
+                UPDATE devices SET passkey_credential_id = \(passkey?.credentialID),
+                    passkey_public_key = \(publicKey), passkey_sign_count = \(passkey.map { Int64($0.signCount) }),
+                    passkey_aaguid = \(passkey?.aaguid.uuidString.lowercased()),
+                    passkey_transports = \(passkey?.transports.joined(separator: ",")),
+                    passkey_backup_eligible = \(passkey?.backupEligible),
+                    passkey_created_at = \(passkey?.createdAt.seconds)
+                WHERE id = \(deviceID) AND revoked_at IS NULL
+                RETURNING 1
+                """, logger: logger)
+            guard changed == 0 else { return }
+            let known = try await db.row("SELECT 1 FROM devices WHERE id = \(deviceID)", logger: logger) != nil
+            throw known ? StoreError(.conflict, "the device is revoked") : StoreError(.notFound, "no such device")
+        }
+    }
+
     /// Adds a trusted device and records its enrollment by `author`; a
     /// duplicate key throws `alreadyExists`, rolling the caller's write back.
     static func enroll(
@@ -170,7 +194,23 @@ extension PostgresStore {
             name: try row.value("name"), type: try row.value("type"), createdAt: try row.date("created_at"),
             lastSeenAt: try row.optionalDate("last_seen_at"), revokedAt: try row.optionalDate("revoked_at"),
             sealedTOTPSecret: try row.value("totp_secret"), lastTOTPStep: try row.value("totp_last_step"),
-            push: try pushSubscription(row: row))
+            push: try pushSubscription(row: row), passkey: try passkey(row: row))
+    }
+
+    private static func passkey(row: PostgresRandomAccessRow) throws -> Passkey? {
+        guard let credentialID = try row.value("passkey_credential_id", as: String?.self),
+            let publicKey = try row.value("passkey_public_key", as: String?.self),
+            let signCount = try row.value("passkey_sign_count", as: Int64?.self),
+            let aaguid = try row.value("passkey_aaguid", as: String?.self).flatMap(UUID.init(uuidString:)),
+            let transports = try row.value("passkey_transports", as: String?.self),
+            let backupEligible = try row.value("passkey_backup_eligible", as: Bool?.self),
+            let createdAt = try row.optionalDate("passkey_created_at")
+        else { return nil }
+        return Passkey(
+            credentialID: credentialID, publicKey: try DevicePublicKey.stored(publicKey),
+            signCount: UInt32(clamping: signCount), aaguid: aaguid,
+            transports: transports.split(separator: ",").map(String.init), backupEligible: backupEligible,
+            createdAt: createdAt)
     }
 
     private static func pushSubscription(row: PostgresRandomAccessRow) throws -> PushSubscription? {

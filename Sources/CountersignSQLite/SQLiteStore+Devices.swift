@@ -76,7 +76,7 @@ extension SQLiteStore {
         try await write { db in
             try db.execute(
                 sql: """
-                    UPDATE devices SET revoked_at = ?, \(Self.noPush)
+                    UPDATE devices SET revoked_at = ?, \(Self.noPush), \(Self.noPasskey)
                     WHERE id = ? AND issuer = ? AND client_user_id = ? AND revoked_at IS NULL
                     """,
                 arguments: [now.timeIntervalSince1970, id, issuer, clientUserID])
@@ -139,6 +139,41 @@ extension SQLiteStore {
         }
     }
 
+    static let noPasskey = """
+        passkey_credential_id = NULL, passkey_public_key = NULL, passkey_sign_count = NULL, passkey_aaguid = NULL, \
+        passkey_transports = NULL, passkey_backup_eligible = NULL, passkey_created_at = NULL
+        """
+
+    public func setPasskey(_ passkey: Passkey?, deviceID: String) async throws {
+        try await write { db in
+            if let passkey {
+                try db.execute(
+                    sql: """
+                        UPDATE devices SET passkey_credential_id = ?, passkey_public_key = ?, passkey_sign_count = ?,
+                            passkey_aaguid = ?, passkey_transports = ?, passkey_backup_eligible = ?,
+                            passkey_created_at = ?
+                        WHERE id = ? AND revoked_at IS NULL
+                        """,
+                    arguments: [
+                        passkey.credentialID,
+                        String(decoding: try JSONEncoder().encode(passkey.publicKey), as: UTF8.self),
+                        Int64(passkey.signCount), passkey.aaguid.uuidString.lowercased(),
+                        passkey.transports.joined(separator: ","), passkey.backupEligible,
+                        passkey.createdAt.timeIntervalSince1970, deviceID,
+                    ])
+            } else {
+                try db.execute(
+                    sql: "UPDATE devices SET \(Self.noPasskey) WHERE id = ? AND revoked_at IS NULL",
+                    arguments: [deviceID])
+            }
+            guard db.changesCount == 0 else { return }
+            let revoked = try Bool.fetchOne(
+                db, sql: "SELECT revoked_at IS NOT NULL FROM devices WHERE id = ?", arguments: [deviceID])
+            throw revoked == nil
+                ? StoreError(.notFound, "no such device") : StoreError(.conflict, "the device is revoked")
+        }
+    }
+
     /// Adds a trusted device and records its enrollment by `author`; a
     /// duplicate key throws `alreadyExists`, rolling the caller's write back.
     static func enroll(_ device: TrustedDevice, by author: ChangeAuthor, at now: Date, into db: Database) throws {
@@ -159,7 +194,9 @@ extension SQLiteStore {
     /// for events).
     static let deviceColumns = """
         id, public_key, issuer, client_user_id, name, type, created_at, last_seen_at, revoked_at, totp_secret, \
-        totp_last_step, push_endpoint, push_p256dh, push_auth, push_vapid_key, push_updated_at
+        totp_last_step, push_endpoint, push_p256dh, push_auth, push_vapid_key, push_updated_at, \
+        passkey_credential_id, passkey_public_key, passkey_sign_count, passkey_aaguid, passkey_transports, \
+        passkey_backup_eligible, passkey_created_at
         """
 
     static let deviceByID = "SELECT \(deviceColumns) FROM devices WHERE id = ?"
@@ -171,7 +208,21 @@ extension SQLiteStore {
             name: row[4], type: row[5], createdAt: Date(timeIntervalSince1970: row[6]),
             lastSeenAt: (row[7] as Double?).map(Date.init(timeIntervalSince1970:)),
             revokedAt: (row[8] as Double?).map(Date.init(timeIntervalSince1970:)),
-            sealedTOTPSecret: row[9], lastTOTPStep: row[10], push: pushSubscription(row: row))
+            sealedTOTPSecret: row[9], lastTOTPStep: row[10], push: pushSubscription(row: row),
+            passkey: try passkey(row: row))
+    }
+
+    private static func passkey(row: Row) throws -> Passkey? {
+        guard let credentialID = row[16] as String?, let publicKey = row[17] as String?,
+            let signCount = row[18] as Int64?, let aaguid = (row[19] as String?).flatMap(UUID.init(uuidString:)),
+            let transports = row[20] as String?, let backupEligible = row[21] as Bool?,
+            let createdAt = row[22] as Double?
+        else { return nil }
+        return Passkey(
+            credentialID: credentialID, publicKey: try DevicePublicKey.stored(publicKey),
+            signCount: UInt32(clamping: signCount), aaguid: aaguid,
+            transports: transports.split(separator: ",").map(String.init), backupEligible: backupEligible,
+            createdAt: Date(timeIntervalSince1970: createdAt))
     }
 
     private static func pushSubscription(row: Row) -> PushSubscription? {

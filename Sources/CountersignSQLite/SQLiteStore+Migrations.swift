@@ -341,6 +341,22 @@ extension SQLiteStore {
                     WHERE status = 'rejected'
                     """)
         }
+        migrator.registerMigration("v19-passkeys") { db in
+            // A device's passkey lives in its row: the decision that checks
+            // an assertion reads the device already, and reads nothing more.
+            for column in [
+                "passkey_credential_id TEXT", "passkey_public_key TEXT", "passkey_sign_count INTEGER",
+                "passkey_aaguid TEXT", "passkey_transports TEXT", "passkey_backup_eligible INTEGER",
+                "passkey_created_at REAL",
+            ] {
+                try db.execute(sql: "ALTER TABLE devices ADD COLUMN \(column)")
+            }
+            try db.execute(
+                sql: """
+                    CREATE UNIQUE INDEX devices_passkey ON devices (passkey_credential_id)
+                    WHERE passkey_credential_id IS NOT NULL
+                    """)
+        }
         return migrator
     }
 }

@@ -88,6 +88,12 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// Records that the device was seen at `now`.
     func markDeviceSeen(id: String, now: Date) async throws
 
+    /// Sets, or with nil removes, the passkey of an unrevoked device:
+    /// `notFound` for an unknown device, `conflict` for a revoked one,
+    /// `alreadyExists` when another device holds that credential id (then
+    /// nothing changes). Revoking a device removes its passkey.
+    func setPasskey(_ passkey: Passkey?, deviceID: String) async throws
+
     // MARK: TOTP codes and recovery codes
 
     /// Stores a device's sealed TOTP secret, once: `conflict` if the device

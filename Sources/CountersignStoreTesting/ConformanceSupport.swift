@@ -36,6 +36,14 @@ enum Fixture {
     /// Who the conformance cases say made a device change.
     static let author = ChangeAuthor(actor: "test", ip: "192.0.2.1")
 
+    /// A passkey as a registration makes it (the store keeps what it is given).
+    static func passkey(signCount: UInt32 = 41, transports: [String] = ["internal", "hybrid"]) -> Passkey {
+        Passkey(
+            credentialID: SecretToken.generate(bytes: 20),
+            publicKey: DevicePublicKey(P256.Signing.PrivateKey().publicKey),
+            signCount: signCount, aaguid: UUID(), transports: transports, backupEligible: true, createdAt: t0 + 0.5)
+    }
+
     static func device(issuer: String = "ck_app", user: String = "alice", at: Date = t0) -> TrustedDevice {
         let key = P256.Signing.PrivateKey()
         return TrustedDevice(

@@ -108,5 +108,42 @@ extension StoreConformance {
             try await store.markDeviceSeen(id: device.id, now: Fixture.t0 + 5)
             try check(try await store.device(id: device.id)?.lastSeenAt == Fixture.t0 + 10, "last seen is the latest")
         },
+        Case(name: "passkeys: set, read back whole, replaced, removed; one device per credential") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let other = try await Fixture.enrolled(in: store)
+            let passkey = Fixture.passkey()
+            try await store.setPasskey(passkey, deviceID: device.id)
+            try check(try await store.device(id: device.id)?.passkey == passkey, "the passkey reads back")
+            try check(
+                try await store.devices(issuer: "ck_app", clientUserID: "alice").first { $0.id == device.id }?.passkey
+                    == passkey, "and in the user's list")
+            try await checkThrows(.alreadyExists, "another device with the same credential") {
+                try await store.setPasskey(passkey, deviceID: other.id)
+            }
+            try check(try await store.device(id: other.id)?.passkey == nil, "nothing set on the other device")
+            let replacement = Fixture.passkey(signCount: 0, transports: [])
+            try await store.setPasskey(replacement, deviceID: device.id)
+            try check(try await store.device(id: device.id)?.passkey == replacement, "replaced")
+            try await store.setPasskey(passkey, deviceID: other.id)
+            try await store.setPasskey(nil, deviceID: other.id)
+            try check(try await store.device(id: other.id)?.passkey == nil, "removed")
+            try await checkThrows(.notFound, "an unknown device") {
+                try await store.setPasskey(passkey, deviceID: "no-such-device")
+            }
+        },
+        Case(name: "passkeys: revoking the device removes its passkey, and a revoked device takes none") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let passkey = Fixture.passkey()
+            try await store.setPasskey(passkey, deviceID: device.id)
+            _ = try await store.revokeDevice(
+                id: device.id, issuer: "ck_app", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 1)
+            try check(try await store.device(id: device.id)?.passkey == nil, "removed with the device")
+            try await checkThrows(.conflict, "a revoked device") {
+                try await store.setPasskey(passkey, deviceID: device.id)
+            }
+            // Its credential id is free again, for the device that replaces it.
+            let next = try await Fixture.enrolled(in: store)
+            try await store.setPasskey(passkey, deviceID: next.id)
+        },
     ]
 }
