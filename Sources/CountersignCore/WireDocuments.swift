@@ -161,9 +161,11 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
     public var revokedAt: Date?
     /// Whether the device has a push subscription (its endpoint is never shown).
     public var push: Bool?
+    /// The passkey that protects its approvals, if it has one.
+    public var passkey: PasskeyDocument?
 
     enum CodingKeys: String, CodingKey {
-        case id, issuer, name, type, fingerprint, push
+        case id, issuer, name, type, fingerprint, push, passkey
         case clientUserID = "client_user_id"
         case publicKey = "public_key"
         case createdAt = "created_at"
@@ -183,6 +185,35 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
         self.lastSeenAt = device.lastSeenAt
         self.revokedAt = device.revokedAt
         self.push = device.push != nil
+        self.passkey = device.passkey.map(PasskeyDocument.init)
+    }
+}
+
+/// A device's passkey as the API shows it: what a backend pins to check
+/// stored assertions itself.
+public struct PasskeyDocument: Codable, Sendable, Equatable {
+    public var credentialID: String
+    public var publicKey: DevicePublicKey
+    /// The authenticator's model, as it says (unattested).
+    public var aaguid: UUID
+    /// Whether the credential may be synced to the owner's other devices.
+    public var backupEligible: Bool
+    public var createdAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case aaguid
+        case credentialID = "credential_id"
+        case publicKey = "public_key"
+        case backupEligible = "backup_eligible"
+        case createdAt = "created_at"
+    }
+
+    public init(_ passkey: Passkey) {
+        credentialID = passkey.credentialID
+        publicKey = passkey.publicKey
+        aaguid = passkey.aaguid
+        backupEligible = passkey.backupEligible
+        createdAt = passkey.createdAt
     }
 }
 

@@ -34,7 +34,7 @@ struct TestBroker {
     init(
         policy: ApprovalPolicy = ApprovalPolicy(), sender: any CodeSender = CapturingSender(),
         vault: TOTPVault? = TOTPVault(key: SymmetricKey(size: .bits256)), codeLimits: CodeLimits = CodeLimits(),
-        trustedProxies: [IPNetwork] = [], push: PushConfiguration? = nil
+        trustedProxies: [IPNetwork] = [], push: PushConfiguration? = nil, otherOrigins: [String] = []
     ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("broker-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -50,7 +50,8 @@ struct TestBroker {
             APIKey(id: apiKeyID, name: "demo", secretDigest: SecretToken.digest(apiSecret), createdAt: clock.now))
         let clock = self.clock
         environment = BrokerEnvironment(
-            store: store, policy: policy, issuer: Self.origin, origins: [Origin(url: Self.origin)!],
+            store: store, policy: policy, issuer: Self.origin,
+            origins: Set(([Self.origin] + otherOrigins).map { Origin(url: $0)! }),
             keys: try await BrokerKeys.load(from: store, now: clock.now), sender: sender, vault: vault,
             codeLimits: codeLimits, trustedProxies: trustedProxies,
             push: try await push?.settings(

@@ -74,13 +74,13 @@ struct PasskeyVectorTests {
         let vectors = try PasskeyVectors.file.get()
         let outcome = Result { () throws(ProtocolError) in
             try test.assertion.verify(
-                passkey: vectors.storedPasskey, challenge: PasskeyAssertion.challenge(forDecision: test.decision),
+                passkey: vectors.storedPasskey, challenge: PasskeyAssertion.challenge(for: test.decision),
                 relyingParty: vectors.relyingParty, storedSignCount: test.storedSignCount)
         }
         switch outcome {
         case .success(let data):
             #expect(test.result == "valid", "accepted: \(test)")
-            #expect(data.flags.contains(.userVerified))
+            #expect(data.flags.contains(AuthenticatorData.Flags.userVerified))
         case .failure(let error):
             #expect(test.result == "invalid", "refused: \(test): \(error)")
             #expect(error.code.rawValue == test.error, "\(test): \(error)")

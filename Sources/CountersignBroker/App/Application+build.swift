@@ -128,6 +128,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     device.addRoutes(InboxController(environment: environment).endpoints)
     device.addRoutes(DeviceController(environment: environment).endpoints)
     device.addRoutes(push.deviceEndpoints)
+    device.addRoutes(PasskeyController(environment: environment).deviceEndpoints)
     device.addRoutes(codes.deviceEndpoints)
     // A decision authenticates itself: the device its key id names.
     var deciding = lifecycle

@@ -45,13 +45,15 @@ public struct RelyingParty: Sendable, Equatable {
         self.origins = origins
     }
 
-    /// The RP of a broker at `origins`: the host of the first (the public
-    /// URL), which WebAuthn requires to be a domain, not an address.
-    public init?(origins: [Origin]) {
-        guard let first = origins.first, first.host.contains(where: \.isLetter), !first.host.contains(":") else {
-            return nil
-        }
-        self.init(id: first.host, origins: Set(origins))
+    /// The RP of a broker whose tokens name `issuer` and that answers at
+    /// `origins`: its ID is the issuer's host if that is a domain, else the
+    /// first origin's that is (`localhost` for a broker on a loopback
+    /// address); nil when none is, since WebAuthn takes no address.
+    public init?(issuer: Origin, origins: Set<Origin>) {
+        let candidates = [issuer] + origins.sorted { $0.description < $1.description }
+        guard let domain = candidates.first(where: { $0.host.contains(where: \.isLetter) && !$0.host.contains(":") })
+        else { return nil }
+        self.init(id: domain.host, origins: origins.union([issuer]))
     }
 
     var idHash: Data { Data(SHA256.hash(data: Data(id.utf8))) }
@@ -179,12 +181,13 @@ public struct PasskeyAssertion: Codable, Sendable, Equatable {
         self.signature = signature
     }
 
-    /// The challenge an approval's assertion signs: SHA-256 of the ASCII
-    /// signing input (`header.payload`) of the decision JWS, so the
-    /// assertion commits to everything the decision does.
-    public static func challenge(forDecision token: String) throws(ProtocolError) -> Data {
+    /// The challenge a passkey signs: SHA-256 of the ASCII signing input
+    /// (`header.payload`) of a JWS the device signed first, so the
+    /// assertion commits to everything that JWS does. For an approval, the
+    /// decision; for a registration, the request's device proof.
+    public static func challenge(for token: String) throws(ProtocolError) -> Data {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw ProtocolError(.malformed, "the decision is not a compact JWS") }
+        guard parts.count == 3 else { throw ProtocolError(.malformed, "the signed JWS is not compact") }
         return Data(SHA256.hash(data: Data("\(parts[0]).\(parts[1])".utf8)))
     }
 

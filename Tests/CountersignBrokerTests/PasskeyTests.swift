@@ -1,0 +1,143 @@
+import CountersignBroker
+import CountersignCore
+import CountersignSQLite
+import Crypto
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// A trusted device's passkey, registered and replaced with a device proof
+/// whose signing input is the WebAuthn challenge (proto/signing.md §10).
+@Suite("passkeys: registering, replacing, removing")
+struct PasskeyTests {
+    static let path = "/api/v1/devices/self/passkey"
+
+    /// A broker that also answers at http://localhost:8080, its RP ID.
+    static func broker() async throws -> TestBroker {
+        try await TestBroker(otherOrigins: ["http://localhost:8080"])
+    }
+
+    /// PUTs what `make` builds for the challenge of this request's proof.
+    static func put(
+        _ broker: TestBroker, _ client: some TestClientProtocol, _ device: TestDevice,
+        _ make: (Data) throws -> [String: AnyEncodable]
+    ) async throws -> TestResponse {
+        let headers = try await device.proofHeaders(.put, path, now: broker.clock.now)
+        let challenge = try PasskeyAssertion.challenge(for: headers[HTTPField.Name("Device-Proof")!]!)
+        return try await client.execute(uri: path, method: .put, headers: headers, body: json(try make(challenge)))
+    }
+
+    static func body(_ registration: PasskeyRegistration, assertion: PasskeyAssertion? = nil) -> [String: AnyEncodable]
+    {
+        var body: [String: AnyEncodable] = [
+            "credential_id": .init(registration.credentialID), "client_data_json": .init(registration.clientDataJSON),
+            "attestation_object": .init(registration.attestationObject),
+            "transports": .init(registration.transports ?? []),
+        ]
+        if let assertion { body["assertion"] = .init(assertion) }
+        return body
+    }
+
+    @Test("registered for this request's proof: the device list shows it, with its key to pin")
+    func register() async throws {
+        let broker = try await Self.broker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let authenticator = TestAuthenticator()
+            let response = try await Self.put(broker, client, alice.device) {
+                Self.body(authenticator.register(challenge: $0))
+            }
+            #expect(response.status == .ok, "\(String(buffer: response.body))")
+            let shown = try #require(try decode(DeviceDocument.self, response).passkey)
+            #expect(shown.credentialID == authenticator.credentialIDText)
+            #expect(shown.publicKey == DevicePublicKey(authenticator.key.publicKey))
+            let stored = try #require(try await broker.store.device(id: alice.device.id)?.passkey)
+            #expect(stored.credentialID == authenticator.credentialIDText && stored.transports == ["internal"])
+            // The backend sees it in the user's devices.
+            let listed = try await client.execute(
+                uri: "/api/v1/users/alice/devices", method: .get, headers: broker.backendHeaders)
+            #expect(String(buffer: listed.body).contains(authenticator.credentialIDText))
+        }
+    }
+
+    @Test(
+        "refused, and nothing kept: another request's challenge, another origin, no user verification",
+        arguments: ["challenge", "origin", "uv"])
+    func refused(_ flaw: String) async throws {
+        let broker = try await Self.broker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            var authenticator = TestAuthenticator()
+            if flaw == "origin" { authenticator.origin = "https://evil.example" }
+            if flaw == "uv" { authenticator.verifiesUser = false }
+            let stale = try await alice.device.proofHeaders(.put, Self.path, now: broker.clock.now)
+            let response = try await Self.put(broker, client, alice.device) { challenge in
+                let signed =
+                    flaw == "challenge"
+                    ? try PasskeyAssertion.challenge(for: stale[HTTPField.Name("Device-Proof")!]!) : challenge
+                return Self.body(authenticator.register(challenge: signed))
+            }
+            #expect(response.status == .badRequest && errorCode(response) == "invalid_passkey")
+            let expected = ["challenge": "wrong_challenge", "origin": "wrong_origin", "uv": "user_not_verified"][flaw]!
+            #expect(String(buffer: response.body).contains(expected), "\(String(buffer: response.body))")
+            #expect(try await broker.store.device(id: alice.device.id)?.passkey == nil)
+        }
+    }
+
+    @Test("replacing a passkey takes an assertion of the one in place; one passkey, one device")
+    func replace() async throws {
+        let broker = try await Self.broker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            var first = TestAuthenticator()
+            let registered = try await Self.put(broker, client, alice.device) {
+                Self.body(first.register(challenge: $0))
+            }
+            #expect(registered.status == .ok)
+            // Whoever holds the unlocked device, without its owner's passkey.
+            let thief = TestAuthenticator()
+            let refused = try await Self.put(broker, client, alice.device) { Self.body(thief.register(challenge: $0)) }
+            #expect(refused.status == .forbidden && errorCode(refused) == "user_verification_required")
+            let forged = try await Self.put(broker, client, alice.device) { challenge in
+                var other = TestAuthenticator()
+                return Self.body(
+                    thief.register(challenge: challenge), assertion: try other.assert(challenge: challenge))
+            }
+            #expect(forged.status == .badRequest && errorCode(forged) == "invalid_passkey")
+            #expect(try await broker.store.device(id: alice.device.id)?.passkey?.credentialID == first.credentialIDText)
+            // The owner agrees with the passkey in place.
+            let second = TestAuthenticator()
+            let replaced = try await Self.put(broker, client, alice.device) { challenge in
+                Self.body(second.register(challenge: challenge), assertion: try first.assert(challenge: challenge))
+            }
+            #expect(replaced.status == .ok, "\(String(buffer: replaced.body))")
+            #expect(
+                try await broker.store.device(id: alice.device.id)?.passkey?.credentialID == second.credentialIDText)
+            // The same credential for another device of the user is refused.
+            let laptop = try await broker.enroll(client)
+            let again = try await Self.put(broker, client, laptop.device) { Self.body(second.register(challenge: $0)) }
+            #expect(again.status == .conflict && errorCode(again) == "passkey_exists")
+            // Removing needs the device alone: it only takes power away.
+            let removed = try await client.execute(
+                uri: Self.path, method: .delete,
+                headers: try await alice.device.proofHeaders(.delete, Self.path, now: broker.clock.now))
+            #expect(removed.status == .ok)
+            #expect(try decode(DeviceDocument.self, removed).passkey == nil)
+            #expect(try await broker.store.device(id: alice.device.id)?.passkey == nil)
+        }
+    }
+
+    @Test("a broker whose public URLs are all addresses has no RP ID, and says so")
+    func addressOnly() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let response = try await Self.put(broker, client, alice.device) {
+                Self.body(TestAuthenticator().register(challenge: $0))
+            }
+            #expect(response.status == .serviceUnavailable && errorCode(response) == "passkeys_unavailable")
+        }
+    }
+}
