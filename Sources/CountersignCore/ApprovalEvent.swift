@@ -94,13 +94,19 @@ public struct ApprovalEvent: Sendable, Equatable {
     /// Why it ended, when the store wrote that down (a fraud report);
     /// ``statusReason`` derives the other reasons.
     public var storedReason: StatusReason?
+    /// Whether an approval must carry a user-verified passkey assertion
+    /// (proto/signing.md §10); a rejection never needs one.
+    public var userVerification: Bool
+    /// The passkey assertion the deciding device sent with its decision.
+    public var assertion: PasskeyAssertion?
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
         location: String, method: AuthMethod, storedStatus: EventStatus, expiresAt: Date, details: String?,
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
         decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil,
-        codeAttempts: Int = 0, withdrawnAt: Date? = nil, storedReason: StatusReason? = nil
+        codeAttempts: Int = 0, withdrawnAt: Date? = nil, storedReason: StatusReason? = nil,
+        userVerification: Bool = false, assertion: PasskeyAssertion? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -126,6 +132,8 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.codeAttempts = codeAttempts
         self.withdrawnAt = withdrawnAt
         self.storedReason = storedReason
+        self.userVerification = userVerification
+        self.assertion = assertion
     }
 
     /// The status at `now`: a pending event past its window is expired.

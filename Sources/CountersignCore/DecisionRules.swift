@@ -20,15 +20,18 @@ public enum DecisionOutcome: Sendable, Equatable {
         case expired = "expired"
         case matchRequired = "match_required"
         case withdrawn = "withdrawn"
+        case userVerificationRequired = "user_verification_required"
     }
 }
 
 /// The rules that turn a verified decision into an outcome. Pure: the
 /// store applies the outcome with one conditional write.
 public enum DecisionRules {
-    /// Evaluates `claims` by `device` on `event` at `now`.
+    /// Evaluates `claims` by `device` on `event` at `now`; `userVerified`
+    /// says whether a passkey assertion for this decision was verified.
     public static func evaluate(
-        _ claims: DecisionClaims, by device: TrustedDevice, on event: ApprovalEvent, now: Date
+        _ claims: DecisionClaims, by device: TrustedDevice, on event: ApprovalEvent, userVerified: Bool = false,
+        now: Date
     ) -> DecisionOutcome {
         guard device.revokedAt == nil else { return .refused(.revokedDevice) }
         guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
@@ -39,6 +42,7 @@ public enum DecisionRules {
         case .fraud:
             return .reportFraud
         case .approve:
+            guard !event.userVerification || userVerified else { return .refused(.userVerificationRequired) }
             guard let expected = event.matchNumber else { return .settle(.approved) }
             guard let given = claims.match else { return .refused(.matchRequired) }
             return given == expected ? .settle(.approved) : .wrongMatch

@@ -31,11 +31,16 @@ public struct EventDocument: Codable, Sendable, Equatable {
     /// Why it is closed, when no device decided and the window did not
     /// simply run out: withdrawn by its requester, or too many wrong numbers.
     public var statusReason: StatusReason?
+    /// `required` when only a user-verified passkey assertion can approve it.
+    public var userVerification: String?
+    /// The deciding device's passkey assertion, verbatim, when it sent one.
+    public var assertion: PasskeyAssertion?
 
     enum CodingKeys: String, CodingKey {
         case ID, CreatedAt, UpdatedAt, DeletedAt, issuer, event, ip, location, timestamp, method, new, approved
-        case signature, status, details, decision
+        case signature, status, details, decision, assertion
         case statusReason = "status_reason"
+        case userVerification = "user_verification"
         case clientUserID = "client_user_id"
         case expiresAt = "expires_at"
         case requesterName = "requester_name"
@@ -68,6 +73,8 @@ public struct EventDocument: Codable, Sendable, Equatable {
         self.decidedAt = event.decidedAt
         self.decision = event.decision
         self.statusReason = event.statusReason
+        self.userVerification = event.userVerification ? "required" : nil
+        self.assertion = event.assertion
     }
 }
 
@@ -281,6 +288,7 @@ extension EventDocument: WireJSONWritable {
         object.field("ID", ID)
         object.field("UpdatedAt", UpdatedAt)
         object.field("approved", approved)
+        object.field("assertion", assertion)
         object.field("client_user_id", clientUserID)
         object.field("decided_at", decidedAt)
         object.field("decided_by", decidedBy)
@@ -298,6 +306,16 @@ extension EventDocument: WireJSONWritable {
         object.field("status", status.rawValue)
         object.field("status_reason", statusReason?.rawValue)
         object.field("timestamp", timestamp)
+        object.field("user_verification", userVerification)
+    }
+}
+
+extension PasskeyAssertion: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("authenticator_data", authenticatorData)
+        object.field("client_data_json", clientDataJSON)
+        object.field("credential_id", credentialID)
+        object.field("signature", signature)
     }
 }
 

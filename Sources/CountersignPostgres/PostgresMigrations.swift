@@ -283,6 +283,10 @@ enum PostgresMigrations {
                 CREATE UNIQUE INDEX devices_passkey ON devices (passkey_credential_id)
                 WHERE passkey_credential_id IS NOT NULL
                 """,
+                """
+                ALTER TABLE events ADD COLUMN user_verification boolean NOT NULL DEFAULT false,
+                    ADD COLUMN decision_assertion text
+                """,
             ]
         ),
     ]

@@ -82,6 +82,21 @@ extension PostgresStore {
     ) async throws -> ApprovalEvent {
         let t = now.seconds
         let spends = decision.spends
+        if let assertion = decision.assertion, let count = decision.signCount.map(Int64.init) {
+            let counted = try await db.run(
+                """
+                UPDATE devices SET passkey_sign_count = \(count)
+                WHERE id = \(decision.deviceID) AND passkey_credential_id = \(assertion.credentialID)
+                  AND (passkey_sign_count < \(count) OR (\(count) = 0 AND passkey_sign_count = 0))
+                RETURNING 1
+                """, logger: logger)
+            guard counted == 1 else {
+                throw StoreError(.conflict, "the passkey changed, or its counter went past \(count), meanwhile")
+            }
+        }
+        let assertion = try decision.assertion.map {
+            String(decoding: try JSONEncoder().encode($0), as: UTF8.self)
+        }
         let row = try await db.row(
             """
             WITH spent AS (
@@ -96,7 +111,8 @@ extension PostgresStore {
             ), settled AS (
                 UPDATE events
                 SET status = \(decision.status.rawValue), decided_by = \(decision.deviceID), decided_at = \(t),
-                    decision = \(decision.jws), updated_at = \(t), status_reason = \(reason?.rawValue)
+                    decision = \(decision.jws), updated_at = \(t), status_reason = \(reason?.rawValue),
+                    decision_assertion = \(assertion)
                 FROM device
                 WHERE events.id = \(id) AND events.status = 'pending' AND events.expires_at > \(t)
                   AND device.issuer = events.issuer AND device.client_user_id = events.client_user_id

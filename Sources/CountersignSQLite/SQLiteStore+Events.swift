@@ -201,10 +201,23 @@ extension SQLiteStore {
         id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: Database
     ) throws -> ApprovalEvent {
         if let spent = decision.spends { try spend(spent, in: db) }
+        if let assertion = decision.assertion, let count = decision.signCount {
+            try db.cachedStatement(
+                sql: """
+                    UPDATE devices SET passkey_sign_count = ?
+                    WHERE id = ? AND passkey_credential_id = ?
+                      AND (passkey_sign_count < ? OR (? = 0 AND passkey_sign_count = 0))
+                    """
+            ).execute(arguments: [Int64(count), decision.deviceID, assertion.credentialID, Int64(count), Int64(count)])
+            guard db.changesCount == 1 else {
+                throw StoreError(.conflict, "the passkey changed, or its counter went past \(count), meanwhile")
+            }
+        }
         try db.cachedStatement(
             sql: """
                 UPDATE events
-                SET status = ?, decided_by = ?, decided_at = ?, decision = ?, updated_at = ?, status_reason = ?
+                SET status = ?, decided_by = ?, decided_at = ?, decision = ?, updated_at = ?, status_reason = ?,
+                    decision_assertion = ?
                 WHERE id = ? AND status = 'pending' AND expires_at > ?
                   AND EXISTS (SELECT 1 FROM devices d
                               WHERE d.id = ? AND d.revoked_at IS NULL
@@ -213,7 +226,8 @@ extension SQLiteStore {
         ).execute(
             arguments: [
                 decision.status.rawValue, decision.deviceID, now.timeIntervalSince1970, decision.jws,
-                now.timeIntervalSince1970, reason?.rawValue, id, now.timeIntervalSince1970, decision.deviceID,
+                now.timeIntervalSince1970, reason?.rawValue, try decision.assertion.map(Self.assertionText), id,
+                now.timeIntervalSince1970, decision.deviceID,
             ])
         return try afterConditionalWrite(id: id, in: db)
     }
@@ -325,8 +339,9 @@ extension SQLiteStore {
             sql: """
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
-                    requester_token_digest, decided_by, decided_at, decision, new_device, requested_by)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    requester_token_digest, decided_by, decided_at, decision, new_device, requested_by,
+                    user_verification)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
@@ -336,8 +351,13 @@ extension SQLiteStore {
                 event.requesterName, event.nonce, event.matchNumber, event.wrongMatches, event.requesterTokenDigest,
                 event.decidedBy, event.decidedAt?.timeIntervalSince1970, event.decision,
                 try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) },
-                requestedBy == .backend ? "backend" : "requester",
+                requestedBy == .backend ? "backend" : "requester", event.userVerification,
             ])
+    }
+
+    /// An assertion as the events table keeps it: its JSON.
+    static func assertionText(_ assertion: PasskeyAssertion) throws -> String {
+        String(decoding: try JSONEncoder().encode(assertion), as: UTF8.self)
     }
 
     /// The columns ``event(row:)`` reads, in its order. Read by position:
@@ -346,7 +366,8 @@ extension SQLiteStore {
     static let eventColumns = """
         id, created_at, updated_at, issuer, client_user_id, name, ip, location, method, status, expires_at, \
         details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
-        decided_at, decision, new_device, code_attempts, withdrawn_at, status_reason
+        decided_at, decision, new_device, code_attempts, withdrawn_at, status_reason, user_verification, \
+        decision_assertion
         """
 
     static let eventByID = "SELECT \(eventColumns) FROM events WHERE id = ?"
@@ -365,6 +386,9 @@ extension SQLiteStore {
             decidedAt: (row[18] as Double?).map(Date.init(timeIntervalSince1970:)), decision: row[19],
             newDevice: try (row[20] as String?).map { try JSONDecoder().decode(NewDevice.self, from: Data($0.utf8)) },
             codeAttempts: row[21], withdrawnAt: (row[22] as Double?).map(Date.init(timeIntervalSince1970:)),
-            storedReason: (row[23] as String?).flatMap(StatusReason.init(rawValue:)))
+            storedReason: (row[23] as String?).flatMap(StatusReason.init(rawValue:)), userVerification: row[24],
+            assertion: try (row[25] as String?).map {
+                try JSONDecoder().decode(PasskeyAssertion.self, from: Data($0.utf8))
+            })
     }
 }

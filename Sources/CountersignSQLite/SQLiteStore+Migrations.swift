@@ -356,6 +356,8 @@ extension SQLiteStore {
                     CREATE UNIQUE INDEX devices_passkey ON devices (passkey_credential_id)
                     WHERE passkey_credential_id IS NOT NULL
                     """)
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN user_verification INTEGER NOT NULL DEFAULT 0")
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN decision_assertion TEXT")
         }
         return migrator
     }

@@ -31,10 +31,16 @@ public struct RecordedDecision: Sendable, Equatable {
     public var ip: String
     /// The decision's own id, recorded as used in the same write.
     public var spends: SpentProofID?
+    /// The passkey assertion sent with the decision, kept with the event.
+    public var assertion: PasskeyAssertion?
+    /// The passkey's counter in that assertion, kept on the device in the
+    /// same write, which is refused (`conflict`) if the device's passkey
+    /// is another by now or its counter went past this one.
+    public var signCount: UInt32?
 
     public init(
         status: EventStatus, deviceID: String, jws: String?, enrolls: TrustedDevice? = nil, ip: String = "",
-        spends: SpentProofID? = nil
+        spends: SpentProofID? = nil, assertion: PasskeyAssertion? = nil, signCount: UInt32? = nil
     ) {
         self.status = status
         self.deviceID = deviceID
@@ -42,6 +48,8 @@ public struct RecordedDecision: Sendable, Equatable {
         self.enrolls = enrolls
         self.ip = ip
         self.spends = spends
+        self.assertion = assertion
+        self.signCount = signCount
     }
 }
 

@@ -140,4 +140,120 @@ struct PasskeyTests {
             #expect(response.status == .serviceUnavailable && errorCode(response) == "passkeys_unavailable")
         }
     }
+
+    /// Alice with a passkey, and a pending event of hers that requires
+    /// user verification (no number to type).
+    static func protectedEvent(
+        _ broker: TestBroker, _ client: some TestClientProtocol, authenticator: TestAuthenticator
+    ) async throws -> (TestBroker.Enrolled, InboxItem) {
+        let alice = try await broker.enroll(client)
+        let registered = try await put(broker, client, alice.device) { body(authenticator.register(challenge: $0)) }
+        #expect(registered.status == .ok)
+        let created = try await client.execute(
+            uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+            body: json([
+                "client_user_id": AnyEncodable("alice"), "details": .init("Pay 500 EUR"),
+                "number_matching": .init(false), "user_verification": .init("required"),
+            ]))
+        #expect(created.status == .created, "\(String(buffer: created.body))")
+        let item = try #require(try await broker.inbox(client, alice.device).first)
+        #expect(item.event.userVerification == "required")
+        return (alice, item)
+    }
+
+    static func decide(
+        _ broker: TestBroker, _ client: some TestClientProtocol, _ item: InboxItem, _ decision: String,
+        assertion: PasskeyAssertion?
+    ) async throws -> TestResponse {
+        var body: [String: AnyEncodable] = ["decision": .init(decision)]
+        if let assertion { body["assertion"] = .init(assertion) }
+        return try await client.execute(
+            uri: "/api/v1/events/\(item.event.ID)/decision", method: .post,
+            headers: [.contentType: "application/json"], body: json(body))
+    }
+
+    @Test("required: approved only with the owner verified, by an assertion of this very decision")
+    func approval() async throws {
+        let broker = try await Self.broker()
+        try await broker.test { client in
+            var authenticator = TestAuthenticator()
+            let (alice, item) = try await Self.protectedEvent(broker, client, authenticator: authenticator)
+            let now = broker.clock.now
+            // The device key alone: refused, the event still pending.
+            let bare = try await Self.decide(
+                broker, client, item, try await alice.device.decision(on: item, .approve, match: nil, now: now),
+                assertion: nil)
+            #expect(bare.status == .forbidden && errorCode(bare) == "user_verification_required")
+            // An assertion made for another decision (a rejection of it).
+            let rejection = try await alice.device.decision(on: item, .reject, match: nil, now: now)
+            let other = try authenticator.assert(challenge: PasskeyAssertion.challenge(for: rejection))
+            let approval = try await alice.device.decision(on: item, .approve, match: nil, now: now)
+            let misbound = try await Self.decide(broker, client, item, approval, assertion: other)
+            #expect(misbound.status == .badRequest && String(buffer: misbound.body).contains("wrong_challenge"))
+            // The owner not verified.
+            var unverified = authenticator
+            unverified.verifiesUser = false
+            let noUV = try await Self.decide(
+                broker, client, item, approval,
+                assertion: try unverified.assert(challenge: PasskeyAssertion.challenge(for: approval)))
+            #expect(noUV.status == .badRequest && String(buffer: noUV.body).contains("user_not_verified"))
+            #expect(try await broker.store.event(id: item.event.ID)?.storedStatus == .pending)
+            // The owner, verified, for this decision.
+            let assertion = try authenticator.assert(challenge: PasskeyAssertion.challenge(for: approval))
+            let approved = try await Self.decide(broker, client, item, approval, assertion: assertion)
+            #expect(approved.status == .ok, "\(String(buffer: approved.body))")
+            let document = try decode(EventDocument.self, approved)
+            #expect(document.status == .approved && document.assertion == assertion)
+            let device = try #require(try await broker.store.device(id: alice.device.id))
+            #expect(device.passkey?.signCount == authenticator.signCount, "the counter is kept")
+        }
+    }
+
+    @Test("required: a rejection needs no passkey; a device without one cannot approve")
+    func rejectionAndNoPasskey() async throws {
+        let broker = try await Self.broker()
+        try await broker.test { client in
+            let (alice, item) = try await Self.protectedEvent(broker, client, authenticator: TestAuthenticator())
+            let laptop = try await broker.enroll(client)
+            let refused = try await Self.decide(
+                broker, client, item,
+                try await laptop.device.decision(on: item, .approve, match: nil, now: broker.clock.now),
+                assertion: nil)
+            #expect(refused.status == .forbidden && errorCode(refused) == "user_verification_required")
+            let rejected = try await Self.decide(
+                broker, client, item,
+                try await alice.device.decision(on: item, .reject, match: nil, now: broker.clock.now), assertion: nil)
+            #expect(rejected.status == .ok)
+            #expect(try decode(EventDocument.self, rejected).status == .rejected)
+        }
+    }
+
+    @Test("a copied passkey gives itself away: its counter does not go up")
+    func clonedCounter() async throws {
+        let broker = try await Self.broker()
+        try await broker.test { client in
+            var authenticator = TestAuthenticator()
+            let (alice, first) = try await Self.protectedEvent(broker, client, authenticator: authenticator)
+            var clone = authenticator
+            let approval = try await alice.device.decision(on: first, .approve, match: nil, now: broker.clock.now)
+            let used = try await Self.decide(
+                broker, client, first, approval,
+                assertion: try authenticator.assert(challenge: PasskeyAssertion.challenge(for: approval)))
+            #expect(used.status == .ok)
+            // The copy, a step behind, signs the next approval.
+            _ = try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json([
+                    "client_user_id": AnyEncodable("alice"), "number_matching": .init(false),
+                    "user_verification": .init("required"),
+                ]))
+            let next = try #require(try await broker.inbox(client, alice.device).first)
+            let again = try await alice.device.decision(on: next, .approve, match: nil, now: broker.clock.now)
+            let copied = try await Self.decide(
+                broker, client, next, again,
+                assertion: try clone.assert(challenge: PasskeyAssertion.challenge(for: again)))
+            #expect(copied.status == .badRequest && String(buffer: copied.body).contains("sign_count"))
+            #expect(try await broker.store.event(id: next.event.ID)?.storedStatus == .pending)
+        }
+    }
 }

@@ -78,7 +78,7 @@ struct CallerAuthenticator: Sendable {
         guard let device = try await environment.store.device(id: try DeviceProof.deviceID(in: jws)) else {
             throw APIError.forbidden("unknown_device", "no device with this key is enrolled")
         }
-        return .decider(Decider(device: device, decision: jws, text: body.decision))
+        return .decider(Decider(device: device, decision: jws, text: body.decision, assertion: body.assertion))
     }
 
     /// The client fields of an OAuth form (RFC 6749 §2.3).

@@ -11,16 +11,20 @@ public final class Decider: Sendable {
     let decision: CompactJWS.Parsed
     /// The decision as sent, stored with the event.
     let text: String
+    /// The device's passkey assertion for this decision, if it sent one.
+    let assertion: PasskeyAssertion?
 
-    init(device: TrustedDevice, decision: CompactJWS.Parsed, text: String) {
+    init(device: TrustedDevice, decision: CompactJWS.Parsed, text: String, assertion: PasskeyAssertion?) {
         self.device = device
         self.decision = decision
         self.text = text
+        self.assertion = assertion
     }
 
     /// The body of `POST /api/v1/events/{id}/decision`.
     struct Body: Decodable {
         let decision: String
+        let assertion: PasskeyAssertion?
     }
 }
 

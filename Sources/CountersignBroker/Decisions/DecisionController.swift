@@ -35,6 +35,9 @@ struct DecisionController {
         } catch {
             throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
         }
+        let signCount = try context.decider.assertion.map {
+            try verify($0, of: context.decider.text, by: device)
+        }
         // Its id is spent in the write it makes, or on its own before a refusal.
         let spent = SpentProofID(
             jti: "decision:" + claims.jti, deviceID: device.id,
@@ -42,20 +45,39 @@ struct DecisionController {
         let settled: ApprovalEvent
         do {
             settled = try await apply(
-                claims, jws: context.decider.text, spending: spent, by: device, on: event, ip: context.clientAddress,
-                now: now)
+                claims, jws: context.decider.text, assertion: context.decider.assertion.map { ($0, signCount!) },
+                spending: spent, by: device, on: event, ip: context.clientAddress, now: now)
         } catch let error as StoreError where error.code == .replayed {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
+        } catch let error as StoreError where error.code == .conflict && error.event == nil {
+            throw APIError.conflict("sign_count", "the passkey was used again meanwhile; answer the request again")
         }
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
 
+    /// Checks the passkey assertion sent with a decision (proto/signing.md
+    /// §10): of the device's passkey, for the decision's own challenge, the
+    /// owner verified, the counter gone up. Returns the counter to keep.
+    private func verify(_ assertion: PasskeyAssertion, of decision: String, by device: TrustedDevice) throws -> UInt32 {
+        guard let passkey = device.passkey else {
+            throw APIError(.badRequest, "invalid_decision", "wrong_key: this device has no passkey")
+        }
+        do {
+            return try assertion.verify(
+                passkey: passkey, challenge: PasskeyAssertion.challenge(for: decision),
+                relyingParty: try environment.relyingParty(), storedSignCount: passkey.signCount
+            ).signCount
+        } catch let error as ProtocolError {
+            throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
+        }
+    }
+
     private func apply(
-        _ claims: DecisionClaims, jws: String, spending spent: SpentProofID, by device: TrustedDevice,
-        on event: ApprovalEvent, ip: String, now: Date
+        _ claims: DecisionClaims, jws: String, assertion: (PasskeyAssertion, UInt32)?, spending spent: SpentProofID,
+        by device: TrustedDevice, on event: ApprovalEvent, ip: String, now: Date
     ) async throws -> ApprovalEvent {
         let transitions = EventTransitions(environment: environment)
-        switch DecisionRules.evaluate(claims, by: device, on: event, now: now) {
+        switch DecisionRules.evaluate(claims, by: device, on: event, userVerified: assertion != nil, now: now) {
         case .settle(let status):
             // A pairing approval adds the event's key, in the same write.
             let enrolls = event.newDevice.map {
@@ -67,7 +89,8 @@ struct DecisionController {
                 return try await transitions.settle(
                     event,
                     with: RecordedDecision(
-                        status: status, deviceID: device.id, jws: jws, enrolls: enrolls, ip: ip, spends: spent),
+                        status: status, deviceID: device.id, jws: jws, enrolls: enrolls, ip: ip, spends: spent,
+                        assertion: assertion?.0, signCount: assertion?.1),
                     now: now)
             } catch let error as StoreError where error.code == .alreadyExists {
                 throw APIError.conflict("device_exists", "the key this pairing would add is enrolled already")
@@ -75,7 +98,9 @@ struct DecisionController {
         case .reportFraud:
             return try await transitions.reportFraud(
                 event,
-                with: RecordedDecision(status: .rejected, deviceID: device.id, jws: jws, ip: ip, spends: spent),
+                with: RecordedDecision(
+                    status: .rejected, deviceID: device.id, jws: jws, ip: ip, spends: spent, assertion: assertion?.0,
+                    signCount: assertion?.1),
                 now: now)
         case .wrongMatch:
             let after = try await transitions.countWrongMatch(event, spending: spent, now: now)

@@ -37,6 +37,8 @@ struct EventController {
         var newDevice: NewDevice?
         /// The backend asks for a client it does not vouch for, at `ip`.
         var limitAsRequester: Bool?
+        /// `required`: only a user-verified passkey assertion approves it.
+        var userVerification: String?
 
         enum CodingKeys: String, CodingKey {
             case event, details, ip, location
@@ -45,6 +47,7 @@ struct EventController {
             case numberMatching = "number_matching"
             case newDevice = "new_device"
             case limitAsRequester = "limit_as_requester"
+            case userVerification = "user_verification"
         }
     }
 
@@ -173,11 +176,14 @@ struct EventController {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
         }
+        guard [nil, "required", "discouraged"].contains(body.userVerification) else {
+            throw APIError.badRequest("user_verification is required or discouraged")
+        }
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: name, ip: ip, location: body.location, details: body.details,
                 requesterName: requesterName, numberMatching: body.numberMatching != false,
-                newDevice: pairing?.device),
+                newDevice: pairing?.device, userVerification: body.userVerification == "required"),
             by: requester, holdsSecret: context.creator.holdsSecret)
         if let pairing {
             try await ProofCheck(environment: environment).spend(

@@ -19,6 +19,8 @@ struct PendingEvents {
         var requesterName: String? = nil
         var numberMatching = true
         var newDevice: NewDevice? = nil
+        /// Whether only a user-verified passkey assertion can approve it.
+        var userVerification = false
         /// Seconds until it expires; the broker's window if nil.
         var window: TimeInterval? = nil
     }
@@ -60,11 +62,13 @@ struct PendingEvents {
                 issuer: key.id, clientUserID: draft.user, since: now - MatchNumberRule.window)
             matchNumber = ApprovalEvent.newMatchNumber(digits: MatchNumberRule.digits(rejectedRecently: rejected))
         }
-        let event = ApprovalEvent.pending(
+        if draft.userVerification { _ = try environment.relyingParty() }
+        var event = ApprovalEvent.pending(
             issuer: key.id, user: draft.user, name: draft.name, ip: draft.ip, location: draft.location,
             details: draft.details, requesterName: draft.requesterName, matchNumber: matchNumber,
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: draft.newDevice, now: now,
             window: draft.window ?? environment.policy.window)
+        event.userVerification = draft.userVerification
         // The user's devices hear of it by push, if they asked to; the
         // messages commit with the event and go out after the answer.
         let pushes =

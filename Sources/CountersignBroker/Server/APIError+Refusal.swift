@@ -15,6 +15,11 @@ extension APIError {
         case .withdrawn: APIError(.gone, refusal.rawValue, "the requesting machine withdrew the request")
         case .matchRequired:
             .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
+        case .userVerificationRequired:
+            .forbidden(
+                refusal.rawValue,
+                "approving this request needs the device's passkey, with its owner verified (screen lock, fingerprint, PIN)"
+            )
         }
     }
 
