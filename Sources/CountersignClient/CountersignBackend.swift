@@ -109,11 +109,16 @@ public struct CountersignBackend: Sendable {
     /// it enrolled) signed this event's verdict over exactly the words the
     /// event shows for your app, named `app` as approvers see it. Throws
     /// ``ProtocolError`` (`wrong_display`, `wrong_device`, `wrong_verdict`, …)
-    /// if anything differs; returns the device's signed claims.
+    /// if anything differs; returns the device's signed claims. An event
+    /// that required user verification also needs the passkey assertion it
+    /// carries to be of one of `pinnedPasskeys` (the devices' `passkey`),
+    /// its owner verified, over this decision.
     public func verifyDecision(
-        of event: EventDocument, app: String, pinnedKeys: [DevicePublicKey]
+        of event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], pinnedPasskeys: [PasskeyDocument] = []
     ) async throws(ProtocolError) -> DecisionClaims {
-        try await DecisionProof.check(storedIn: event, app: app, pinnedKeys: pinnedKeys, broker: connection.baseURL)
+        try await DecisionProof.check(
+            storedIn: event, app: app, pinnedKeys: pinnedKeys, broker: connection.baseURL,
+            pinnedPasskeys: pinnedPasskeys)
     }
 
     static func escape(_ segment: String) -> String {

@@ -12,8 +12,15 @@ extension DecisionProof {
     /// such an edit, since no device signed the edited words. The server
     /// nonce, freshness and replay were the broker's to check when the
     /// decision arrived and are not repeated.
+    ///
+    /// An event that required user verification, or whose decision came
+    /// with a passkey assertion, is checked further given `broker` and the
+    /// passkeys the app pinned (the devices' `passkey`): the assertion is of
+    /// one of them, its owner verified, signed over this decision at that
+    /// broker (proto/signing.md §10). The counter was the broker's to check.
     public static func check(
-        storedIn event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], broker: String? = nil
+        storedIn event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], broker: String? = nil,
+        pinnedPasskeys: [PasskeyDocument] = []
     ) async throws(ProtocolError) -> DecisionClaims {
         guard let token = event.decision, let deviceID = event.decidedBy else {
             throw ProtocolError(.malformed, "the event carries no device's decision (status \(event.status.rawValue))")
@@ -48,6 +55,30 @@ extension DecisionProof {
                 throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
             }
         }
+        if event.userVerification == "required" || event.assertion != nil {
+            try checkAssertion(of: event, decision: token, broker: broker, pinnedPasskeys: pinnedPasskeys)
+        }
         return claims
+    }
+
+    private static func checkAssertion(
+        of event: EventDocument, decision token: String, broker: String?, pinnedPasskeys: [PasskeyDocument]
+    ) throws(ProtocolError) {
+        guard let assertion = event.assertion else {
+            throw ProtocolError(.userNotVerified, "the event required user verification and carries no assertion")
+        }
+        guard let broker, let origin = Origin(url: broker), let relyingParty = RelyingParty(issuer: origin, origins: [])
+        else {
+            throw ProtocolError(.wrongOrigin, "checking a passkey assertion needs the broker's URL, naming a domain")
+        }
+        guard let pinned = pinnedPasskeys.first(where: { $0.credentialID == assertion.credentialID }) else {
+            throw ProtocolError(.wrongKey, "the assertion is of none of the pinned passkeys")
+        }
+        let passkey = Passkey(
+            credentialID: pinned.credentialID, publicKey: pinned.publicKey, signCount: 0, aaguid: pinned.aaguid,
+            transports: [], backupEligible: pinned.backupEligible, createdAt: pinned.createdAt)
+        _ = try assertion.verify(
+            passkey: passkey, challenge: PasskeyAssertion.challenge(for: token), relyingParty: relyingParty,
+            storedSignCount: nil)
     }
 }

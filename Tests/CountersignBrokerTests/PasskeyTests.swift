@@ -14,6 +14,8 @@ import Testing
 struct PasskeyTests {
     static let path = "/api/v1/devices/self/passkey"
 
+    static let localhost = "http://localhost:8080"
+
     /// A broker that also answers at http://localhost:8080, its RP ID.
     static func broker() async throws -> TestBroker {
         try await TestBroker(otherOrigins: ["http://localhost:8080"])
@@ -181,13 +183,16 @@ struct PasskeyTests {
             let now = broker.clock.now
             // The device key alone: refused, the event still pending.
             let bare = try await Self.decide(
-                broker, client, item, try await alice.device.decision(on: item, .approve, match: nil, now: now),
+                broker, client, item,
+                try await alice.device.decision(on: item, .approve, match: nil, now: now, broker: Self.localhost),
                 assertion: nil)
             #expect(bare.status == .forbidden && errorCode(bare) == "user_verification_required")
             // An assertion made for another decision (a rejection of it).
-            let rejection = try await alice.device.decision(on: item, .reject, match: nil, now: now)
+            let rejection = try await alice.device.decision(
+                on: item, .reject, match: nil, now: now, broker: Self.localhost)
             let other = try authenticator.assert(challenge: PasskeyAssertion.challenge(for: rejection))
-            let approval = try await alice.device.decision(on: item, .approve, match: nil, now: now)
+            let approval = try await alice.device.decision(
+                on: item, .approve, match: nil, now: now, broker: Self.localhost)
             let misbound = try await Self.decide(broker, client, item, approval, assertion: other)
             #expect(misbound.status == .badRequest && String(buffer: misbound.body).contains("wrong_challenge"))
             // The owner not verified.
@@ -206,6 +211,30 @@ struct PasskeyTests {
             #expect(document.status == .approved && document.assertion == assertion)
             let device = try #require(try await broker.store.device(id: alice.device.id))
             #expect(device.passkey?.signCount == authenticator.signCount, "the counter is kept")
+
+            // A backend checks it later with the keys it pinned, trusting no broker.
+            let pinned = try #require(device.passkey.map(PasskeyDocument.init))
+            _ = try await DecisionProof.check(
+                storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
+                pinnedPasskeys: [pinned])
+            var stripped = document
+            stripped.assertion = nil
+            await #expect(throws: ProtocolError(.userNotVerified, "")) {
+                try await DecisionProof.check(
+                    storedIn: stripped, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
+                    pinnedPasskeys: [pinned])
+            }
+            var swapped = document
+            swapped.assertion = misbound.status == .badRequest ? other : assertion
+            await #expect(throws: ProtocolError(.wrongChallenge, "")) {
+                try await DecisionProof.check(
+                    storedIn: swapped, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
+                    pinnedPasskeys: [pinned])
+            }
+            await #expect(throws: ProtocolError(.wrongKey, "")) {
+                try await DecisionProof.check(
+                    storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost)
+            }
         }
     }
 

@@ -111,11 +111,12 @@ struct TestDevice {
     }
 
     func decision(
-        on item: InboxItem, _ verdict: Verdict, match: String?, now: Date, eventID: String? = nil
+        on item: InboxItem, _ verdict: Verdict, match: String?, now: Date, eventID: String? = nil,
+        broker: String = TestBroker.origin
     ) async throws -> String {
         try await DecisionProof.make(
             key: key, eventID: eventID ?? item.event.ID, nonce: item.nonce, verdict: verdict, match: match,
-            shown: ShownRequest(item).digest, broker: TestBroker.origin, now: now)
+            shown: ShownRequest(item).digest, broker: broker, now: now)
     }
 }
 
