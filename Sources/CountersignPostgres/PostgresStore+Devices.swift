@@ -167,9 +167,15 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             guard changed == 0 else { return }
-            let known = try await db.row("SELECT 1 FROM devices WHERE id = \(deviceID)", logger: logger) != nil
-            throw known ? StoreError(.conflict, "the device is revoked") : StoreError(.notFound, "no such device")
+            throw try await Self.unwritable(deviceID, in: db, logger: logger)
         }
+    }
+
+    /// Why a write to an unrevoked device changed nothing: `notFound` for
+    /// an unknown device, `conflict` for a revoked one.
+    static func unwritable(_ deviceID: String, in db: PostgresSession, logger: Logger) async throws -> StoreError {
+        let known = try await db.row("SELECT 1 FROM devices WHERE id = \(deviceID)", logger: logger) != nil
+        return known ? StoreError(.conflict, "the device is revoked") : StoreError(.notFound, "no such device")
     }
 
     /// Adds a trusted device and records its enrollment by `author`; a

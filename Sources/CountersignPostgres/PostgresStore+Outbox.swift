@@ -55,8 +55,7 @@ extension PostgresStore {
                 RETURNING 1
                 """, logger: logger)
             guard changed == 0 else { return }
-            let known = try await db.row("SELECT 1 FROM devices WHERE id = \(deviceID)", logger: logger) != nil
-            throw known ? StoreError(.conflict, "the device is revoked") : StoreError(.notFound, "no such device")
+            throw try await Self.unwritable(deviceID, in: db, logger: logger)
         }
     }
 

@@ -167,11 +167,16 @@ extension SQLiteStore {
                     arguments: [deviceID])
             }
             guard db.changesCount == 0 else { return }
-            let revoked = try Bool.fetchOne(
-                db, sql: "SELECT revoked_at IS NOT NULL FROM devices WHERE id = ?", arguments: [deviceID])
-            throw revoked == nil
-                ? StoreError(.notFound, "no such device") : StoreError(.conflict, "the device is revoked")
+            throw try Self.unwritable(deviceID, in: db)
         }
+    }
+
+    /// Why a write to an unrevoked device changed nothing: `notFound` for
+    /// an unknown device, `conflict` for a revoked one.
+    static func unwritable(_ deviceID: String, in db: Database) throws -> StoreError {
+        let revoked = try Bool.fetchOne(
+            db, sql: "SELECT revoked_at IS NOT NULL FROM devices WHERE id = ?", arguments: [deviceID])
+        return revoked == nil ? StoreError(.notFound, "no such device") : StoreError(.conflict, "the device is revoked")
     }
 
     /// Adds a trusted device and records its enrollment by `author`; a

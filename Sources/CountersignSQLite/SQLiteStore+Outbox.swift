@@ -56,10 +56,7 @@ extension SQLiteStore {
                     sql: "UPDATE devices SET \(Self.noPush) WHERE id = ? AND revoked_at IS NULL", arguments: [deviceID])
             }
             guard db.changesCount == 0 else { return }
-            let revoked = try Bool.fetchOne(
-                db, sql: "SELECT revoked_at IS NOT NULL FROM devices WHERE id = ?", arguments: [deviceID])
-            throw revoked == nil
-                ? StoreError(.notFound, "no such device") : StoreError(.conflict, "the device is revoked")
+            throw try Self.unwritable(deviceID, in: db)
         }
     }
 
