@@ -21,6 +21,15 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         self.port = components.port ?? (scheme == "https" ? 443 : 80)
     }
 
+    /// Whether browsers treat pages of this origin as a secure context
+    /// (W3C Secure Contexts, "potentially trustworthy"): https, or a host
+    /// on this machine. Only there do they give a page passkeys, service
+    /// workers and notifications.
+    public var isPotentiallyTrustworthy: Bool {
+        scheme == "https" || host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
+            || host.hasPrefix("127.")
+    }
+
     public var description: String {
         let defaultPort = scheme == "https" ? 443 : 80
         let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host

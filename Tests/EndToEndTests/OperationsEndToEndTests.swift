@@ -56,6 +56,29 @@ struct OperationsEndToEndTests {
         #expect(!listens(pid: broker.process.process.processIdentifier, port: try freePort()))
     }
 
+    @Test("a plain-http public URL on another host is warned of at start; an address-only one has no passkeys")
+    func insecurePublicURL() async throws {
+        let plain = try await LiveBroker.start(
+            arguments: [
+                "--public-url", "http://approver.example:{port}", "--public-url", "http://127.0.0.1:{port}",
+                "--log-level", "notice",
+            ])
+        plain.stop()
+        #expect(plain.process.text.contains("is plain http on another machine than this one"), "\(plain.process.text)")
+        #expect(!plain.process.text.contains("no passkeys"), "approver.example is a domain")
+        let addressed = try await LiveBroker.start(
+            arguments: [
+                "--public-url", "https://192.0.2.10", "--public-url", "http://127.0.0.1:{port}", "--log-level",
+                "notice",
+            ])
+        addressed.stop()
+        #expect(!addressed.process.text.contains("plain http"), "\(addressed.process.text)")
+        #expect(addressed.process.text.contains("no passkeys"), "\(addressed.process.text)")
+        let local = try await LiveBroker.start(arguments: ["--log-level", "notice"])
+        local.stop()
+        #expect(!local.process.text.contains("plain http") && !local.process.text.contains("no passkeys"))
+    }
+
     @Test("readyz, Prometheus metrics of a round trip, and one JSON log line per request with its id and no secret")
     func observability() async throws {
         let broker = try await LiveBroker.start(arguments: ["--log-format", "json", "--log-level", "debug"])

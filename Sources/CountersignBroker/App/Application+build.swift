@@ -29,6 +29,17 @@ private func buildApplication(_ configuration: BrokerConfiguration, logger: Logg
     let opened = try await configuration.openStore(logger: logger)
     let store = opened.store
     let (issuer, origins) = try configuration.origins()
+    if let origin = Origin(url: issuer), !origin.isPotentiallyTrustworthy {
+        logger.warning(
+            """
+            the public URL \(issuer) is plain http on another machine than this one: browsers give passkeys, \
+            notifications and the web approver's offline page to https pages only. Put the broker behind a \
+            reverse proxy with a certificate (docs/operations.md, "TLS and proxies")
+            """)
+    }
+    if let origin = Origin(url: issuer), RelyingParty(issuer: origin, origins: origins) == nil {
+        logger.notice("no passkeys: none of the public URLs names a domain, and WebAuthn takes no address")
+    }
     let vault = try configuration.totpKeyFile.map(TOTPVault.load(file:))
     if vault == nil {
         logger.notice("no --totp-key-file: devices get no TOTP secrets and codes are refused")
