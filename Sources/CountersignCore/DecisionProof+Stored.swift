@@ -74,11 +74,8 @@ extension DecisionProof {
         guard let pinned = pinnedPasskeys.first(where: { $0.credentialID == assertion.credentialID }) else {
             throw ProtocolError(.wrongKey, "the assertion is of none of the pinned passkeys")
         }
-        let passkey = Passkey(
-            credentialID: pinned.credentialID, publicKey: pinned.publicKey, signCount: 0, aaguid: pinned.aaguid,
-            transports: [], backupEligible: pinned.backupEligible, createdAt: pinned.createdAt)
         _ = try assertion.verify(
-            passkey: passkey, challenge: PasskeyAssertion.challenge(for: token), relyingParty: relyingParty,
-            storedSignCount: nil)
+            of: pinned.credentialID, publicKey: pinned.publicKey, challenge: PasskeyAssertion.challenge(for: token),
+            relyingParty: relyingParty, storedSignCount: nil)
     }
 }

@@ -33,10 +33,10 @@ struct DecisionController {
                 acceptedOrigins: environment.origins, now: now,
                 leeway: environment.policy.proofLeeway)
         } catch {
-            throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
+            throw APIError.invalid("invalid_decision", error)
         }
-        let signCount = try context.decider.assertion.map {
-            try verify($0, of: context.decider.text, by: device)
+        let assertion = try context.decider.assertion.map {
+            ($0, try verify($0, of: context.decider.text, by: device))
         }
         // Its id is spent in the write it makes, or on its own before a refusal.
         let spent = SpentProofID(
@@ -45,7 +45,7 @@ struct DecisionController {
         let settled: ApprovalEvent
         do {
             settled = try await apply(
-                claims, jws: context.decider.text, assertion: context.decider.assertion.map { ($0, signCount!) },
+                claims, jws: context.decider.text, assertion: assertion,
                 spending: spent, by: device, on: event, ip: context.clientAddress, now: now)
         } catch let error as StoreError where error.code == .replayed {
             throw APIError.conflict("replayed_decision", "this decision was submitted before")
@@ -64,11 +64,12 @@ struct DecisionController {
         }
         do {
             return try assertion.verify(
-                passkey: passkey, challenge: PasskeyAssertion.challenge(for: decision),
-                relyingParty: try environment.relyingParty(), storedSignCount: passkey.signCount
+                of: passkey.credentialID, publicKey: passkey.publicKey,
+                challenge: PasskeyAssertion.challenge(for: decision), relyingParty: try environment.relyingParty(),
+                storedSignCount: passkey.signCount
             ).signCount
         } catch let error as ProtocolError {
-            throw APIError(.badRequest, "invalid_decision", "\(error.code.rawValue): \(error.message)")
+            throw APIError.invalid("invalid_decision", error)
         }
     }
 

@@ -50,16 +50,17 @@ struct PasskeyController {
             }
             do {
                 _ = try assertion.verify(
-                    passkey: current, challenge: challenge, relyingParty: relyingParty, storedSignCount: nil)
+                    of: current.credentialID, publicKey: current.publicKey, challenge: challenge,
+                    relyingParty: relyingParty, storedSignCount: nil)
             } catch {
-                throw APIError(.badRequest, "invalid_passkey", "\(error.code.rawValue): \(error.message)")
+                throw APIError.invalid("invalid_passkey", error)
             }
         }
         let passkey: Passkey
         do {
             passkey = try body.registration.verify(challenge: challenge, relyingParty: relyingParty, now: now)
         } catch {
-            throw APIError(.badRequest, "invalid_passkey", "\(error.code.rawValue): \(error.message)")
+            throw APIError.invalid("invalid_passkey", error)
         }
         do {
             try await environment.store.setPasskey(passkey, deviceID: context.device.id)

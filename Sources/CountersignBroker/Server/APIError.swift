@@ -66,6 +66,11 @@ public struct APIError: HTTPResponseError, Equatable {
     static func badRequest(_ message: String, code: String = "invalid_request") -> Self {
         Self(.badRequest, code, message)
     }
+    /// A signed object refused for `error`, named by `code`
+    /// (`invalid_decision`, `invalid_passkey`) with the reason first.
+    static func invalid(_ code: String, _ error: ProtocolError) -> Self {
+        Self(.badRequest, code, "\(error.code.rawValue): \(error.message)")
+    }
     static func notFound(_ message: String) -> Self { Self(.notFound, "not_found", message) }
     static func forbidden(_ code: String, _ message: String) -> Self { Self(.forbidden, code, message) }
     static func conflict(_ code: String, _ message: String) -> Self { Self(.conflict, code, message) }

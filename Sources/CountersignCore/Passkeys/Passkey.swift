@@ -191,15 +191,17 @@ public struct PasskeyAssertion: Codable, Sendable, Equatable {
         return Data(SHA256.hash(data: Data("\(parts[0]).\(parts[1])".utf8)))
     }
 
-    /// Checks the assertion (WebAuthn Level 3, §7.2) of `passkey` for
-    /// `challenge` at `relyingParty`, with the user verified; returns the
+    /// Checks the assertion (WebAuthn Level 3, §7.2) of the passkey with
+    /// `credentialID` and `publicKey` for `challenge` at `relyingParty`,
+    /// with the user verified; returns the
     /// authenticator data, whose counter the caller keeps. Given
     /// `storedSignCount`, a counter that does not go up (when either is not
     /// 0) is refused: the credential may have been cloned.
     public func verify(
-        passkey: Passkey, challenge: Data, relyingParty: RelyingParty, storedSignCount: UInt32?
+        of credentialID: String, publicKey: DevicePublicKey, challenge: Data, relyingParty: RelyingParty,
+        storedSignCount: UInt32?
     ) throws(ProtocolError) -> AuthenticatorData {
-        guard credentialID == passkey.credentialID else {
+        guard self.credentialID == credentialID else {
             throw ProtocolError(.wrongKey, "the assertion is of another passkey than the device's")
         }
         guard let clientData = Base64URL.decode(clientDataJSON),
@@ -213,7 +215,7 @@ public struct PasskeyAssertion: Codable, Sendable, Equatable {
         let data = try AuthenticatorData(authenticator)
         try data.check(relyingParty: relyingParty, userVerification: true)
         guard let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: der),
-            passkey.publicKey.signingKey.isValidSignature(
+            publicKey.signingKey.isValidSignature(
                 ecdsa, for: authenticator + Data(SHA256.hash(data: clientData)))
         else {
             throw ProtocolError(.badSignature, "the assertion's signature does not verify with the passkey")
