@@ -5,9 +5,6 @@ import Synchronization
 final class RunningProcess: Sendable {
     let process: ChildProcess
     private let output = OutputBuffer()
-    /// Where the output is read from: held for as long as this object is,
-    /// since its descriptor is closed with it.
-    private let outputPipe = Pipe()
     let name: String
 
     /// Starts `executable` (a product of this package) with `arguments`.
@@ -20,28 +17,47 @@ final class RunningProcess: Sendable {
             executable.hasPrefix("/") ? executable : Binaries.directory.appendingPathComponent(executable).path
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }
-        let pipe = outputPipe
         let input = Pipe()
         self.name = ([executable] + arguments.prefix(1)).joined(separator: " ")
-        let output = self.output
-        // At the end of the output the handler is taken off: left on, it is
-        // called again and again, and its dispatch source outlives the
-        // pipe's descriptor, which crashed libdispatch's event loop once.
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-            } else {
-                output.append(data)
-            }
+        // The output is read by a thread of its own with blocking reads, not
+        // by a pipe's `readabilityHandler`: that handler's dispatch source
+        // crashed libdispatch's event loop twice under load (SIGILL in
+        // `_dispatch_source_refs_finalize_unregistration`), once after the
+        // handler was taken off at the end of the output as its comment
+        // advised. A blocked thread per child costs nothing a test notices.
+        var ends: [Int32] = [-1, -1]
+        // Close-on-exec (pipe2 is not in Swift's Glibc module); the child
+        // gets its end by posix_spawn's dup2, which clears the flag.
+        guard pipe(&ends) == 0, fcntl(ends[0], F_SETFD, FD_CLOEXEC) == 0, fcntl(ends[1], F_SETFD, FD_CLOEXEC) == 0
+        else {
+            throw ProcessFailure("cannot make a pipe: \(String(cString: strerror(errno)))")
         }
+        let (reading, writing) = (ends[0], ends[1])
         self.input = input.fileHandleForWriting
-        process = try ChildProcess(
-            path, arguments, environment: env, input: input.fileHandleForReading.fileDescriptor,
-            output: pipe.fileHandleForWriting.fileDescriptor)
-        // The child's ends, closed here: the output ends when the child's does.
-        try pipe.fileHandleForWriting.close()
+        do {
+            process = try ChildProcess(
+                path, arguments, environment: env, input: input.fileHandleForReading.fileDescriptor,
+                output: writing)
+        } catch {
+            close(reading)
+            close(writing)
+            throw error
+        }
+        // The child's ends, closed here: the output ends when the child's
+        // (and any child of its that kept it) does.
+        close(writing)
         try input.fileHandleForReading.close()
+        let output = self.output
+        Thread.detachNewThread {
+            var chunk = [UInt8](repeating: 0, count: 16384)
+            while true {
+                let count = read(reading, &chunk, chunk.count)
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                output.append(Data(chunk[0..<count]))
+            }
+            close(reading)
+        }
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         if !keepingInputOpen { try input.fileHandleForWriting.close() }
     }
