@@ -109,6 +109,7 @@ let package = Package(
                 .embedInCode("Web/account.js"),
                 .embedInCode("Web/broker.js"),
                 .embedInCode("Web/keys.js"),
+                .embedInCode("Web/passkeys.js"),
                 .embedInCode("Web/sw.js"),
                 .embedInCode("Web/manifest.webmanifest"),
                 .embedInCode("Web/icon.svg"),

@@ -45,10 +45,11 @@ scripts/check-format.sh
 # terminal emulator that shows what a person at the approver's terminal reads.
 # http_ece and py_vapid are the push service's side of Web Push; dbus-next
 # is the desktop's notification server; standardwebhooks is the app
-# backend's side of webhooks; paramiko is the ssh client of the PAM tests.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks, paramiko" 2>/dev/null; then
+# backend's side of webhooks; paramiko is the ssh client of the PAM tests;
+# webauthn (py_webauthn) checks stored passkey assertions as a backend would.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks, paramiko, webauthn, cbor2" 2>/dev/null; then
     python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte \
-        http-ece py-vapid dbus-next standardwebhooks paramiko
+        http-ece py-vapid dbus-next standardwebhooks paramiko webauthn cbor2
 fi
 python3 scripts/check-openapi.py
 

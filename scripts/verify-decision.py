@@ -3,14 +3,17 @@
 would, without trusting the broker: the deciding device's signature with a
 key the backend pinned itself, and the event's own fields against the digest
 of what the approver was shown (proto/signing.md §2). Uses joserfc and the
-standard library only, no Countersign code.
+standard library only, no Countersign code; an event approved with a passkey
+(signing.md §10) is checked further with py_webauthn.
 
     verify-decision.py EVENT_JSON PINNED_KEYS_JSON APP_NAME [BROKER_ORIGIN]
 
 EVENT_JSON is the event document (GET /api/v1/events/{id}); PINNED_KEYS_JSON
 is a JWK, a list of JWKs, or a devices document ({"devices": [{"public_key":
-...}]}) saved when the devices enrolled; APP_NAME is the app's name as
-approvers see it. Prints the decision's claims as JSON and exits 0 when it
+...}]}) saved when the devices enrolled (a devices document also pins their
+passkeys); APP_NAME is the app's name as approvers see it. An event that
+required user verification holds only with BROKER_ORIGIN and a pinned
+passkey whose assertion, its owner verified, is over this decision. Prints the decision's claims as JSON and exits 0 when it
 holds; prints why and exits 1 when it does not.
 """
 import sys
@@ -59,13 +62,59 @@ def origin(url: str) -> tuple:
     return parts.scheme, (parts.hostname or "").lower(), parts.port or default
 
 
-def pinned(document) -> list:
+def pinned(document) -> tuple:
+    """The pinned device keys and passkeys (only a devices document has those)."""
     if isinstance(document, dict) and "devices" in document:
-        return [device["public_key"] for device in document["devices"]]
-    return document if isinstance(document, list) else [document]
+        devices = document["devices"]
+        return [device["public_key"] for device in devices], [d["passkey"] for d in devices if d.get("passkey")]
+    return (document if isinstance(document, list) else [document]), []
 
 
-def check(event: dict, keys: list, app: str, broker: str | None) -> dict:
+def cose_key(jwk: dict) -> bytes:
+    """A P-256 JWK as the COSE EC2 key py_webauthn takes (RFC 9053)."""
+    import cbor2
+
+    def raw(text: str) -> bytes:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+    return cbor2.dumps({1: 2, 3: -7, -1: 1, -2: raw(jwk["x"]), -3: raw(jwk["y"])})
+
+
+def check_assertion(event: dict, token: str, passkeys: list, broker: str | None) -> None:
+    """The event's passkey assertion: of a pinned passkey, its owner verified, over this decision at `broker`."""
+    from webauthn import verify_authentication_response
+
+    assertion = event.get("assertion")
+    if not assertion:
+        raise ValueError("the event required user verification and carries no assertion")
+    if broker is None:
+        raise ValueError("checking a passkey assertion needs BROKER_ORIGIN")
+    passkey = next((key for key in passkeys if key["credential_id"] == assertion["credential_id"]), None)
+    if passkey is None:
+        raise ValueError("the assertion is of none of the pinned passkeys")
+    scheme, host, port = origin(broker)
+    default = {"http": 80, "https": 443}.get(scheme)
+    verify_authentication_response(
+        credential={
+            "id": assertion["credential_id"], "rawId": assertion["credential_id"], "type": "public-key",
+            "response": {
+                "authenticatorData": assertion["authenticator_data"],
+                "clientDataJSON": assertion["client_data_json"],
+                "signature": assertion["signature"],
+            },
+        },
+        # The challenge commits to the decision: SHA-256 of its signing input.
+        expected_challenge=hashlib.sha256(token.rsplit(".", 1)[0].encode("ascii")).digest(),
+        expected_rp_id=host,
+        expected_origin=f"{scheme}://{host}" + ("" if port == default else f":{port}"),
+        credential_public_key=cose_key(passkey["public_key"]),
+        # The counter was the broker's to check when the decision arrived.
+        credential_current_sign_count=0,
+        require_user_verification=True,
+    )
+
+
+def check(event: dict, keys: list, passkeys: list, app: str, broker: str | None) -> dict:
     token, device = event.get("decision"), event.get("decided_by")
     if not token or not device:
         raise ValueError(f"the event carries no device's decision (status {event.get('status')})")
@@ -88,15 +137,18 @@ def check(event: dict, keys: list, app: str, broker: str | None) -> dict:
         raise ValueError(f"the device signed {claims.get('decision')} but the event says {event.get('status')}")
     if broker is not None and origin(claims.get("aud", "")) != origin(broker):
         raise ValueError("the decision is addressed to another broker")
+    if event.get("user_verification") == "required" or event.get("assertion"):
+        check_assertion(event, token, passkeys, broker)
     return claims
 
 
 with open(sys.argv[1], encoding="utf-8") as file:
     event_document = json.load(file)
 with open(sys.argv[2], encoding="utf-8") as file:
-    pinned_keys = pinned(json.load(file))
+    pinned_keys, pinned_passkeys = pinned(json.load(file))
 try:
-    result = check(event_document, pinned_keys, sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+    result = check(
+        event_document, pinned_keys, pinned_passkeys, sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
 except Exception as error:  # any failure means: do not trust this decision
     print(f"decision does not hold: {error}", file=sys.stderr)
     sys.exit(1)

@@ -26,6 +26,7 @@ public enum ApproverAssets {
         "account.js": Asset(PackageResources.account_js, "text/javascript; charset=utf-8"),
         "broker.js": Asset(PackageResources.broker_js, "text/javascript; charset=utf-8"),
         "keys.js": Asset(PackageResources.keys_js, "text/javascript; charset=utf-8"),
+        "passkeys.js": Asset(PackageResources.passkeys_js, "text/javascript; charset=utf-8"),
         "sw.js": Asset(PackageResources.sw_js, "text/javascript; charset=utf-8"),
         "manifest.webmanifest": Asset(PackageResources.manifest_webmanifest, "application/manifest+json"),
         "icon.svg": Asset(PackageResources.icon_svg, "image/svg+xml"),

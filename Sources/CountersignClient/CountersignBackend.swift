@@ -43,10 +43,13 @@ public struct CountersignBackend: Sendable {
     /// requesting machine's name and the end user's address if given.
     /// With `limitAsRequester` (and `ip`), for a client the backend does not
     /// vouch for: the limits of a requester at `ip` apply, and so does a
-    /// user's "this wasn't me" (429 `user_protected`).
+    /// user's "this wasn't me" (429 `user_protected`). With
+    /// `userVerification`, only an approval with the deciding device's
+    /// passkey, its owner verified, settles it as approved.
     public func requestApproval(
         user: String, event: String = EventName.transaction, details: String? = nil, numberMatching: Bool = true,
-        requesterName: String? = nil, ip: String? = nil, limitAsRequester: Bool = false
+        requesterName: String? = nil, ip: String? = nil, limitAsRequester: Bool = false,
+        userVerification: Bool = false
     ) async throws -> EventTicket {
         struct Body: Encodable {
             let client_user_id: String
@@ -56,12 +59,14 @@ public struct CountersignBackend: Sendable {
             let requester_name: String?
             let ip: String?
             let limit_as_requester: Bool?
+            let user_verification: String?
         }
         return try await connection.send(
             .POST, "/api/v1/events", headers: [authorization],
             body: Body(
                 client_user_id: user, event: event, details: details, number_matching: numberMatching,
-                requester_name: requesterName, ip: ip, limit_as_requester: limitAsRequester ? true : nil),
+                requester_name: requesterName, ip: ip, limit_as_requester: limitAsRequester ? true : nil,
+                user_verification: userVerification ? "required" : nil),
             as: EventTicket.self)
     }
 

@@ -121,14 +121,42 @@ struct PasskeyTests {
             let laptop = try await broker.enroll(client)
             let again = try await Self.put(broker, client, laptop.device) { Self.body(second.register(challenge: $0)) }
             #expect(again.status == .conflict && errorCode(again) == "passkey_exists")
-            // Removing needs the device alone: it only takes power away.
-            let removed = try await client.execute(
+            // Removing takes the owner too: a thief who could remove it
+            // would then register their own without any assertion.
+            let stripped = try await client.execute(
                 uri: Self.path, method: .delete,
                 headers: try await alice.device.proofHeaders(.delete, Self.path, now: broker.clock.now))
-            #expect(removed.status == .ok)
+            #expect(stripped.status == .forbidden && errorCode(stripped) == "user_verification_required")
+            var thiefKey = thief
+            let thiefRemoval = try await Self.delete(broker, client, alice.device) {
+                try thiefKey.assert(challenge: $0)
+            }
+            #expect(thiefRemoval.status == .badRequest && errorCode(thiefRemoval) == "invalid_passkey")
+            #expect(
+                try await broker.store.device(id: alice.device.id)?.passkey?.credentialID == second.credentialIDText)
+            var owner = second
+            let removed = try await Self.delete(broker, client, alice.device) { try owner.assert(challenge: $0) }
+            #expect(removed.status == .ok, "\(String(buffer: removed.body))")
             #expect(try decode(DeviceDocument.self, removed).passkey == nil)
             #expect(try await broker.store.device(id: alice.device.id)?.passkey == nil)
+            // Without a passkey there is nothing to prove: answered as it is.
+            let none = try await client.execute(
+                uri: Self.path, method: .delete,
+                headers: try await alice.device.proofHeaders(.delete, Self.path, now: broker.clock.now))
+            #expect(none.status == .ok)
         }
+    }
+
+    /// DELETEs with an assertion made for the challenge of this request's proof.
+    static func delete(
+        _ broker: TestBroker, _ client: some TestClientProtocol, _ device: TestDevice,
+        _ assert: (Data) throws -> PasskeyAssertion
+    ) async throws -> TestResponse {
+        let headers = try await device.proofHeaders(.delete, path, now: broker.clock.now)
+        let challenge = try PasskeyAssertion.challenge(for: headers[HTTPField.Name("Device-Proof")!]!)
+        return try await client.execute(
+            uri: path, method: .delete, headers: headers,
+            body: json(["assertion": AnyEncodable(try assert(challenge))]))
     }
 
     @Test("a broker whose public URLs are all addresses has no RP ID, and says so")

@@ -128,6 +128,46 @@ struct WebDriver {
         throw ProcessFailure("the page never got to this: \(what)")
     }
 
+    /// Adds a virtual authenticator (WebDriver's WebAuthn extension) that
+    /// passkey ceremonies in this session use: the phone's screen lock, as
+    /// CTAP2 over the platform's "internal" transport, verifying its user
+    /// unless told otherwise. Returns its id.
+    func addVirtualAuthenticator() async throws -> String {
+        let added = try await Self.call(
+            base, .POST, "/session/\(session)/webauthn/authenticator",
+            [
+                "protocol": "ctap2", "transport": "internal", "hasResidentKey": true, "hasUserVerification": true,
+                "isUserConsenting": true, "isUserVerified": true,
+            ])
+        guard let id = added["value"] as? String else { throw ProcessFailure("no virtual authenticator: \(added)") }
+        return id
+    }
+
+    /// Whether the virtual authenticator's fingerprint or PIN check passes.
+    func setUserVerified(_ authenticator: String, _ verified: Bool) async throws {
+        try await Self.call(
+            base, .POST, "/session/\(session)/webauthn/authenticator/\(authenticator)/uv",
+            ["isUserVerified": verified])
+    }
+
+    /// The credentials the virtual authenticator holds (id, rpId,
+    /// privateKey as PKCS#8, signCount, …).
+    func credentials(_ authenticator: String) async throws -> [[String: Any]] {
+        try await Self.call(base, .GET, "/session/\(session)/webauthn/authenticator/\(authenticator)/credentials")[
+            "value"] as? [[String: Any]] ?? []
+    }
+
+    /// Replaces a credential with the same one whose counter says
+    /// `signCount`: what a copy of it taken earlier would hold.
+    func setSignCount(_ authenticator: String, of credential: [String: Any], to signCount: Int) async throws {
+        guard let id = credential["credentialId"] as? String else { throw ProcessFailure("no credential id") }
+        let path = "/session/\(session)/webauthn/authenticator/\(authenticator)"
+        try await Self.call(base, .DELETE, "\(path)/credentials/\(id)")
+        var copy = credential
+        copy["signCount"] = signCount
+        try await Self.call(base, .POST, "\(path)/credential", copy)
+    }
+
     /// Accepts the page's `confirm()` dialog.
     func acceptDialog() async throws {
         _ = try await Self.call(base, .POST, "/session/\(session)/alert/accept", [String: Any]())

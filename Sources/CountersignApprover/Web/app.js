@@ -5,6 +5,7 @@
 import { forgetAccount, forgetPairing, loadAccount, loadPairing, saveAccount, savePairing } from "./account.js";
 import { Broker, BrokerError } from "./broker.js";
 import { fingerprint, fromBase64url, newKeyPair, publicJWK, shownRequest, thumbprint } from "./keys.js";
+import { passkeyFailure, passkeysSupported } from "./passkeys.js";
 
 const broker = new Broker(location.origin);
 const $ = (id) => document.getElementById(id);
@@ -16,9 +17,19 @@ function show(...ids) {
   for (const section of document.querySelectorAll("main > section")) section.hidden = !ids.includes(section.id);
 }
 
-function status(text, isError = false) {
+let statusTimer = null;
+
+/** Says `text` at the top; news (not an error) goes away after a while. */
+function status(text, isError = false, { fades = false } = {}) {
+  clearTimeout(statusTimer);
   $("status").textContent = text;
   $("status").classList.toggle("error", isError);
+  if (fades) statusTimer = setTimeout(() => status(""), 15_000);
+}
+
+/** What the person holds: "phone" or "computer". */
+function deviceNoun() {
+  return /Android|iPhone|iPad|Mobile/.test(navigator.userAgent) ? "phone" : "computer";
 }
 
 function element(tag, { text, className, attributes } = {}, children = []) {
@@ -105,8 +116,13 @@ async function becomeTrusted({ deviceID, apiKey, user, name, privateKey, publicK
   account = { deviceID, apiKey, user, name, privateKey, publicKey, added: Date.now() };
   await saveAccount(account);
   await forgetPairing();
-  status(`This browser is now a trusted device of ${user}.`);
+  status(`This ${deviceNoun()} is now a trusted device of ${user}.`, false, { fades: true });
   await startApprover();
+  // Offered at once: the moment someone pairs is when they hold the device.
+  if (passkeysSupported() && !account.passkey) {
+    $("screen-lock").classList.add("highlight");
+    $("screen-lock").scrollIntoView({ block: "center" });
+  }
 }
 
 /**
@@ -178,19 +194,23 @@ function requestCard(item) {
   // (its address) on rows of their own: a name cannot pass for an address.
   // Drawn from the fields a decision's digest commits to (keys.js shownRequest).
   const shown = shownRequest(item);
-  const rows = [
-    ["App", shown.app],
-    ["Machine", shown.requester || "an unnamed machine"],
-    ["Address", shown.address],
-  ];
+  const rows = pairing
+    ? [
+        ["New device", `${item.new_device.name} (${item.new_device.type})`],
+        ["Fingerprint", item.new_device.fingerprint],
+        ["App", shown.app],
+        ["Address", shown.address],
+      ]
+    : [
+        ["App", shown.app],
+        ["Machine", shown.requester || "an unnamed machine"],
+        ["Address", shown.address],
+      ];
   if (shown.location && shown.location !== "Unknown") rows.push(["Place", shown.location]);
   rows.push(["Requested", new Date(shown.created * 1000).toLocaleString()]);
   if (shown.details) rows.push(["Details", shown.details]);
-  if (pairing) {
-    rows.push(["Device", `${item.new_device.name} (${item.new_device.type})`]);
-    rows.push(["Fingerprint", item.new_device.fingerprint]);
-  }
-  rows.push(["Event id", event.ID]);
+  // The event id stays out of sight (the card's data-event-id has it):
+  // nobody holding a phone compares one.
   const list = element("dl");
   for (const [label, value] of rows) list.append(element("dt", { text: label }), element("dd", { text: value }));
 
@@ -212,8 +232,23 @@ function requestCard(item) {
     className: "fraud",
     attributes: { type: "button", name: "fraud" },
   });
+  // An event that requires user verification is approved only with this
+  // device's passkey; without one, it can still be rejected here.
+  const verified = event.user_verification === "required";
+  const canApprove = !verified || Boolean(account.passkey);
+  const verification = verified
+    ? element("p", {
+        className: canApprove ? "muted needs" : "needs",
+        text: canApprove
+          ? `Approving asks for this ${deviceNoun()}'s screen lock (fingerprint, face or PIN).`
+          : "This request must be approved on a device that can verify you (a fingerprint, face or screen " +
+            "lock). You can still reject it here.",
+      })
+    : null;
+  if (!canApprove) approve.hidden = true;
   const form = element("form", {}, [
-    ...(item.match_required
+    ...(verification ? [verification] : []),
+    ...(item.match_required && canApprove
       ? [element("label", {
           text: pairing ? "Pairing code shown on the new device" : "Number shown on the requesting machine",
           attributes: { for: fieldID },
@@ -291,8 +326,16 @@ async function answer(entry, verdict) {
     // The other requests a report rejected end as the inbox changes.
     end(entry, ...outcomes[verdict]);
   } catch (error) {
-    if (!(error instanceof BrokerError)) {
+    if (error instanceof DOMException) {
+      entry.error.textContent = `Not sent: ${passkeyFailure(error)}`;
+    } else if (!(error instanceof BrokerError)) {
       entry.error.textContent = `Could not sign the answer: ${error.message}`;
+    } else if (error.code === "user_verification_required") {
+      entry.error.textContent = "This request must be approved with your screen lock; turn it on below, or reject it.";
+    } else if (error.code === "sign_count") {
+      entry.error.textContent =
+        "Not approved: your passkey's counter did not go up. It was used for another answer meanwhile (answer " +
+        "again), or it was copied (if this repeats, remove this device).";
     } else if (error.code === "wrong_match") {
       entry.error.textContent = `Wrong number: ${error.message}.`;
       entry.number.value = "";
@@ -426,7 +469,7 @@ async function refreshDevices() {
       const name = element("span", { className: "device-name", text: device.name });
       const about = element("span", {
         className: "muted",
-        text: `${self ? "this device · " : ""}${device.type} · added ${new Date(device.created_at).toLocaleDateString()}${device.push ? " · notifications" : ""}`,
+        text: `${self ? "this device · " : ""}${device.type} · added ${new Date(device.created_at).toLocaleDateString()}${device.push ? " · notifications" : ""}${device.passkey ? " · screen lock" : ""}`,
       });
       const remove = element("button", { text: "Remove", className: "reject", attributes: { type: "button" } });
       remove.onclick = async () => {
@@ -449,6 +492,13 @@ async function refreshDevices() {
       ]);
     });
   $("device-list").replaceChildren(...items);
+  // The passkey may have gone with a re-pairing or been changed elsewhere.
+  const self = list.devices.find((device) => device.id === list.this_device);
+  if (self && (self.passkey?.credential_id ?? null) !== (account.passkey?.credential_id ?? null)) {
+    account.passkey = self.passkey ?? null;
+    refreshScreenLock();
+    rerenderCards();
+  }
 }
 
 /** Whether the broker said this device is gone (removed, or its app). */
@@ -553,13 +603,82 @@ async function notificationsOff() {
   refreshNotifications();
 }
 
+// MARK: Screen lock (the passkey)
+
+/** Shows whether this device's approvals are protected by its passkey, and what can be done. */
+function refreshScreenLock() {
+  const noun = deviceNoun();
+  $("screen-lock").hidden = false;
+  $("screen-lock-on").textContent = `Protect approvals with this ${noun}'s screen lock`;
+  if (!passkeysSupported()) {
+    $("screen-lock-state").textContent =
+      "This browser cannot use a screen lock here (it needs the approver's https address).";
+    $("screen-lock-on").hidden = true;
+    $("screen-lock-off").hidden = true;
+    return;
+  }
+  const on = Boolean(account.passkey);
+  $("screen-lock-state").textContent = on
+    ? `On: requests that ask for it are approved only after this ${noun} checks it is you (fingerprint, face or PIN).`
+    : `Off: some apps ask that only you, verified by this ${noun}'s screen lock, can approve. ` +
+      "Without it, those requests must be approved on another device.";
+  $("screen-lock-on").hidden = on;
+  $("screen-lock-off").hidden = !on;
+}
+
+/** Makes this device's passkey (the browser asks for the screen lock), then shows the new state. */
+async function screenLockOn() {
+  $("screen-lock-on").disabled = true;
+  try {
+    status("Waiting for the screen lock…");
+    const device = await broker.registerPasskey(account);
+    account.passkey = device.passkey ?? null;
+    status(`Approvals are now protected with this ${deviceNoun()}'s screen lock.`, false, { fades: true });
+  } catch (error) {
+    if (isRemoved(error)) return showRemoved();
+    status(error instanceof DOMException ? passkeyFailure(error) : `Not turned on: ${error.message}`, true);
+  } finally {
+    $("screen-lock-on").disabled = false;
+  }
+  refreshScreenLock();
+  rerenderCards();
+}
+
+async function screenLockOff() {
+  if (!confirm("Stop asking for the screen lock? Requests that need it must then be approved on another device.")) {
+    return;
+  }
+  try {
+    status("Confirm with the screen lock to turn it off…");
+    const device = await broker.removePasskey(account);
+    account.passkey = device.passkey ?? null;
+    status("The screen lock no longer protects approvals here.", false, { fades: true });
+  } catch (error) {
+    if (isRemoved(error)) return showRemoved();
+    status(error instanceof DOMException ? passkeyFailure(error) : `Not turned off: ${error.message}`, true);
+  }
+  refreshScreenLock();
+  rerenderCards();
+}
+
+/** Draws the waiting cards again: whether they can be approved here changed. */
+function rerenderCards() {
+  for (const [id, entry] of cards) {
+    if (entry.ended || entry.answering) continue;
+    const fresh = requestCard(entry.item);
+    entry.element.replaceWith(fresh.element);
+    cards.set(id, fresh);
+  }
+  tick();
+}
+
 // MARK: Start
 
 async function startApprover() {
-  show("requests", "devices", "notifications");
+  show("requests", "screen-lock", "devices", "notifications");
   $("account").textContent = `${account.name}, trusted device of ${account.user}`;
   try {
-    await broker.whoAmI(account);
+    account.passkey = (await broker.whoAmI(account)).passkey ?? null;
   } catch (error) {
     // Only the broker saying so: a clock that is off or a lost connection
     // must never lead anyone to forget a key that cannot be recovered.
@@ -567,6 +686,9 @@ async function startApprover() {
   }
   $("notifications-on").onclick = notificationsOn;
   $("notifications-off").onclick = notificationsOff;
+  $("screen-lock-on").onclick = screenLockOn;
+  $("screen-lock-off").onclick = screenLockOff;
+  refreshScreenLock();
   setInterval(tick, 250);
   setInterval(() => account && !account.removed && refreshDevices(), 60_000);
   refreshDevices();

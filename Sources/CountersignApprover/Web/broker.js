@@ -2,6 +2,7 @@
 // page's own origin (the page's CSP allows no other).
 
 import { decision, deviceProof, shownDigest, shownRequest } from "./keys.js";
+import { assertPasskey, challengeOf, createPasskey } from "./passkeys.js";
 
 export class BrokerError extends Error {
   constructor(status, code, message) {
@@ -131,6 +132,11 @@ export class Broker {
     return this.asDevice(account, "GET", `/api/v1/inbox/${encodeURIComponent(id)}`);
   }
 
+  /**
+   * Signs and sends a decision. Approving an event that requires user
+   * verification takes an assertion of this device's passkey over the
+   * decision itself (signing.md §10): the browser asks for the screen lock.
+   */
   async decide(account, item, verdict, match) {
     const jws = await decision(account.privateKey, account.deviceID, {
       eventID: item.event.ID,
@@ -142,9 +148,37 @@ export class Broker {
       newDeviceID: item.new_device?.id,
       now: this.now(),
     });
-    return this.request("POST", `/api/v1/events/${encodeURIComponent(item.event.ID)}/decision`, {
-      body: { decision: jws },
+    const body = { decision: jws };
+    if (verdict === "approve" && item.event.user_verification === "required" && account.passkey) {
+      body.assertion = await assertPasskey(await challengeOf(jws), account.passkey.credential_id);
+    }
+    return this.request("POST", `/api/v1/events/${encodeURIComponent(item.event.ID)}/decision`, { body });
+  }
+
+  /**
+   * A request with a device proof whose signing input is also the
+   * challenge of a passkey ceremony: `makeBody` runs it with that challenge.
+   */
+  async withPasskey(account, method, path, makeBody) {
+    const proof = await this.proof(account, method, path);
+    const body = await makeBody(await challengeOf(proof));
+    return this.request(method, path, { headers: { "Device-Proof": proof }, body });
+  }
+
+  /** Protects this device's approvals with a new passkey (replacing one takes the one in place). */
+  registerPasskey(account) {
+    return this.withPasskey(account, "PUT", "/api/v1/devices/self/passkey", async (challenge) => {
+      const assertion = account.passkey ? await assertPasskey(challenge, account.passkey.credential_id) : undefined;
+      const registration = await createPasskey(challenge, account);
+      return assertion ? { ...registration, assertion } : registration;
     });
+  }
+
+  /** Removes this device's passkey, its owner verified by it. */
+  removePasskey(account) {
+    return this.withPasskey(account, "DELETE", "/api/v1/devices/self/passkey", async (challenge) => ({
+      assertion: await assertPasskey(challenge, account.passkey.credential_id),
+    }));
   }
 
   whoAmI(account) {

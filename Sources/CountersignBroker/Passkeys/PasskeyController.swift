@@ -41,21 +41,8 @@ struct PasskeyController {
             throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
         }
         let challenge = try PasskeyAssertion.challenge(for: proof)
+        try requireOwner(of: context.device, assertion: body.assertion, challenge: challenge, doing: "replacing it")
         let now = environment.now()
-        if let current = context.device.passkey {
-            guard let assertion = body.assertion else {
-                throw APIError(
-                    .forbidden, "user_verification_required",
-                    "this device has a passkey: replacing it takes an assertion of that passkey")
-            }
-            do {
-                _ = try assertion.verify(
-                    of: current.credentialID, publicKey: current.publicKey, challenge: challenge,
-                    relyingParty: relyingParty, storedSignCount: nil)
-            } catch {
-                throw APIError.invalid("invalid_passkey", error)
-            }
-        }
         let passkey: Passkey
         do {
             passkey = try body.registration.verify(challenge: challenge, relyingParty: relyingParty, now: now)
@@ -72,15 +59,57 @@ struct PasskeyController {
         return JSONBody(DeviceDocument(device))
     }
 
+    /// What removing a passkey takes: for a device that has one, an
+    /// assertion of it. Otherwise whoever holds the unlocked device could
+    /// remove the owner's passkey and register their own in its place.
+    struct RemoveRequest: Decodable {
+        let assertion: PasskeyAssertion?
+    }
+
     /// Removes the device's passkey: its approvals of events that require
-    /// user verification are refused from now on.
+    /// user verification are refused from then on. An owner who lost the
+    /// passkey removes the device from another one and pairs it again.
     @Sendable func remove(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
         DeviceDocument
     > {
+        guard context.device.passkey != nil else {
+            try await request.requireObjectIfBody(context: context)
+            return JSONBody(DeviceDocument(context.device))
+        }
+        let length = request.headers[.contentLength].flatMap { Int($0) }
+        let hasBody = length.map { $0 > 0 } ?? (request.headers[.transferEncoding] != nil)
+        let body = hasBody ? try await request.decodeJSON(RemoveRequest.self, context: context) : nil
+        guard let proof = request.headers[.deviceProof] else {
+            throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
+        }
+        try requireOwner(
+            of: context.device, assertion: body?.assertion, challenge: try PasskeyAssertion.challenge(for: proof),
+            doing: "removing it")
         try await environment.store.setPasskey(nil, deviceID: context.device.id)
         var device = context.device
         device.passkey = nil
         return JSONBody(DeviceDocument(device))
+    }
+
+    /// Checks that the owner, verified by the device's passkey in place,
+    /// agrees to this request (whose proof gives `challenge`); a device
+    /// without a passkey needs no assertion.
+    private func requireOwner(
+        of device: TrustedDevice, assertion: PasskeyAssertion?, challenge: Data, doing what: String
+    ) throws {
+        guard let current = device.passkey else { return }
+        guard let assertion else {
+            throw APIError(
+                .forbidden, "user_verification_required",
+                "this device has a passkey: \(what) takes an assertion of that passkey")
+        }
+        do {
+            _ = try assertion.verify(
+                of: current.credentialID, publicKey: current.publicKey, challenge: challenge,
+                relyingParty: try environment.relyingParty(), storedSignCount: nil)
+        } catch let error as ProtocolError {
+            throw APIError.invalid("invalid_passkey", error)
+        }
     }
 }
 

@@ -1,0 +1,224 @@
+import CountersignClient
+import CountersignCore
+import Foundation
+import Testing
+
+/// Approvals only the device's owner can give: the web approver in a real
+/// Chromium makes and uses a passkey on a virtual authenticator (WebDriver's
+/// WebAuthn extension), against a real broker and `device-agent` processes.
+@Suite("end to end: passkeys in the web approver", .serialized)
+struct PasskeyBrowserTests {
+    static let card = WebApproverBrowserTests.card
+
+    /// The broker at `localhost`, its RP ID: WebAuthn takes no address.
+    static func local(_ broker: LiveBroker) -> String {
+        broker.url.replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:")
+    }
+
+    /// Pairs the browser's page (at the broker's localhost origin) with the CLI device `laptop`.
+    static func pair(_ browser: WebDriver, _ broker: LiveBroker, laptop: URL) async throws {
+        try await browser.open("\(local(broker))/approve/#pair&api_key=\(broker.apiKeyID)&user=alice")
+        try await browser.waitFor(element: "#setup:not([hidden]) #setup-button")
+        try await browser.click("#setup-button")
+        try await browser.waitFor(element: "#pairing-code:not(:empty)")
+        let code = try await browser.text("#pairing-code")
+        let pairing = try #require(try await broker.backend.events(user: "alice", status: .pending).first)
+        let approve = try broker.agent(
+            ["approve", "--event", pairing.ID, "--yes", "--match", code], configDirectory: laptop)
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        try await browser.waitFor(text: "trusted device of alice")
+    }
+
+    /// The error a card shows, once it shows one.
+    static func waitForError(_ browser: WebDriver, _ eventID: String) async throws -> String {
+        var shown = ""
+        try await browser.waitUntil("an error on the card of \(eventID)") {
+            shown = (try? await browser.text("\(card(eventID)) .error")) ?? ""
+            return !shown.isEmpty
+        }
+        return shown
+    }
+
+    /// The decision `eventID` signed on the page by its own (unexportable)
+    /// key, sent with `assertion`: what a script that took over the page
+    /// could send without the owner's fingerprint.
+    static func sendFromPage(_ browser: WebDriver, _ eventID: String, assertion: String) async throws -> String {
+        try await browser.execute(
+            """
+            const done = arguments[0];
+            (async () => {
+              const { loadAccount } = await import("./account.js");
+              const { Broker } = await import("./broker.js");
+              const { decision, shownDigest, shownRequest } = await import("./keys.js");
+              const account = await loadAccount();
+              const broker = new Broker(location.origin);
+              const item = (await broker.inbox(account, 0, null)).events.find((i) => i.event.ID === "\(eventID)");
+              const jws = await decision(account.privateKey, account.deviceID, {
+                eventID: item.event.ID, nonce: item.nonce, verdict: "approve", shown: await shownDigest(shownRequest(item)),
+                audience: broker.origin, now: broker.now(),
+              });
+              try {
+                await broker.request("POST", `/api/v1/events/${item.event.ID}/decision`,
+                  { body: { decision: jws, assertion: \(assertion) } });
+                done("accepted");
+              } catch (error) {
+                done(`${error.code}: ${error.message}`);
+              }
+            })();
+            """, async: true) as? String ?? ""
+    }
+
+    @Test(
+        "a passkey made at pairing approves a login that requires it; no verification, a replayed assertion and a counter that goes back are refused; the backend proves it afterwards"
+    )
+    func approveWithScreenLock() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let browser = try await WebDriver.start()
+        do {
+            let authenticator = try await browser.addVirtualAuthenticator()
+            try await Self.pair(browser, broker, laptop: laptop)
+
+            // Before the passkey: the request is seen, cannot be approved here, and can be rejected.
+            let first = try await broker.backend.requestApproval(
+                user: "alice", details: "Pay 40.00 EUR to ACME", numberMatching: false, userVerification: true)
+            try await browser.waitFor(element: Self.card(first.event.ID))
+            let card = try await browser.text(Self.card(first.event.ID))
+            #expect(card.contains("must be approved on a device that can verify you"), "\(card)")
+            #expect(
+                try await browser.execute(
+                    "return document.querySelector(\"\(Self.card(first.event.ID)) button[name=approve]\").hidden")
+                    as? Bool == true, "no Approve button without a passkey")
+            #expect(!card.contains(first.event.ID), "no raw event id on the card")
+            // The CLI device, which has no passkey either, is refused.
+            let cli = try broker.agent(
+                ["approve", "--event", first.event.ID, "--yes"], configDirectory: laptop)
+            #expect(try await cli.exitCode() != 0)
+            #expect(cli.text.contains("user_verification_required") || cli.text.contains("verif"), "\(cli.text)")
+            try await browser.click("\(Self.card(first.event.ID)) button[name=reject]")
+            try await WebApproverBrowserTests.waitForOutcome(browser, first.event.ID, "Rejected")
+            #expect(try await broker.backend.event(id: first.event.ID).status == .rejected)
+
+            // Offered at pairing: the screen lock protects approvals from now on.
+            try await browser.waitFor(element: "#screen-lock:not([hidden]) #screen-lock-on:not([hidden])")
+            try await WebApproverBrowserTests.save(browser, "phone-screen-lock-offer")
+            try await browser.click("#screen-lock-on")
+            try await browser.waitFor(text: "On: requests that ask for it")
+            let credentials = try await browser.credentials(authenticator)
+            #expect(credentials.count == 1)
+            let devices = try await broker.backend.devices(user: "alice")
+            let phone = try #require(devices.first { $0.type == "browser" })
+            let passkey = try #require(phone.passkey, "the broker keeps the passkey on the browser's device")
+            #expect(passkey.credentialID == credentials.first?["credentialId"] as? String)
+
+            // The authenticator does not verify its user: nothing is approved.
+            let login = try await broker.backend.requestApproval(
+                user: "alice", event: EventName.login, numberMatching: false, requesterName: "machine-B",
+                userVerification: true)
+            try await browser.waitFor(element: Self.card(login.event.ID))
+            #expect(try await browser.text(Self.card(login.event.ID)).contains("asks for this"))
+            try await WebApproverBrowserTests.save(browser, "phone-request-screen-lock")
+            try await browser.setUserVerified(authenticator, false)
+            try await browser.click("\(Self.card(login.event.ID)) button[name=approve]")
+            let unverified = try await Self.waitForError(browser, login.event.ID)
+            #expect(unverified.contains("screen lock") || unverified.contains("verif"), "\(unverified)")
+            #expect(try await broker.backend.event(id: login.event.ID).status == .pending)
+
+            // Verified: approved, with the assertion kept beside the decision.
+            try await browser.setUserVerified(authenticator, true)
+            try await browser.click("\(Self.card(login.event.ID)) button[name=approve]")
+            try await WebApproverBrowserTests.waitForOutcome(browser, login.event.ID, "Approved")
+            let approved = try await broker.backend.event(id: login.event.ID)
+            #expect(approved.status == .approved && approved.userVerification == "required")
+            let assertion = try #require(approved.assertion)
+            #expect(assertion.credentialID == passkey.credentialID)
+
+            // The backend proves it from the stored decision alone: the SDK,
+            // and py_webauthn through scripts/verify-decision.py.
+            let backend = CountersignBackend(
+                broker: Self.local(broker), apiKeyID: broker.apiKeyID, apiSecretKey: broker.apiSecret)
+            let claims = try await backend.verifyDecision(
+                of: approved, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [passkey])
+            #expect(claims.evt == login.event.ID)
+            let pinned = try temporaryDirectory("pinned").appendingPathComponent("devices.json")
+            try WireCoding.encoder().encode(["devices": devices]).write(to: pinned)
+            let check = DecisionCheckEndToEndTests()
+            let (status, text) = try await check.python(approved, keys: pinned, app: "demo", broker: Self.local(broker))
+            #expect(status == 0, "\(text)")
+            // Without the assertion, or with another's signature, it proves nothing.
+            var stripped = approved
+            stripped.assertion = nil
+            await #expect(throws: ProtocolError(.userNotVerified, "")) {
+                try await backend.verifyDecision(
+                    of: stripped, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [passkey])
+            }
+            #expect(try await check.python(stripped, keys: pinned, app: "demo", broker: Self.local(broker)).0 == 1)
+
+            // A replayed assertion: this login's, sent with a decision on another request.
+            let second = try await broker.backend.requestApproval(
+                user: "alice", numberMatching: false, userVerification: true)
+            try await browser.waitFor(element: Self.card(second.event.ID))
+            let replayJSON = String(decoding: try WireCoding.encoder().encode(assertion), as: UTF8.self)
+            let replayed = try await Self.sendFromPage(browser, second.event.ID, assertion: replayJSON)
+            #expect(replayed.hasPrefix("invalid_decision") && replayed.contains("challenge"), "\(replayed)")
+            // Without any: refused for that.
+            let bare = try await Self.sendFromPage(browser, second.event.ID, assertion: "undefined")
+            #expect(bare.hasPrefix("user_verification_required"), "\(bare)")
+
+            // A copy of the passkey taken earlier: its counter does not go up.
+            let held = try #require(try await browser.credentials(authenticator).first)
+            let count = try #require(held["signCount"] as? Int)
+            try await browser.setSignCount(authenticator, of: held, to: count - 1)
+            try await browser.click("\(Self.card(second.event.ID)) button[name=approve]")
+            let cloned = try await Self.waitForError(browser, second.event.ID)
+            #expect(cloned.contains("counter"), "\(cloned)")
+            #expect(try await broker.backend.event(id: second.event.ID).status == .pending)
+        } catch {
+            try? await WebApproverBrowserTests.save(browser, "passkey-failure")
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
+    @Test("the screen lock is turned off only with the screen lock, and then approvals that need it are refused")
+    func turnOff() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let browser = try await WebDriver.start()
+        do {
+            let authenticator = try await browser.addVirtualAuthenticator()
+            try await Self.pair(browser, broker, laptop: laptop)
+            try await browser.click("#screen-lock-on")
+            try await browser.waitFor(text: "On: requests that ask for it")
+            // Whoever holds the unlocked phone cannot pass its fingerprint check.
+            try await browser.setUserVerified(authenticator, false)
+            try await browser.click("#screen-lock-off")
+            try await browser.acceptDialog()
+            try await browser.waitUntil("the refusal") {
+                let shown = (try? await browser.text("#status")) ?? ""
+                return shown.contains("Not turned off") || shown.contains("screen lock was not")
+            }
+            #expect(try await broker.backend.devices(user: "alice").contains { $0.passkey != nil })
+            // The owner can.
+            try await browser.setUserVerified(authenticator, true)
+            try await browser.click("#screen-lock-off")
+            try await browser.acceptDialog()
+            try await browser.waitFor(text: "no longer protects approvals")
+            #expect(try await broker.backend.devices(user: "alice").allSatisfy { $0.passkey == nil })
+            let ticket = try await broker.backend.requestApproval(
+                user: "alice", numberMatching: false, userVerification: true)
+            try await browser.waitFor(element: Self.card(ticket.event.ID))
+            #expect(
+                try await browser.text(Self.card(ticket.event.ID)).contains(
+                    "must be approved on a device that can verify you"))
+        } catch {
+            try? await WebApproverBrowserTests.save(browser, "passkey-off-failure")
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+}
