@@ -36,7 +36,7 @@ struct Answering {
             print(
                 expired
                     ? "This request expired before it was answered."
-                    : "This request is gone: the requesting machine withdrew it, or another device answered it.")
+                    : "This request is gone: the \(asker) withdrew it, or another device answered it.")
             return .gone
         }
     }
@@ -50,7 +50,8 @@ struct Answering {
         if let details = event.details { print("  details:   \(shown(details))") }
         if let device = item.newDevice {
             print("  device:    \(shown(device.name)) (\(shown(device.type)))")
-            print("  fingerprint: \(shown(device.fingerprint))  <- must match the new machine's screen")
+            print("  fingerprint: \(shown(device.fingerprint))")
+            print("  Check that this fingerprint matches the one on the new device's screen.")
         }
         print("  event id:  \(shown(event.ID))")
         live.printTimeLeft(until: event.expiresAt)
@@ -96,8 +97,21 @@ struct Answering {
         return reply
     }
 
+    /// Who asked: the new device for a pairing, else the requesting machine.
+    private var asker: String { item.newDevice != nil ? "new device" : "requesting machine" }
+
     private func answer(live: LiveLine) async throws -> Outcome {
+        let pairing = item.newDevice != nil
+        // Six for a pairing code, and for a login once the user rejected
+        // several requests lately (the broker says how many).
+        let digits = item.matchDigits ?? (pairing ? 6 : 2)
         var verdict = self.verdict
+        var number = match
+        // A pairing is answered with the code the new device shows: typing
+        // it approves, and refusing is the other choice on the same line.
+        if pairing, verdict == nil, number == nil {
+            (verdict, number) = try await askPairingCode(digits: digits, live: live)
+        }
         while verdict == nil {
             guard
                 let reply = try await ask(
@@ -108,12 +122,7 @@ struct Answering {
             if ["f", "fraud"].contains(reply) { verdict = .fraud }
             if verdict == nil { live.say("Please answer y, n or f.") }
         }
-        let pairing = item.newDevice != nil
-        let prompt = pairing ? "Pairing code shown on the new machine: " : "Number shown on the requesting machine: "
-        // Six for a pairing code, and for a login once the user rejected
-        // several requests lately (the broker says how many).
-        let digits = item.matchDigits ?? (pairing ? 6 : 2)
-        var number = match
+        let prompt = pairing ? "Pairing code shown on the new device: " : "Number shown on the requesting machine: "
         /// Asks until the reply is a number of the right length: anything
         /// else is asked again, without spending one of the broker's tries.
         func askNumber() async throws -> String {
@@ -121,9 +130,8 @@ struct Answering {
                 guard let reply = try await ask(prompt, live: live) else {
                     throw AgentFailure("no number on standard input; use --match N")
                 }
-                let typed = reply.filter { $0 != " " }
-                if typed.count == digits, typed.allSatisfy({ $0.isASCII && $0.isNumber }) { return typed }
-                live.say("Type the \(digits) digits shown on the \(pairing ? "new" : "requesting") machine.")
+                if let typed = Self.number(reply, digits: digits) { return typed }
+                live.say("Type the \(digits) digits shown on the \(asker).")
             }
         }
         if verdict == .approve, item.matchRequired, number == nil { number = try await askNumber() }
@@ -138,7 +146,7 @@ struct Answering {
                 live.stop()
                 if current.decidedBy == credential.deviceID { return report(current) }
                 if current.statusReason == .tooManyWrongMatches {
-                    print("Rejected: that was the third wrong number. The requesting machine is told so.")
+                    print(tooManyWrong)
                     return .rejected
                 }
                 print("Not answered: the request ended meanwhile (\(current.status.rawValue)).")
@@ -168,12 +176,18 @@ struct Answering {
                 return report(decided)
             } catch let error as CountersignError where error.code == "wrong_match" && self.verdict == nil {
                 // Asked again while tries remain; the broker counts them and
-                // rejects the request after the last.
-                live.say(shown(error.message))
-                number = try await askNumber()
+                // rejects the request after the last. A pairing may be
+                // refused instead.
+                if pairing {
+                    live.say(Self.wrongCode(error))
+                    (verdict, number) = try await askPairingCode(digits: digits, live: live)
+                } else {
+                    live.say(shown(error.message))
+                    number = try await askNumber()
+                }
             } catch let error as CountersignError where error.code == "too_many_wrong_matches" {
                 live.stop()
-                print("Rejected: that was the third wrong number. The requesting machine is told so.")
+                print(tooManyWrong)
                 return .rejected
             } catch let error as CountersignError
                 where ["expired", "withdrawn", "already_decided"].contains(error.code)
@@ -183,6 +197,50 @@ struct Answering {
                 return .gone
             }
         }
+    }
+
+    /// For a pairing: the code the new device shows (approve), or a
+    /// refusal (an empty line or n: reject; f: this wasn't me). Anything
+    /// else is asked again, without spending one of the broker's tries.
+    private func askPairingCode(digits: Int, live: LiveLine) async throws -> (Verdict, String?) {
+        while true {
+            guard
+                let reply = try await ask(
+                    "Type the \(digits)-digit code the new device shows to add it; "
+                        + "Enter or [n]o refuses, [f] this wasn't me: ", live: live)
+            else {
+                throw AgentFailure(
+                    "no answer on standard input; use --event ID with --yes --match CODE, --reject or --report-fraud")
+            }
+            if let typed = Self.number(reply, digits: digits) { return (.approve, typed) }
+            switch reply.lowercased() {
+            case "", "n", "no": return (.reject, nil)
+            case "f", "fraud": return (.fraud, nil)
+            default: live.say("Type the \(digits) digits the new device shows; Enter or n refuses, f this wasn't me.")
+            }
+        }
+    }
+
+    /// The digits typed (spaces between them allowed), if they are a
+    /// number of the right length.
+    private static func number(_ reply: String, digits: Int) -> String? {
+        let typed = reply.filter { $0 != " " }
+        return typed.count == digits && typed.allSatisfy({ $0.isASCII && $0.isNumber }) ? typed : nil
+    }
+
+    /// The broker's `wrong_match`, said of the new device's code: its
+    /// message names the requesting machine's number, and ends with the
+    /// tries left.
+    private static func wrongCode(_ error: CountersignError) -> String {
+        guard let tries = error.message.range(of: "; ") else { return shown(error.message) }
+        let left = error.message[tries.upperBound...].trimmingCharacters(in: CharacterSet(charactersIn: ". "))
+        return "That is not the code the new device shows; \(shown(left))."
+    }
+
+    private var tooManyWrong: String {
+        item.newDevice != nil
+            ? "Rejected: that was the third wrong code. The new device is told so."
+            : "Rejected: that was the third wrong number. The requesting machine is told so."
     }
 
     /// Says how this device's answer settled the request.

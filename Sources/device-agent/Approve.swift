@@ -10,7 +10,9 @@ extension DeviceAgent {
             abstract: "Approve or reject requests waiting for this trusted device.",
             discussion: """
                 Waits for a pending request of the user, shows it with the time left, asks whether \
-                to approve, and for the number the requesting machine shows. Several waiting \
+                to approve, and for the number the requesting machine shows. A pairing (a new device \
+                asking to be added) asks only for the code the new device shows: typing it approves, \
+                an empty line or n refuses, f reports it as not yours. Several waiting \
                 requests are listed to choose from, newest last. A request that is withdrawn or \
                 expires while you are asked is dropped, and said so. `--watch` keeps waiting for \
                 more, and rides out a broker restart or a dropped connection. `--event ID --yes \
@@ -42,7 +44,7 @@ extension DeviceAgent {
         @Flag(help: "Reject as \"this wasn't me\" without asking (with --event); see above.")
         var reportFraud = false
 
-        @Option(help: "The number the requesting machine shows.")
+        @Option(help: "The number the requesting machine shows (for a pairing, the code the new device shows).")
         var match: String?
 
         @Option(help: "How long to wait for a request, in seconds (without --watch).")

@@ -181,7 +181,8 @@ struct Enrollment {
             print(
                 "Pairing request \(shown(ticket.event.ID)) sent to the trusted devices of "
                     + "\(shown(credential.clientUserID)) to add \(shown(credential.name)).")
-            print("On one of them, run `device-agent approve` and check that it shows:")
+            print("On one of them (`device-agent approve`, or its web approver), check this fingerprint")
+            print("and type this code there:")
             print("  Pairing code: \(shown(ticket.matchNumber ?? "none"))")
             print("  Fingerprint:  \(credential.publicKey.fingerprint)")
             print("Waiting up to \(left) s for the answer… (Ctrl-C withdraws the request)")

@@ -17,8 +17,13 @@ struct PairingEndToEndTests {
         return (broker, pairing, eventID, machineA, machineB)
     }
 
+    /// What `approve` and `devices add-phone` ask for a pairing: the code,
+    /// which approves it, or a refusal on the same line.
+    static let codePrompt =
+        #"Type the 6-digit code the new device shows to add it; Enter or \[n\]o refuses, \[f\] this wasn't me: "#
+
     @Test(
-        "devices add-phone: a link on the address the phone reaches, a refused pairing exits 3 and adds nothing, none in time exits 5"
+        "devices add-phone: a link on the address the phone reaches, a pairing refused with an empty line exits 3 and adds nothing, none in time exits 5"
     )
     func addPhoneOutcomes() async throws {
         let (broker, pairing, _, machineA, _) = try await startPairing()
@@ -29,9 +34,10 @@ struct PairingEndToEndTests {
         defer { addPhone.stop() }
         let link = try await addPhone.waitFor(#"Or open: (\S+)"#)
         #expect(link == "https://auth.example.com/approve/#pair&api_key=\(broker.apiKeyID)&user=alice")
-        _ = try await addPhone.waitFor("Approve this request")
+        _ = try await addPhone.waitFor(Self.codePrompt)
         #expect(!addPhone.text.contains("a phone cannot open"), "no loopback note for a reachable address")
-        addPhone.send("n\n")
+        #expect(!addPhone.text.contains("Approve this request"), "the code is asked first: \(addPhone.text)")
+        addPhone.send("\n")
         #expect(try await addPhone.exitCode() == 3, "\(addPhone.text)")
         #expect(addPhone.text.contains("The pairing was refused; the phone was not added."))
         #expect(try await pairing.exitCode() != 0, "the refused machine is told: \(pairing.text)")
@@ -119,6 +125,57 @@ struct PairingEndToEndTests {
         #expect(changes[0].deviceID == aID && changes[0].actor == bID)
         #expect(changes[1].deviceID == bID && changes[1].actor == aID)
         #expect(changes[2].actor == ChangeAuthor.enrollmentToken)
+    }
+
+    @Test(
+        "approve asks a pairing for the code the new device shows: typing it alone approves; anything else is asked again, a wrong code spends a try"
+    )
+    func pairedByTypingTheCode() async throws {
+        let (broker, pairing, eventID, machineA, _) = try await startPairing()
+        defer { broker.stop() }
+        let code = try await pairing.waitFor(#"Pairing code: (\d{6})"#)
+        let fingerprint = try await pairing.waitFor(#"Fingerprint:  ([0-9A-F-]+)"#)
+        let approve = try broker.agent(
+            ["approve", "--event", eventID], configDirectory: machineA, keepingInputOpen: true)
+        defer { approve.stop() }
+        _ = try await approve.waitFor(Self.codePrompt)
+        #expect(approve.text.contains("Add a new device for alice at demo"), "\(approve.text)")
+        #expect(approve.text.contains("device:    desktop-B (cli)"), "\(approve.text)")
+        #expect(approve.text.contains("fingerprint: \(fingerprint)\n"), "\(approve.text)")
+        #expect(approve.text.contains("Check that this fingerprint matches the one on the new device's screen."))
+        #expect(!approve.text.contains("Approve this request") && !approve.text.contains("machine's screen"))
+
+        // "y" is not an answer here: the code is.
+        approve.send("y\n")
+        _ = try await approve.waitFor(
+            #"Type the 6 digits the new device shows; Enter or n refuses, f this wasn't me\."#)
+        let wrong = String((Int(String(code.first!))! + 1) % 10) + code.dropFirst()
+        approve.send("\(wrong)\n")
+        _ = try await approve.waitFor(#"That is not the code the new device shows; 2 tries left\."#)
+        approve.send("\(code.prefix(3)) \(code.dropFirst(3))\n")
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("Approved."), "\(approve.text)")
+        #expect(try await pairing.exitCode() == 0, "\(pairing.text)")
+        #expect(pairing.text.contains("This machine is now a trusted device of alice"))
+        #expect(try await broker.backend.devices(user: "alice").map(\.name).sorted() == ["desktop-B", "laptop-A"])
+    }
+
+    @Test("a pairing refused with n at the code prompt: the new machine is told, keeps no key, nothing is added")
+    func refusedAtThePrompt() async throws {
+        let (broker, pairing, eventID, machineA, machineB) = try await startPairing()
+        defer { broker.stop() }
+        let approve = try broker.agent(
+            ["approve", "--event", eventID], configDirectory: machineA, keepingInputOpen: true)
+        defer { approve.stop() }
+        _ = try await approve.waitFor(Self.codePrompt)
+        approve.send("n\n")
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("Rejected."), "\(approve.text)")
+        #expect(try await pairing.exitCode() == 3, "\(pairing.text)")
+        #expect(pairing.text.contains("The pairing was refused."), "\(pairing.text)")
+        #expect(try CredentialStore(directory: machineB).accounts().isEmpty)
+        #expect(try await broker.backend.event(id: eventID).status == .rejected)
+        #expect(try await broker.backend.devices(user: "alice").count == 1)
     }
 
     @Test("a refused pairing leaves no key on the new machine and no device at the broker")

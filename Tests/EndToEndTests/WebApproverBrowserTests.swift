@@ -180,9 +180,10 @@ struct WebApproverBrowserTests {
             try await browser.waitFor(element: "#pairing-code:not(:empty)")
             let code = try await browser.text("#pairing-code")
             let fingerprint = try await browser.text("#pairing-fingerprint")
-            _ = try await addPhone.waitFor("Approve this request")
+            // The person holding the phone types its code: that approves.
+            _ = try await addPhone.waitFor(#"Type the 6-digit code the new device shows to add it"#)
             #expect(addPhone.text.contains("fingerprint: \(fingerprint)"), "the terminal shows the phone's fingerprint")
-            addPhone.send("y\n\(code)\n")
+            addPhone.send("\(code)\n")
             #expect(try await addPhone.exitCode() == 0, "\(addPhone.text)")
             #expect(addPhone.text.contains("The phone is now a trusted device of alice."))
             try await browser.waitFor(text: "trusted device of alice")
