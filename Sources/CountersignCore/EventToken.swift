@@ -24,9 +24,13 @@ public struct EventTokenClaims: JWTPayload, Equatable {
     public var method: AuthMethod
     /// The device that decided, if one did.
     public var decidedBy: String?
+    /// For an approved event, how the user was authenticated
+    /// (``ApprovalAuthentication``): its class and RFC 8176 methods.
+    public var acr: String?
+    public var amr: [String]?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, event, status, approved, method
+        case iss, sub, aud, iat, exp, jti, event, status, approved, method, acr, amr
         case decidedBy = "decided_by"
     }
 
@@ -45,6 +49,11 @@ public struct EventTokenClaims: JWTPayload, Equatable {
         self.approved = status == .approved
         self.method = event.method
         self.decidedBy = event.decidedBy
+        if status == .approved {
+            let authentication = ApprovalAuthentication(of: event)
+            self.acr = authentication.acr
+            self.amr = authentication.amr
+        }
     }
 
     /// Checks expiry against the current time.

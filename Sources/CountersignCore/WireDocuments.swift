@@ -35,10 +35,14 @@ public struct EventDocument: Codable, Sendable, Equatable {
     public var userVerification: String?
     /// The deciding device's passkey assertion, verbatim, when it sent one.
     public var assertion: PasskeyAssertion?
+    /// For an approved event, how the user was authenticated
+    /// (``ApprovalAuthentication``), as the event token says it too.
+    public var acr: String?
+    public var amr: [String]?
 
     enum CodingKeys: String, CodingKey {
         case ID, CreatedAt, UpdatedAt, DeletedAt, issuer, event, ip, location, timestamp, method, new, approved
-        case signature, status, details, decision, assertion
+        case signature, status, details, decision, assertion, acr, amr
         case statusReason = "status_reason"
         case userVerification = "user_verification"
         case clientUserID = "client_user_id"
@@ -75,6 +79,11 @@ public struct EventDocument: Codable, Sendable, Equatable {
         self.statusReason = event.statusReason
         self.userVerification = event.userVerification ? "required" : nil
         self.assertion = event.assertion
+        if status == .approved {
+            let authentication = ApprovalAuthentication(of: event)
+            self.acr = authentication.acr
+            self.amr = authentication.amr
+        }
     }
 }
 
@@ -287,6 +296,8 @@ extension EventDocument: WireJSONWritable {
         object.field("DeletedAt", DeletedAt)
         object.field("ID", ID)
         object.field("UpdatedAt", UpdatedAt)
+        object.field("acr", acr)
+        if let amr { object.field("amr", amr) }
         object.field("approved", approved)
         object.field("assertion", assertion)
         object.field("client_user_id", clientUserID)

@@ -130,7 +130,7 @@ extension StoreConformance {
             let record = RefreshTokenRecord(
                 digest: Data(repeating: 7, count: 32), familyID: "ciba:ev_1", apiKeyID: "ck_app", identityID: "",
                 createdAt: Fixture.t0, expiresAt: Fixture.t0 + 3600, authTime: Fixture.t0,
-                clientUserID: "alice", acr: CIBAAuthentication.deviceACR)
+                clientUserID: "alice", acr: ApprovalAuthentication.deviceACR)
             try await store.insertRefreshToken(record)
             try check(try await store.refreshToken(digest: record.digest) == record, "read back as written")
             let replacement = RefreshTokenRecord(
@@ -139,7 +139,7 @@ extension StoreConformance {
             let rotated = try await store.rotateRefreshToken(
                 digest: record.digest, replacement: replacement, now: Fixture.t0 + 5)
             try check(
-                rotated.familyID == "ciba:ev_1" && rotated.acr == CIBAAuthentication.deviceACR
+                rotated.familyID == "ciba:ev_1" && rotated.acr == ApprovalAuthentication.deviceACR
                     && rotated.clientUserID == "alice" && rotated.authTime == Fixture.t0, "\(rotated)")
         },
     ]

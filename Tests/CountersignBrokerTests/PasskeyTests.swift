@@ -237,6 +237,18 @@ struct PasskeyTests {
             #expect(approved.status == .ok, "\(String(buffer: approved.body))")
             let document = try decode(EventDocument.self, approved)
             #expect(document.status == .approved && document.assertion == assertion)
+            // How: a device key and a passkey that verified its owner, in
+            // the document and in the broker-signed token alike.
+            #expect(document.acr == ApprovalAuthentication.passkeyACR && document.amr == ["swk", "hwk", "user", "mfa"])
+            let fetched = try decode(
+                EventDocument.self,
+                try await client.execute(
+                    uri: "/api/v1/events/\(item.event.ID)", method: .get, headers: broker.backendHeaders))
+            #expect(fetched.acr == document.acr && fetched.amr == document.amr)
+            let token = try #require(fetched.signature?.split(separator: ".").dropFirst().first)
+            let claims = try JSONDecoder().decode(
+                EventTokenClaims.self, from: try #require(Base64URL.decode(String(token))))
+            #expect(claims.acr == document.acr && claims.amr == document.amr)
             let device = try #require(try await broker.store.device(id: alice.device.id))
             #expect(device.passkey?.signCount == authenticator.signCount, "the counter is kept")
 

@@ -29,7 +29,7 @@ struct OAuthController {
         let backchannelAuthenticationEndpoint: String
         let backchannelTokenDeliveryModesSupported = ["poll", "ping"]
         let backchannelUserCodeParameterSupported = false
-        let acrValuesSupported = [CIBAAuthentication.deviceACR, CIBAAuthentication.totpACR]
+        let acrValuesSupported = ApprovalAuthentication.supportedACRs
         let responseTypesSupported = ["code"]
         let grantTypesSupported = ["authorization_code", "refresh_token", CIBAController.grantType]
         let codeChallengeMethodsSupported = ["S256"]
@@ -38,7 +38,7 @@ struct OAuthController {
         let idTokenSigningAlgValuesSupported = ["ES256"]
         let scopesSupported = ["openid", "email", "phone"]
         let claimsSupported = [
-            "iss", "sub", "aud", "exp", "iat", "auth_time", "acr", "email", "email_verified", "phone_number",
+            "iss", "sub", "aud", "exp", "iat", "auth_time", "acr", "amr", "email", "email_verified", "phone_number",
             "phone_number_verified", "urn:openid:params:jwt:claim:auth_req_id",
         ]
 

@@ -72,7 +72,7 @@ struct OAuthTokenIssuer {
         var (secret, record) = newRefreshToken(
             apiKeyID: event.issuer, identityID: "", clientUserID: event.clientUserID, family: "ciba:" + event.id)
         record.authTime = authTime
-        record.acr = CIBAAuthentication.acr(of: event.method)
+        record.acr = ApprovalAuthentication(of: event).acr
         try await environment.store.insertRefreshToken(record)
         return try await tokens(
             user: event.clientUserID, apiKeyID: event.issuer, authTime: authTime, refreshToken: secret,

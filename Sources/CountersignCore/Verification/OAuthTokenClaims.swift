@@ -26,8 +26,10 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
     public var authMethod: String
     /// The OpenID Connect nonce the app sent to /oauth/authorize (ID token only).
     public var nonce: String?
-    /// How the user authenticated: ``CIBAAuthentication/deviceACR`` or ``CIBAAuthentication/totpACR``.
+    /// How the user authenticated: one of ``ApprovalAuthentication/supportedACRs``.
     public var acr: String?
+    /// The RFC 8176 methods of `acr` (``ApprovalAuthentication/amr``).
+    public var amr: [String]?
     /// For a CIBA grant, the `auth_req_id` it answers (CIBA Core §10.3.1).
     public var authReqID: String?
 
@@ -56,11 +58,12 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
         self.authMethod = authMethod
         self.nonce = nonce
         self.acr = acr
+        self.amr = acr.map { ApprovalAuthentication(acr: $0).amr }
         self.authReqID = authReqID
     }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce, acr
+        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce, acr, amr
         case authReqID = "urn:openid:params:jwt:claim:auth_req_id"
         case tokenType = "token_type"
         case clientID = "client_id"
