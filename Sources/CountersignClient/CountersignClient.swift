@@ -152,7 +152,9 @@ public struct CountersignClient: Sendable {
             body: body, as: DeviceDocument.self)
     }
 
-    /// A login from the trusted device itself: approved at once.
+    /// A login from the trusted device itself: approved at once, unless the
+    /// app requires user verification; then it is pending (with a requester
+    /// token) until a device approves it with its passkey.
     public func loginAsTrustedDevice(_ credential: DeviceCredential, event: String = EventName.login) async throws
         -> EventTicket
     {

@@ -15,10 +15,15 @@ public struct APIKey: Sendable, Equatable {
     public var previousSecretExpiresAt: Date?
     /// Revoked keys take nothing, from that moment on.
     public var revokedAt: Date?
+    /// The app's policy for every event made under the key: with
+    /// `required`, each one requires user verification, whatever its
+    /// request says (``UserVerificationRule``).
+    public var userVerification: UserVerificationPolicy
 
     public init(
         id: String, name: String, secretDigest: Data, createdAt: Date, previousSecretDigest: Data? = nil,
-        previousSecretExpiresAt: Date? = nil, revokedAt: Date? = nil
+        previousSecretExpiresAt: Date? = nil, revokedAt: Date? = nil,
+        userVerification: UserVerificationPolicy = .discouraged
     ) {
         self.id = id
         self.name = name
@@ -27,6 +32,7 @@ public struct APIKey: Sendable, Equatable {
         self.previousSecretDigest = previousSecretDigest
         self.previousSecretExpiresAt = previousSecretExpiresAt
         self.revokedAt = revokedAt
+        self.userVerification = userVerification
     }
 
     /// Which of the key's secrets `digest` is, at `now`.
@@ -58,6 +64,17 @@ public struct APIKey: Sendable, Equatable {
 public struct APIKeyChange: Sendable, Equatable {
     public enum Action: String, Sendable {
         case created, rotated, revoked
+        /// Its user-verification policy was set (``APIKey/userVerification``).
+        case userVerificationRequired = "user_verification_required"
+        case userVerificationDiscouraged = "user_verification_discouraged"
+
+        /// The change that sets the policy to `policy`.
+        public static func setting(_ policy: UserVerificationPolicy) -> Action {
+            switch policy {
+            case .required: .userVerificationRequired
+            case .discouraged: .userVerificationDiscouraged
+            }
+        }
     }
 
     public var apiKeyID: String

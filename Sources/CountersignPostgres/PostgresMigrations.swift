@@ -289,6 +289,24 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        (
+            // An app's policy for all its events: 'required' makes every
+            // event under the key require user verification. Setting it
+            // is audited.
+            "v20-api-key-user-verification",
+            [
+                """
+                ALTER TABLE api_keys ADD COLUMN user_verification text NOT NULL DEFAULT 'discouraged'
+                    CHECK (user_verification IN ('required', 'discouraged'))
+                """,
+                """
+                ALTER TABLE api_key_changes DROP CONSTRAINT api_key_changes_action_check,
+                    ADD CONSTRAINT api_key_changes_action_check CHECK (action IN (
+                        'created', 'rotated', 'revoked', 'user_verification_required',
+                        'user_verification_discouraged'))
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -9,8 +9,10 @@ extension PostgresStore {
         try await write { db in
             try await db.run(
                 """
-                INSERT INTO api_keys (id, name, secret_digest, created_at)
-                VALUES (\(key.id), \(key.name), \(key.secretDigest), \(key.createdAt.seconds))
+                INSERT INTO api_keys (id, name, secret_digest, created_at, user_verification)
+                VALUES (
+                    \(key.id), \(key.name), \(key.secretDigest), \(key.createdAt.seconds),
+                    \(key.userVerification.rawValue))
                 """, logger: logger)
         }
     }
@@ -38,6 +40,16 @@ extension PostgresStore {
         try await changeAPIKey(
             "UPDATE api_keys SET revoked_at = \(change.at.seconds) WHERE id = \(id) AND revoked_at IS NULL RETURNING *",
             change)
+    }
+
+    public func setUserVerification(_ policy: UserVerificationPolicy, apiKeyID: String, change: APIKeyChange)
+        async throws -> APIKey
+    {
+        try await changeAPIKey(
+            """
+            UPDATE api_keys SET user_verification = \(policy.rawValue)
+            WHERE id = \(apiKeyID) AND revoked_at IS NULL RETURNING *
+            """, change)
     }
 
     /// Runs `update` (returning the key) and records `change` in one
@@ -91,7 +103,9 @@ extension PostgresStore {
             id: try row.value("id"), name: try row.value("name"), secretDigest: try row.value("secret_digest"),
             createdAt: try row.date("created_at"), previousSecretDigest: try row.value("previous_secret_digest"),
             previousSecretExpiresAt: try row.optionalDate("previous_secret_expires_at"),
-            revokedAt: try row.optionalDate("revoked_at"))
+            revokedAt: try row.optionalDate("revoked_at"),
+            // A value this broker does not know reads as the stricter policy.
+            userVerification: UserVerificationPolicy(rawValue: try row.value("user_verification")) ?? .required)
     }
 
     public func setRedirectURLs(_ urls: [String], apiKeyID: String) async throws {

@@ -7,8 +7,14 @@ extension SQLiteStore {
     public func insertAPIKey(_ key: APIKey) async throws {
         try await write { db in
             try db.execute(
-                sql: "INSERT INTO api_keys (id, name, secret_digest, created_at) VALUES (?, ?, ?, ?)",
-                arguments: [key.id, key.name, key.secretDigest, key.createdAt.timeIntervalSince1970])
+                sql: """
+                    INSERT INTO api_keys (id, name, secret_digest, created_at, user_verification)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    key.id, key.name, key.secretDigest, key.createdAt.timeIntervalSince1970,
+                    key.userVerification.rawValue,
+                ])
         }
     }
 
@@ -40,6 +46,17 @@ extension SQLiteStore {
                 sql: "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 arguments: [change.at.timeIntervalSince1970, id])
             return try Self.changed(id, change, db)
+        }
+    }
+
+    public func setUserVerification(_ policy: UserVerificationPolicy, apiKeyID: String, change: APIKeyChange)
+        async throws -> APIKey
+    {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE api_keys SET user_verification = ? WHERE id = ? AND revoked_at IS NULL",
+                arguments: [policy.rawValue, apiKeyID])
+            return try Self.changed(apiKeyID, change, db)
         }
     }
 
@@ -192,6 +209,8 @@ extension APIKey {
             previousSecretDigest: row["previous_secret_digest"],
             previousSecretExpiresAt: (row["previous_secret_expires_at"] as Double?).map(
                 Date.init(timeIntervalSince1970:)),
-            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+            revokedAt: (row["revoked_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+            // A value this broker does not know reads as the stricter policy.
+            userVerification: UserVerificationPolicy(rawValue: row["user_verification"]) ?? .required)
     }
 }

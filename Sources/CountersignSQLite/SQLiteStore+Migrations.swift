@@ -359,6 +359,35 @@ extension SQLiteStore {
             try db.execute(sql: "ALTER TABLE events ADD COLUMN user_verification INTEGER NOT NULL DEFAULT 0")
             try db.execute(sql: "ALTER TABLE events ADD COLUMN decision_assertion TEXT")
         }
+        migrator.registerMigration("v20-api-key-user-verification") { db in
+            // An app's policy for all its events: 'required' makes every
+            // event under the key require user verification.
+            try db.execute(
+                sql: """
+                    ALTER TABLE api_keys ADD COLUMN user_verification TEXT NOT NULL DEFAULT 'discouraged'
+                        CHECK (user_verification IN ('required', 'discouraged'))
+                    """)
+            // Setting it is audited: SQLite changes a CHECK only by
+            // rebuilding the table, which is small (a few rows per key).
+            try db.execute(
+                sql: """
+                    CREATE TABLE api_key_changes_v20 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        api_key_id TEXT NOT NULL,
+                        action TEXT NOT NULL CHECK (action IN (
+                            'created', 'rotated', 'revoked', 'user_verification_required',
+                            'user_verification_discouraged')),
+                        via TEXT NOT NULL,
+                        ip TEXT,
+                        at REAL NOT NULL
+                    );
+                    INSERT INTO api_key_changes_v20 (id, api_key_id, action, via, ip, at)
+                        SELECT id, api_key_id, action, via, ip, at FROM api_key_changes;
+                    DROP TABLE api_key_changes;
+                    ALTER TABLE api_key_changes_v20 RENAME TO api_key_changes;
+                    CREATE INDEX api_key_changes_by_key ON api_key_changes(api_key_id, id);
+                    """)
+        }
         return migrator
     }
 }

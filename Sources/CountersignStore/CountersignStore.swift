@@ -15,7 +15,8 @@ public import Foundation
 public protocol CountersignStore: CountersignOutboxStore {
     // MARK: API keys and signing keys
 
-    /// Inserts a new API key; `alreadyExists` if the id is taken.
+    /// Inserts a new API key, with its user-verification policy;
+    /// `alreadyExists` if the id is taken.
     func insertAPIKey(_ key: APIKey) async throws
     /// The API key with this id, or nil; nil too once it is revoked, so
     /// that a revoked key is refused everywhere, by every instance, at once.
@@ -31,6 +32,13 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// Revokes a key at `change.at`, recording `change` in the same
     /// transaction; `notFound` for an unknown or revoked key.
     func revokeAPIKey(id: String, change: APIKeyChange) async throws -> APIKey
+    /// Sets an unrevoked key's user-verification policy
+    /// (``APIKey/userVerification``) and returns the key, recording `change`
+    /// (``APIKeyChange/Action/setting(_:)``) in the same transaction, even
+    /// when the key had that policy already; `notFound` for an unknown or
+    /// revoked key, and nothing changes.
+    func setUserVerification(_ policy: UserVerificationPolicy, apiKeyID: String, change: APIKeyChange) async throws
+        -> APIKey
     /// Records a change made otherwise (a key's creation).
     func recordAPIKeyChange(_ change: APIKeyChange) async throws
     /// A key's changes, oldest first; never garbage-collected.

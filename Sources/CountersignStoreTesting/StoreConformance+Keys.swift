@@ -67,6 +67,57 @@ extension StoreConformance {
             }
             try check(try await store.apiKeyChanges(id: "ck_one") == [created, revocation], "both changes, in order")
         },
+        Case(
+            name:
+                "API keys: the user-verification policy is written at creation, set and audited later, kept by a rotation"
+        ) { store in
+            try await store.insertAPIKey(
+                APIKey(id: "ck_lax", name: "lax", secretDigest: SecretToken.digest("s1"), createdAt: Fixture.t0))
+            let strict = APIKey(
+                id: "ck_strict", name: "strict", secretDigest: SecretToken.digest("s2"), createdAt: Fixture.t0 + 1,
+                userVerification: .required)
+            try await store.insertAPIKey(strict)
+            try check(try await store.apiKey(id: "ck_lax")?.userVerification == .discouraged, "discouraged by default")
+            try check(try await store.apiKey(id: "ck_strict") == strict, "required as created")
+            try check(try await store.apiKeys().map(\.userVerification) == [.discouraged, .required], "listed")
+            func change(_ policy: UserVerificationPolicy, _ key: String, at: Date) -> APIKeyChange {
+                APIKeyChange(apiKeyID: key, action: .setting(policy), via: "rest", ip: "192.0.2.1", at: at)
+            }
+            let raised = try await store.setUserVerification(
+                .required, apiKeyID: "ck_lax", change: change(.required, "ck_lax", at: Fixture.t0 + 5))
+            try check(raised.userVerification == .required, "the key after the write says required")
+            try check(try await store.apiKey(id: "ck_lax") == raised, "and reads back so")
+            try check(
+                try await store.apiKey(id: "ck_strict")?.userVerification == .required, "another key is untouched")
+            let lowered = try await store.setUserVerification(
+                .discouraged, apiKeyID: "ck_strict", change: change(.discouraged, "ck_strict", at: Fixture.t0 + 6))
+            try check(try await store.apiKey(id: "ck_strict") == lowered, "lowered, and read back")
+            try check(lowered.userVerification == .discouraged, "lowered to discouraged")
+            let rotated = try await store.rotateAPIKeySecret(
+                id: "ck_lax", to: SecretToken.digest("s3"), previousUntil: Fixture.t0 + 60,
+                change: APIKeyChange(apiKeyID: "ck_lax", action: .rotated, via: "cli", at: Fixture.t0 + 7))
+            try check(rotated.userVerification == .required, "a rotation keeps the policy")
+            try check(
+                try await store.apiKeyChanges(id: "ck_lax").map(\.action) == [.userVerificationRequired, .rotated],
+                "the setting is audited with the other changes, in order")
+            let lowering = change(.discouraged, "ck_strict", at: Fixture.t0 + 6)
+            try check(try await store.apiKeyChanges(id: "ck_strict") == [lowering], "with how, from where and when")
+            try await checkThrows(.notFound, "an unknown key") {
+                _ = try await store.setUserVerification(
+                    .required, apiKeyID: "ck_none", change: change(.required, "ck_none", at: Fixture.t0))
+            }
+            try check(try await store.apiKeyChanges(id: "ck_none").isEmpty, "nothing recorded for it")
+            _ = try await store.revokeAPIKey(
+                id: "ck_strict",
+                change: APIKeyChange(apiKeyID: "ck_strict", action: .revoked, via: "cli", at: Fixture.t0 + 8))
+            try await checkThrows(.notFound, "a revoked key") {
+                _ = try await store.setUserVerification(
+                    .required, apiKeyID: "ck_strict", change: change(.required, "ck_strict", at: Fixture.t0 + 9))
+            }
+            try check(try await store.apiKeyChanges(id: "ck_strict").count == 2, "the refused setting is not recorded")
+            try check(
+                try await store.apiKeys().last?.userVerification == .discouraged, "a refused setting changes nothing")
+        },
         Case(name: "redirect URLs: replaced as a whole, in order, per API key") { store in
             let key = APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0)
             try await store.insertAPIKey(key)

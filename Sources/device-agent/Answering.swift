@@ -54,6 +54,11 @@ struct Answering {
             print("  Check that this fingerprint matches the one on the new device's screen.")
         }
         print("  event id:  \(shown(event.ID))")
+        if event.userVerification == "required" {
+            // This agent holds no passkey: what it can still do is refuse.
+            print("  This request must be approved with a passkey that verifies you (fingerprint, face or PIN),")
+            print("  e.g. in the web approver with its screen lock on. This machine can only reject it.")
+        }
         live.printTimeLeft(until: event.expiresAt)
     }
 
@@ -185,6 +190,12 @@ struct Answering {
                     live.say(shown(error.message))
                     number = try await askNumber()
                 }
+            } catch let error as CountersignError where error.code == "user_verification_required" {
+                live.stop()
+                throw AgentFailure(
+                    "not approved: this request must be approved with a passkey that verifies you, on a device "
+                        + "that has one (the web approver with its screen lock on); here it can only be rejected "
+                        + "(--reject)")
             } catch let error as CountersignError where error.code == "too_many_wrong_matches" {
                 live.stop()
                 print(tooManyWrong)

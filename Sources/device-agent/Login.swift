@@ -13,6 +13,9 @@ extension DeviceAgent {
                 default) while you approve it on a trusted device with `device-agent approve`, \
                 typing that number there.
 
+                On a trusted device of an app that requires user verification (a passkey), the request \
+                is pending like any other: approve it with the passkey of a trusted device, this one's too.
+
                 With --code: when no trusted device can answer, the request is finished at once with \
                 the TOTP code `device-agent code` shows on one of them.
 
@@ -72,6 +75,18 @@ extension DeviceAgent {
             }
         }
 
+        /// Waits for a trusted device to decide the pending request, with a
+        /// countdown; SIGINT or SIGTERM withdraws it.
+        private func awaitOutcome(
+            of ticket: EventTicket, client: CountersignClient, console: Console, signals: SignalWatch
+        ) async throws -> EventDocument {
+            try await PendingRequest(ticket: ticket, client: client, console: console).waitWithdrawing(on: signals) {
+                try await Countdown(until: ticket.event.expiresAt, console: console).run {
+                    try await client.awaitOutcome(of: ticket)
+                }
+            }
+        }
+
         func run() async throws {
             let (broker, apiKey, user) = try account.account()
             let client = CountersignClient(broker: broker, apiKeyID: apiKey, userAgent: DeviceAgent.userAgent)
@@ -83,10 +98,24 @@ extension DeviceAgent {
             let console = Console(toStandardError: json)
             let trusted = try account.credentials.matching(broker: broker, apiKeyID: apiKey, user: user).first
             let outcome: EventDocument
+            var decidedElsewhere = trusted == nil && code == nil
             if let trusted {
                 let credential = try account.credentials.unlock(trusted, pin: Prompt.pin(for: trusted))
-                outcome = try await client.loginAsTrustedDevice(credential).event
-                console.say("This machine is a trusted device of \(shown(user)): approved.")
+                let signals = SignalWatch([SIGINT, SIGTERM])
+                defer { signals.stop() }
+                let ticket = try await client.loginAsTrustedDevice(credential)
+                if ticket.event.status == .pending {
+                    // The app requires user verification: this machine's
+                    // key is not enough, a passkey must approve it.
+                    console.say(
+                        "This app requires a passkey: approve request \(shown(ticket.event.ID)) with the passkey of "
+                            + "a trusted device of \(shown(user)) (this one's too).")
+                    outcome = try await awaitOutcome(of: ticket, client: client, console: console, signals: signals)
+                    decidedElsewhere = true
+                } else {
+                    outcome = ticket.event
+                    console.say("This machine is a trusted device of \(shown(user)): approved.")
+                }
             } else if let code {
                 let ticket = try await requestLogin(client, user: user, console: console)
                 do {
@@ -124,12 +153,7 @@ extension DeviceAgent {
                     console.say("Match number: \(shown(number))")
                     console.say("Approve on a trusted device (device-agent approve) and type \(shown(number)) there.")
                 }
-                let request = PendingRequest(ticket: ticket, client: client, console: console)
-                outcome = try await request.waitWithdrawing(on: signals) {
-                    try await Countdown(until: ticket.event.expiresAt, console: console).run {
-                        try await client.awaitOutcome(of: ticket)
-                    }
-                }
+                outcome = try await awaitOutcome(of: ticket, client: client, console: console, signals: signals)
             }
             if json {
                 struct Output: Encodable {
@@ -141,7 +165,7 @@ extension DeviceAgent {
             }
             switch outcome.status {
             case .approved:
-                if code == nil, trusted == nil { console.say("Approved on a trusted device.") }
+                if decidedElsewhere { console.say("Approved on a trusted device.") }
             case .rejected where outcome.statusReason == .tooManyWrongMatches:
                 console.say("Rejected: a wrong number was typed three times on the trusted device.")
                 console.say("If that was you, try again and type the number this machine shows.")

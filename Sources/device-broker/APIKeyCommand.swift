@@ -10,8 +10,8 @@ extension DeviceBroker {
             commandName: "apikey",
             abstract: "Manage the API keys apps use.",
             subcommands: [
-                Create.self, List.self, SetRedirectURLs.self, SetWebhook.self, SetCIBAPing.self, Rotate.self,
-                Revoke.self, Audit.self,
+                Create.self, List.self, SetRedirectURLs.self, SetWebhook.self, SetCIBAPing.self,
+                SetUserVerification.self, Rotate.self, Revoke.self, Audit.self,
             ])
     }
 }
@@ -31,6 +31,13 @@ extension DeviceBroker.APIKeyCommand {
             help: "Where the hosted verification page may send users back to; repeat for several.")
         var redirectURLs: [String] = []
 
+        @Option(
+            help: """
+                required: every event of the app is approved only with a device's passkey, its owner verified, \
+                whatever the request says (set-user-verification changes it).
+                """)
+        var userVerification = UserVerificationPolicy.discouraged
+
         @Flag(help: "Print the key as JSON.")
         var json = false
 
@@ -45,7 +52,8 @@ extension DeviceBroker.APIKeyCommand {
             }
             let secret = "cs_" + SecretToken.generate(bytes: 32)
             let key = APIKey(
-                id: APIKey.newID(), name: trimmed, secretDigest: SecretToken.digest(secret), createdAt: Date())
+                id: APIKey.newID(), name: trimmed, secretDigest: SecretToken.digest(secret), createdAt: Date(),
+                userVerification: userVerification)
             try await store.withStore { [redirectURLs] store in
                 try await store.insertAPIKey(key)
                 try await store.recordAPIKeyChange(
@@ -55,6 +63,7 @@ extension DeviceBroker.APIKeyCommand {
             if json {
                 let document: [String: Any] = [
                     "api_key_id": key.id, "api_secret_key": secret, "name": key.name, "redirect_urls": redirectURLs,
+                    "user_verification": key.userVerification.rawValue,
                 ]
                 let data = try JSONSerialization.data(
                     withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
@@ -72,7 +81,7 @@ extension DeviceBroker.APIKeyCommand {
             abstract: "List API keys (ids, names, state; never secrets).",
             discussion: """
                 One tab-separated row per key under a header: id, name, created, state (active, \
-                rotating until …, revoked …), redirect URLs.
+                rotating until …, revoked …), redirect URLs, user verification (required or discouraged).
                 """)
 
         @OptionGroup var store: StoreOptions
@@ -88,11 +97,12 @@ extension DeviceBroker.APIKeyCommand {
                     print("No API keys yet: device-broker apikey create --name NAME makes one.")
                     return
                 }
-                if !noHeader { print("ID\tNAME\tCREATED\tSTATE\tREDIRECT URLS") }
+                if !noHeader { print("ID\tNAME\tCREATED\tSTATE\tREDIRECT URLS\tUSER VERIFICATION") }
                 for key in keys {
                     let urls = try await store.redirectURLs(apiKeyID: key.id).joined(separator: " ")
+                    let state = Self.state(of: key, at: now)
                     print(
-                        "\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(Self.state(of: key, at: now))\t\(urls)"
+                        "\(key.id)\t\(key.name)\t\(key.createdAt.formatted(.iso8601))\t\(state)\t\(urls)\t\(key.userVerification.rawValue)"
                     )
                 }
             }

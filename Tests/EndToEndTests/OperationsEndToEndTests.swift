@@ -209,7 +209,7 @@ struct OperationsEndToEndTests {
         let list = try RunningProcess("device-broker", ["apikey", "list"] + broker.storeArguments)
         #expect(try await list.exitCode(timeout: .seconds(60)) == 0)
         #expect(list.text.contains("\trevoked "), "\(list.text)")
-        #expect(list.text.hasPrefix("ID\tNAME\tCREATED\tSTATE\tREDIRECT URLS\n"), "\(list.text)")
+        #expect(list.text.hasPrefix("ID\tNAME\tCREATED\tSTATE\tREDIRECT URLS\tUSER VERIFICATION\n"), "\(list.text)")
         let bare = try RunningProcess("device-broker", ["apikey", "list", "--no-header"] + broker.storeArguments)
         #expect(try await bare.exitCode(timeout: .seconds(60)) == 0)
         #expect(bare.text.hasPrefix(broker.apiKeyID + "\t"), "\(bare.text)")

@@ -34,9 +34,14 @@ struct CIBAController {
         var requestedExpiry: String?
         var clientNotificationToken: String?
         var userCode: String?
+        /// Naming ``ApprovalAuthentication/passkeyACR`` asks for the
+        /// owner to be verified by a passkey (other values are wishes the
+        /// broker cannot grant more strongly, and are ignored).
+        var acrValues: String?
 
         enum CodingKeys: String, CodingKey {
             case scope
+            case acrValues = "acr_values"
             case loginHint = "login_hint"
             case idTokenHint = "id_token_hint"
             case loginHintToken = "login_hint_token"
@@ -80,6 +85,7 @@ struct CIBAController {
         let scope: String
         let bindingMessage: String?
         let expiry: Int
+        let userVerification: Bool
     }
 
     /// Ping mode for a client registered with a notification endpoint
@@ -145,7 +151,9 @@ struct CIBAController {
             }
             expiry = seconds
         }
-        return Checked(user: user, scope: scopes.joined(separator: " "), bindingMessage: bindingMessage, expiry: expiry)
+        return Checked(
+            user: user, scope: scopes.joined(separator: " "), bindingMessage: bindingMessage, expiry: expiry,
+            userVerification: ApprovalAuthentication.requiresUserVerification(acrValues: form.acrValues))
     }
 
     private func open(
@@ -157,7 +165,9 @@ struct CIBAController {
             opened = try await PendingEvents(environment: environment).open(
                 PendingEvents.Draft(
                     key: client.key, user: checked.user, name: EventName.login, ip: ip,
-                    details: checked.bindingMessage, numberMatching: false, window: TimeInterval(checked.expiry)),
+                    details: checked.bindingMessage, numberMatching: false,
+                    userVerification: checked.userVerification ? .required : nil,
+                    window: TimeInterval(checked.expiry)),
                 by: .backend, holdsSecret: true
             ) { event, secret in
                 CIBARequest(
@@ -169,6 +179,8 @@ struct CIBAController {
             }
         } catch let error as APIError where error.code == "no_trusted_device" {
             throw APIError.oauth("unknown_user_id", "this user has no trusted device to approve the request")
+        } catch let error as APIError where error.code == "passkeys_unavailable" {
+            throw APIError.oauth("invalid_request", "user verification is required: \(error.message)")
         } catch let error as StoreError {
             guard case .limitReached(let retryAfter) = error.code else { throw error }
             throw APIError.oauth(

@@ -7,9 +7,10 @@ import ServiceLifecycle
 
 /// Creating events and collecting their outcome.
 ///
-/// A trusted device's own request is approved at once. Anyone else creates
-/// a pending event that a trusted device of the user must decide; only the
-/// creator (by its requester token) and the app backend can read it.
+/// A trusted device's own request is approved at once, unless it requires
+/// user verification. Anyone else creates a pending event that a trusted
+/// device of the user must decide; only the creator (by its requester
+/// token) and the app backend can read it.
 struct EventController {
     let environment: BrokerEnvironment
 
@@ -77,6 +78,12 @@ struct EventController {
             details: body.details, location: body.location, ip: body.ip, requesterName: body.requesterName)
         (body.details, body.location, body.ip) = (shown.details, shown.location, shown.ip)
         let requesterName = shown.requesterName
+        let requested = try body.userVerification.map {
+            guard let policy = UserVerificationPolicy(rawValue: $0) else {
+                throw APIError.badRequest("user_verification is required or discouraged")
+            }
+            return policy
+        }
         let pairing = try await checkPairing(name: name, body: body, request: request, creator: context.creator)
         switch context.creator {
         case .device(let caller):
@@ -84,7 +91,25 @@ struct EventController {
             if let user = body.clientUserID, user != device.clientUserID {
                 throw APIError.forbidden("wrong_user", "this device belongs to another user")
             }
-            return try await approveOwnRequest(by: device, name: name, body: body, context: context)
+            let requires = UserVerificationRule.requires(key: caller.apiKey.userVerification, requested: requested)
+            switch UserVerificationRule.ownRequest(requiresUserVerification: requires) {
+            case .approvedByItself:
+                return try await approveOwnRequest(by: device, name: name, body: body, context: context)
+            case .pending:
+                // The device's key is not enough: a device must approve it
+                // with its passkey. Shown as an own request is (its name,
+                // its address, no location), counted as the backend's own
+                // (a trusted device is no requester at an address), and
+                // with no number to type: the device that asked is
+                // trusted, and the passkey is the check.
+                var own = body
+                own.clientUserID = device.clientUserID
+                own.location = nil
+                own.numberMatching = false
+                return try await createPending(
+                    issuer: caller.apiKey, by: .backend, name: name, body: own, requesterName: device.name,
+                    ip: context.clientAddress, pairing: nil, requested: requested, context: context)
+            }
         case .backend(let key):
             // For a client the backend relays (a sign-in form, an SSH
             // client): the requester limits of that client's address, and a
@@ -98,7 +123,7 @@ struct EventController {
             }
             return try await createPending(
                 issuer: key, by: asker, name: name, body: body, requesterName: requesterName,
-                ip: body.ip ?? context.clientAddress, pairing: pairing, context: context)
+                ip: body.ip ?? context.clientAddress, pairing: pairing, requested: requested, context: context)
         case .requester(let key):
             switch RequesterPolicy.refusal(
                 event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,
@@ -117,7 +142,8 @@ struct EventController {
             }
             return try await createPending(
                 issuer: key, by: .requester(address: context.clientAddress), name: name, body: body,
-                requesterName: requesterName, ip: context.clientAddress, pairing: pairing, context: context)
+                requesterName: requesterName, ip: context.clientAddress, pairing: pairing, requested: requested,
+                context: context)
         }
     }
 
@@ -155,7 +181,8 @@ struct EventController {
         return Pairing(device: newDevice, proof: claims)
     }
 
-    /// Seed case 1: the request comes from a trusted device itself.
+    /// Seed case 1: the request comes from a trusted device itself, and its
+    /// event does not require user verification.
     private func approveOwnRequest(
         by device: TrustedDevice, name: String, body: CreateRequest, context: EventCreatorContext
     ) async throws -> JSONBody<EventTicket> {
@@ -168,22 +195,21 @@ struct EventController {
         return JSONBody(EventTicket(event: document, requesterToken: nil, matchNumber: nil), status: .created)
     }
 
-    /// Seed case 2: a machine that is not trusted asks; a trusted device decides.
+    /// Seed case 2: a machine that is not trusted asks (or a trusted one
+    /// whose event requires user verification); a trusted device decides.
     private func createPending(
         issuer key: APIKey, by requester: PendingRequester, name: String, body: CreateRequest,
-        requesterName: String?, ip: String, pairing: Pairing?, context: EventCreatorContext
+        requesterName: String?, ip: String, pairing: Pairing?, requested: UserVerificationPolicy?,
+        context: EventCreatorContext
     ) async throws -> JSONBody<EventTicket> {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
-        }
-        guard [nil, "required", "discouraged"].contains(body.userVerification) else {
-            throw APIError.badRequest("user_verification is required or discouraged")
         }
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: name, ip: ip, location: body.location, details: body.details,
                 requesterName: requesterName, numberMatching: body.numberMatching != false,
-                newDevice: pairing?.device, userVerification: body.userVerification == "required"),
+                newDevice: pairing?.device, userVerification: requested),
             by: requester, holdsSecret: context.creator.holdsSecret)
         if let pairing {
             try await ProofCheck(environment: environment).spend(

@@ -19,8 +19,9 @@ struct PendingEvents {
         var requesterName: String? = nil
         var numberMatching = true
         var newDevice: NewDevice? = nil
-        /// Whether only a user-verified passkey assertion can approve it.
-        var userVerification = false
+        /// What the request asks of user verification, nil if it does not
+        /// say; the key's policy may require it all the same.
+        var userVerification: UserVerificationPolicy? = nil
         /// Seconds until it expires; the broker's window if nil.
         var window: TimeInterval? = nil
     }
@@ -33,7 +34,8 @@ struct PendingEvents {
 
     /// Stores the event (with the CIBA request `ciba` makes of it, in the
     /// same transaction), queues the pushes to the user's devices and
-    /// wakes their inbox polls.
+    /// wakes their inbox polls. It requires user verification if the
+    /// request asks or the key's policy says so (``UserVerificationRule``).
     ///
     /// A requester (the API key id alone) asking for a user with no trusted
     /// device gets the same answer as for one with devices, and then never
@@ -62,13 +64,15 @@ struct PendingEvents {
                 issuer: key.id, clientUserID: draft.user, since: now - MatchNumberRule.window)
             matchNumber = ApprovalEvent.newMatchNumber(digits: MatchNumberRule.digits(rejectedRecently: rejected))
         }
-        if draft.userVerification { _ = try environment.relyingParty() }
+        let requiresUserVerification = UserVerificationRule.requires(
+            key: key.userVerification, requested: draft.userVerification)
+        if requiresUserVerification { _ = try environment.relyingParty() }
         var event = ApprovalEvent.pending(
             issuer: key.id, user: draft.user, name: draft.name, ip: draft.ip, location: draft.location,
             details: draft.details, requesterName: draft.requesterName, matchNumber: matchNumber,
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: draft.newDevice, now: now,
             window: draft.window ?? environment.policy.window)
-        event.userVerification = draft.userVerification
+        event.userVerification = requiresUserVerification
         // The user's devices hear of it by push, if they asked to; the
         // messages commit with the event and go out after the answer.
         let pushes =

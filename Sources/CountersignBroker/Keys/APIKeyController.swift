@@ -2,15 +2,46 @@ import CountersignCore
 import CountersignStore
 public import Foundation
 import Hummingbird
+import Logging
 
-/// An app backend's own API key: rotating its secret, revoking it.
+/// An app backend's own API key: reading and changing its settings,
+/// rotating its secret, revoking it.
 struct APIKeyController {
     let environment: BrokerEnvironment
 
     var endpoints: RouteCollection<BackendRequestContext> {
         RouteCollection(context: BackendRequestContext.self)
+            .get("apikey", use: settings)
+            .patch("apikey", use: change)
             .post("apikey/rotate", use: rotate)
             .post("apikey/revoke", use: revoke)
+    }
+
+    /// The key's settings, as `GET /api/v1/apikey` shows them.
+    struct Settings: Encodable, Sendable {
+        let apiKeyID: String
+        let name: String
+        let userVerification: UserVerificationPolicy
+
+        init(_ key: APIKey) {
+            apiKeyID = key.id
+            name = key.name
+            userVerification = key.userVerification
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case name
+            case apiKeyID = "api_key_id"
+            case userVerification = "user_verification"
+        }
+    }
+
+    /// What `PATCH /api/v1/apikey` may change; today, one setting.
+    struct SettingsChange: Decodable {
+        var userVerification: String?
+        enum CodingKeys: String, CodingKey {
+            case userVerification = "user_verification"
+        }
     }
 
     struct RotateRequest: Decodable {
@@ -36,6 +67,33 @@ struct APIKeyController {
             case apiKeyID = "api_key_id"
             case revokedAt = "revoked_at"
         }
+    }
+
+    /// The calling key's settings.
+    @Sendable func settings(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<Settings> {
+        JSONBody(Settings(context.apiKey))
+    }
+
+    /// Sets the key's user-verification policy, audited like a rotation.
+    /// `required` needs passkeys, which a broker reached only by address
+    /// has not: it would refuse every event of the app, so it is refused.
+    @Sendable func change(_ request: Request, context: BackendRequestContext) async throws -> JSONBody<Settings> {
+        let body = try await request.decodeJSON(SettingsChange.self, context: context)
+        guard let given = body.userVerification else {
+            throw APIError.badRequest("nothing to change: give user_verification (required or discouraged)")
+        }
+        guard let policy = UserVerificationPolicy(rawValue: given) else {
+            throw APIError.badRequest("user_verification is required or discouraged")
+        }
+        if policy == .required { _ = try environment.relyingParty() }
+        let key = try await environment.store.setUserVerification(
+            policy, apiKeyID: context.apiKey.id,
+            change: APIKeyChange(
+                apiKeyID: context.apiKey.id, action: .setting(policy), via: "rest", ip: context.clientAddress,
+                at: environment.now()))
+        context.logger.info(
+            "API key user verification set", metadata: ["api_key": "\(key.id)", "policy": "\(policy.rawValue)"])
+        return JSONBody(Settings(key))
     }
 
     /// A new secret, shown once; the one it replaces is taken for `overlap`
