@@ -54,3 +54,20 @@ struct ApprovalAuthenticationTests {
         #expect(!ApprovalAuthentication.requiresUserVerification(acrValues: "urn:countersign:acr:passkey2"))
     }
 }
+
+@Suite("which events a code may settle")
+struct CodeFinishRuleTests {
+    @Test("a LOGIN, unless it requires its owner verified; under a required key nothing is recorded")
+    func rule() {
+        let base = ApprovalAuthenticationTests()
+        var login = base.event(.trustedDevice, status: .pending)
+        #expect(CodeFinishRule.refusal(for: login) == nil)
+        login.userVerification = true
+        #expect(CodeFinishRule.refusal(for: login) == .userVerificationRequired)
+        var transaction = base.event(.trustedDevice, status: .pending)
+        transaction.name = EventName.transaction
+        #expect(CodeFinishRule.refusal(for: transaction) == .notALogin)
+        #expect(CodeFinishRule.refusal(recordingUnder: .required) == .userVerificationRequired)
+        #expect(CodeFinishRule.refusal(recordingUnder: .discouraged) == nil)
+    }
+}

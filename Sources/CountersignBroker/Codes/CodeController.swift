@@ -50,15 +50,24 @@ struct CodeController {
             status: .created)
     }
 
+    /// A code settles nothing that requires user verification, and the
+    /// code is not spent: only a passkey assertion approves such a login.
+    static let needsPasskey = APIError(
+        .forbidden, "user_verification_required",
+        "this login requires user verification: only a trusted device's passkey approves it, not a code")
+
     /// A requester finishes its pending LOGIN with a code.
     @Sendable func submit(_ request: Request, context: EventHolderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let body = try await request.decodeJSON(CodeRequest.self, context: context)
         let event = try await EventController.event(id, heldBy: context.holder, in: environment)
-        guard event.name == EventName.login else {
+        switch CodeFinishRule.refusal(for: event) {
+        case .notALogin:
             throw APIError.badRequest(
                 "only a LOGIN can be finished with a code; \(event.name) needs a trusted device's decision",
                 code: "code_not_accepted")
+        case .userVerificationRequired: throw Self.needsPasskey
+        case nil: break
         }
         let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: event.issuer, user: event.clientUserID, event: event)
@@ -76,6 +85,9 @@ struct CodeController {
         let record = try body.record.map {
             try EventController.Shown(
                 details: $0.details, location: $0.location, ip: $0.ip, requesterName: $0.requesterName)
+        }
+        if record != nil, CodeFinishRule.refusal(recordingUnder: context.apiKey.userVerification) != nil {
+            throw Self.needsPasskey
         }
         let match = try await CodeCheck(environment: environment, logger: context.logger).verify(
             body.code, issuer: context.apiKey.id, user: user, event: nil)
