@@ -170,11 +170,8 @@ struct UserVerificationPolicyTests {
         let broker = try await PasskeyTests.broker()
         try await broker.test { client in
             let alice = try await Self.strictAlice(broker, client, authenticator: TestAuthenticator())
-            let credentials = Data("\(broker.apiKeyID):\(broker.apiSecret)".utf8).base64EncodedString()
-            let response = try await client.execute(
-                uri: "/oauth/bc-authorize", method: .post,
-                headers: [.contentType: "application/x-www-form-urlencoded", .authorization: "Basic \(credentials)"],
-                body: ByteBuffer(string: "scope=openid&login_hint=alice&binding_message=Sign+in"))
+            let response = try await CIBAPasskeyTests.authorize(
+                broker, client, "scope=openid&login_hint=alice&binding_message=Sign+in")
             #expect(response.status == .ok, "\(String(buffer: response.body))")
             let item = try #require(try await broker.inbox(client, alice.device).first)
             #expect(item.event.userVerification == "required")

@@ -29,6 +29,28 @@ struct PasskeyBrowserTests {
         try await browser.waitFor(text: "trusted device of alice")
     }
 
+    /// Runs `body` with a broker, a CLI device `laptop` of alice's, and a
+    /// browser with a virtual authenticator whose page was paired by it;
+    /// a failure leaves a screenshot named `failure`.
+    static func withPairedBrowser(
+        _ failure: String, _ body: (LiveBroker, URL, WebDriver, String) async throws -> Void
+    ) async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let browser = try await WebDriver.start()
+        do {
+            let authenticator = try await browser.addVirtualAuthenticator()
+            try await pair(browser, broker, laptop: laptop)
+            try await body(broker, laptop, browser, authenticator)
+        } catch {
+            try? await WebApproverBrowserTests.save(browser, failure)
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
     /// The error a card shows, once it shows one.
     static func waitForError(_ browser: WebDriver, _ eventID: String) async throws -> String {
         var shown = ""
@@ -72,13 +94,7 @@ struct PasskeyBrowserTests {
         "a passkey made at pairing approves a login that requires it; no verification, a replayed assertion and a counter that goes back are refused; the backend proves it afterwards"
     )
     func approveWithScreenLock() async throws {
-        let broker = try await LiveBroker.start()
-        defer { broker.stop() }
-        let laptop = try await broker.enrollMachine(name: "laptop")
-        let browser = try await WebDriver.start()
-        do {
-            let authenticator = try await browser.addVirtualAuthenticator()
-            try await Self.pair(browser, broker, laptop: laptop)
+        try await Self.withPairedBrowser("passkey-failure") { broker, laptop, browser, authenticator in
 
             // Before the passkey: the request is seen, cannot be approved here, and can be rejected.
             let first = try await broker.backend.requestApproval(
@@ -175,23 +191,12 @@ struct PasskeyBrowserTests {
             let cloned = try await Self.waitForError(browser, second.event.ID)
             #expect(cloned.contains("counter"), "\(cloned)")
             #expect(try await broker.backend.event(id: second.event.ID).status == .pending)
-        } catch {
-            try? await WebApproverBrowserTests.save(browser, "passkey-failure")
-            await browser.quit()
-            throw error
         }
-        await browser.quit()
     }
 
     @Test("the screen lock is turned off only with the screen lock, and then approvals that need it are refused")
     func turnOff() async throws {
-        let broker = try await LiveBroker.start()
-        defer { broker.stop() }
-        let laptop = try await broker.enrollMachine(name: "laptop")
-        let browser = try await WebDriver.start()
-        do {
-            let authenticator = try await browser.addVirtualAuthenticator()
-            try await Self.pair(browser, broker, laptop: laptop)
+        try await Self.withPairedBrowser("passkey-off-failure") { broker, _, browser, authenticator in
             try await browser.click("#screen-lock-on")
             try await browser.waitFor(text: "On: requests that ask for it")
             // Whoever holds the unlocked phone cannot pass its fingerprint check.
@@ -215,11 +220,6 @@ struct PasskeyBrowserTests {
             #expect(
                 try await browser.text(Self.card(ticket.event.ID)).contains(
                     "must be approved on a device that can verify you"))
-        } catch {
-            try? await WebApproverBrowserTests.save(browser, "passkey-off-failure")
-            await browser.quit()
-            throw error
         }
-        await browser.quit()
     }
 }
