@@ -30,6 +30,8 @@ from webauthn import verify_authentication_response, verify_registration_respons
 OUT = pathlib.Path(__file__).resolve().parent.parent / "proto" / "vectors" / "passkeys.json"
 RP_ID = "localhost"
 ORIGIN = "http://localhost:8080"
+# Another origin the broker answers at (its address), which is no page of the RP ID.
+ADDRESS_ORIGIN = "http://127.0.0.1:8080"
 NOW = 1_800_000_000
 AAGUID = bytes.fromhex("ea9b8d664d011d213ce4b6b48cb575d4")
 
@@ -192,6 +194,8 @@ registrations = [
                       challenge=hashlib.sha256(b"another").digest()),
     registration_case("made on another origin", "invalid", error="wrong_origin", origin="https://evil.example"),
     registration_case("scoped to another RP ID", "invalid", error="wrong_origin", rp_id="evil.example"),
+    registration_case("made on the broker's address, outside its RP ID", "invalid", error="wrong_origin",
+                      origin=ADDRESS_ORIGIN),
     registration_case("client data of an assertion", "invalid", error="wrong_type", kind="webauthn.get"),
     registration_case("an Ed25519 key, not ES256", "invalid", error="wrong_algorithm",
                       cose=cbor2.dumps({1: 1, 3: -8, -1: 6, -2: eddsa})),
@@ -212,6 +216,8 @@ assertions = [
                    token=other_token),
     assertion_case("on another origin", "invalid", error="wrong_origin", origin="https://evil.example"),
     assertion_case("scoped to another RP ID", "invalid", error="wrong_origin", rp_id="evil.example"),
+    assertion_case("made on the broker's address, outside its RP ID", "invalid", error="wrong_origin",
+                   origin=ADDRESS_ORIGIN),
     assertion_case("client data of a registration", "invalid", error="wrong_type", kind="webauthn.create"),
     assertion_case("signed by another key", "invalid", error="bad_signature", key=other),
     assertion_case("a raw R||S signature, not DER", "invalid", error="bad_signature", raw=True),
@@ -233,7 +239,7 @@ OUT.write_text(json.dumps({
                    "Every case was also put to py_webauthn, except those marked `independent`, which are rules "
                    "of this format alone.",
     "rpId": RP_ID,
-    "origins": [ORIGIN],
+    "origins": [ORIGIN, ADDRESS_ORIGIN],
     "registrationChallenge": b64url(registration_challenge),
     "credentialId": b64url(credential_id),
     "aaguid": "ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4",

@@ -33,6 +33,17 @@ public enum UserVerificationRule {
         key == .required || requested == .required
     }
 
+    /// Whether a device's request that changes the account (new recovery
+    /// codes, removing another device) takes its owner verified by its
+    /// passkey, under a key whose policy is `key`. Under `required` it
+    /// does: otherwise whoever holds the unlocked device could make
+    /// recovery codes, enroll a device of their own with one, give that a
+    /// passkey and approve what the policy protects, or remove the
+    /// owner's devices.
+    public static func accountChangeNeedsOwner(key: UserVerificationPolicy) -> Bool {
+        key == .required
+    }
+
     /// What a trusted device's own request becomes, by whether its event
     /// requires user verification (``requires(key:requested:)``).
     public static func ownRequest(requiresUserVerification: Bool) -> OwnRequest {

@@ -82,17 +82,9 @@ extension PostgresStore {
     ) async throws -> ApprovalEvent {
         let t = now.seconds
         let spends = decision.spends
-        if let assertion = decision.assertion, let count = decision.signCount.map(Int64.init) {
-            let counted = try await db.run(
-                """
-                UPDATE devices SET passkey_sign_count = \(count)
-                WHERE id = \(decision.deviceID) AND passkey_credential_id = \(assertion.credentialID)
-                  AND (passkey_sign_count < \(count) OR (\(count) = 0 AND passkey_sign_count = 0))
-                RETURNING 1
-                """, logger: logger)
-            guard counted == 1 else {
-                throw StoreError(.conflict, "the passkey changed, or its counter went past \(count), meanwhile")
-            }
+        if let assertion = decision.assertion, let count = decision.signCount {
+            try await advanceSignCount(
+                deviceID: decision.deviceID, credentialID: assertion.credentialID, to: count, in: db, logger: logger)
         }
         let assertion = try decision.assertion.map {
             String(decoding: try JSONEncoder().encode($0), as: UTF8.self)

@@ -171,6 +171,31 @@ extension PostgresStore {
         }
     }
 
+    public func advancePasskeySignCount(deviceID: String, credentialID: String, to signCount: UInt32) async throws {
+        let logger = logger
+        try await readCommittedWrite { db in
+            try await Self.advanceSignCount(
+                deviceID: deviceID, credentialID: credentialID, to: signCount, in: db, logger: logger)
+        }
+    }
+
+    /// The counter write of a passkey's use, inside the caller's transaction.
+    static func advanceSignCount(
+        deviceID: String, credentialID: String, to signCount: UInt32, in db: PostgresSession, logger: Logger
+    ) async throws {
+        let count = Int64(signCount)
+        let counted = try await db.run(
+            """
+            UPDATE devices SET passkey_sign_count = \(count)
+            WHERE id = \(deviceID) AND passkey_credential_id = \(credentialID)
+              AND (passkey_sign_count < \(count) OR (\(count) = 0 AND passkey_sign_count = 0))
+            RETURNING 1
+            """, logger: logger)
+        guard counted == 1 else {
+            throw StoreError(.conflict, "the passkey changed, or its counter went past \(count), meanwhile")
+        }
+    }
+
     /// Why a write to an unrevoked device changed nothing: `notFound` for
     /// an unknown device, `conflict` for a revoked one.
     static func unwritable(_ deviceID: String, in db: PostgresSession, logger: Logger) async throws -> StoreError {

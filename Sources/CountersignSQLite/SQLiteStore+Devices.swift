@@ -171,6 +171,26 @@ extension SQLiteStore {
         }
     }
 
+    public func advancePasskeySignCount(deviceID: String, credentialID: String, to signCount: UInt32) async throws {
+        try await write { db in
+            try Self.advanceSignCount(deviceID: deviceID, credentialID: credentialID, to: signCount, in: db)
+        }
+    }
+
+    /// The counter write of a passkey's use, inside the caller's transaction.
+    static func advanceSignCount(deviceID: String, credentialID: String, to count: UInt32, in db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE devices SET passkey_sign_count = ?
+                WHERE id = ? AND passkey_credential_id = ?
+                  AND (passkey_sign_count < ? OR (? = 0 AND passkey_sign_count = 0))
+                """
+        ).execute(arguments: [Int64(count), deviceID, credentialID, Int64(count), Int64(count)])
+        guard db.changesCount == 1 else {
+            throw StoreError(.conflict, "the passkey changed, or its counter went past \(count), meanwhile")
+        }
+    }
+
     /// Why a write to an unrevoked device changed nothing: `notFound` for
     /// an unknown device, `conflict` for a revoked one.
     static func unwritable(_ deviceID: String, in db: Database) throws -> StoreError {

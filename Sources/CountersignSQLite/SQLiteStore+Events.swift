@@ -202,16 +202,7 @@ extension SQLiteStore {
     ) throws -> ApprovalEvent {
         if let spent = decision.spends { try spend(spent, in: db) }
         if let assertion = decision.assertion, let count = decision.signCount {
-            try db.cachedStatement(
-                sql: """
-                    UPDATE devices SET passkey_sign_count = ?
-                    WHERE id = ? AND passkey_credential_id = ?
-                      AND (passkey_sign_count < ? OR (? = 0 AND passkey_sign_count = 0))
-                    """
-            ).execute(arguments: [Int64(count), decision.deviceID, assertion.credentialID, Int64(count), Int64(count)])
-            guard db.changesCount == 1 else {
-                throw StoreError(.conflict, "the passkey changed, or its counter went past \(count), meanwhile")
-            }
+            try advanceSignCount(deviceID: decision.deviceID, credentialID: assertion.credentialID, to: count, in: db)
         }
         try db.cachedStatement(
             sql: """

@@ -101,6 +101,11 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// `alreadyExists` when another device holds that credential id (then
     /// nothing changes). Revoking a device removes its passkey.
     func setPasskey(_ passkey: Passkey?, deviceID: String) async throws
+    /// Keeps `signCount` as the counter of the device's passkey
+    /// `credentialID` if it goes past the one stored (or both are 0), as a
+    /// decision's settling write does: `conflict` otherwise (the passkey
+    /// changed, or another use counted as far meanwhile).
+    func advancePasskeySignCount(deviceID: String, credentialID: String, to signCount: UInt32) async throws
 
     // MARK: TOTP codes and recovery codes
 

@@ -131,6 +131,27 @@ extension StoreConformance {
                 try await store.setPasskey(passkey, deviceID: "no-such-device")
             }
         },
+        Case(name: "passkeys: a use's counter is kept only going up, and only for the passkey in place") { store in
+            let device = try await Fixture.enrolled(in: store)
+            let passkey = Fixture.passkey(signCount: 41)
+            try await store.setPasskey(passkey, deviceID: device.id)
+            try await store.advancePasskeySignCount(deviceID: device.id, credentialID: passkey.credentialID, to: 42)
+            try check(try await store.device(id: device.id)?.passkey?.signCount == 42, "kept")
+            for stale in [UInt32(42), 7, 0] {
+                try await checkThrows(.conflict, "a counter of \(stale) after 42") {
+                    try await store.advancePasskeySignCount(
+                        deviceID: device.id, credentialID: passkey.credentialID, to: stale)
+                }
+            }
+            try await checkThrows(.conflict, "another credential") {
+                try await store.advancePasskeySignCount(deviceID: device.id, credentialID: "another", to: 50)
+            }
+            try check(try await store.device(id: device.id)?.passkey?.signCount == 42, "unchanged by refusals")
+            // An authenticator that keeps no counter: 0, and 0 again.
+            let counterless = Fixture.passkey(signCount: 0, transports: [])
+            try await store.setPasskey(counterless, deviceID: device.id)
+            try await store.advancePasskeySignCount(deviceID: device.id, credentialID: counterless.credentialID, to: 0)
+        },
         Case(name: "passkeys: revoking the device removes its passkey, and a revoked device takes none") { store in
             let device = try await Fixture.enrolled(in: store)
             let passkey = Fixture.passkey()

@@ -12,7 +12,10 @@ extension DeviceBroker.APIKeyCommand {
                 required: every event made under the key, pairings and CIBA requests included, is approved only \
                 with the deciding device's passkey, its owner verified, whatever the request says; a trusted \
                 device's own request is then pending too, not approved at once. discouraged (the default): each \
-                request says (user_verification). Takes effect at once on every instance; audited \
+                request says (user_verification). Under required, making recovery codes and removing another \
+                device also take the device's passkey, and codes finish no login. Passkeys need the broker's \
+                public URL to name a domain (localhost on one machine): on a broker reached only by address, \
+                every event of a required key is refused. Takes effect at once on every instance; audited \
                 (apikey audit).
                 """)
 

@@ -23,3 +23,12 @@ struct UserVerificationRuleTests {
         #expect(UserVerificationRule.ownRequest(requiresUserVerification: true) == .pending)
     }
 }
+
+@Suite("account changes under the user-verification policy")
+struct AccountChangeRuleTests {
+    @Test("only a required key makes recovery codes and removals wait for the owner")
+    func rule() {
+        #expect(UserVerificationRule.accountChangeNeedsOwner(key: .required))
+        #expect(!UserVerificationRule.accountChangeNeedsOwner(key: .discouraged))
+    }
+}

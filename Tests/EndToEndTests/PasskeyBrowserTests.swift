@@ -194,6 +194,35 @@ struct PasskeyBrowserTests {
         }
     }
 
+    @Test("under a key that requires user verification the page removes another device with the screen lock")
+    func removeUnderPolicy() async throws {
+        try await Self.withPairedBrowser("passkey-remove-failure") { broker, _, browser, authenticator in
+            try await browser.click("#screen-lock-on")
+            try await browser.waitFor(text: "On: requests that ask for it")
+            let policy = try RunningProcess(
+                "device-broker",
+                ["apikey", "set-user-verification", broker.apiKeyID, "required"] + broker.storeArguments)
+            #expect(try await policy.exitCode() == 0, "\(policy.text)")
+            let laptopID = try #require(
+                try await broker.backend.devices(user: "alice").first { $0.name == "laptop" }?.id)
+            // Whoever holds the unlocked phone, failing its fingerprint check: nothing removed.
+            try await browser.setUserVerified(authenticator, false)
+            try await browser.waitFor(element: "li[data-device-id='\(laptopID)'] button")
+            try await browser.click("li[data-device-id='\(laptopID)'] button")
+            try await browser.acceptDialog()
+            try await browser.waitUntil("the refusal") {
+                ((try? await browser.text("#status")) ?? "").contains("screen lock")
+            }
+            #expect(try await broker.backend.devices(user: "alice").first { $0.id == laptopID }?.revokedAt == nil)
+            // The owner.
+            try await browser.setUserVerified(authenticator, true)
+            try await browser.click("li[data-device-id='\(laptopID)'] button")
+            try await browser.acceptDialog()
+            try await browser.waitFor(text: "laptop was removed")
+            #expect(try await broker.backend.devices(user: "alice").first { $0.id == laptopID }?.revokedAt != nil)
+        }
+    }
+
     @Test("the screen lock is turned off only with the screen lock, and then approvals that need it are refused")
     func turnOff() async throws {
         try await Self.withPairedBrowser("passkey-off-failure") { broker, _, browser, authenticator in

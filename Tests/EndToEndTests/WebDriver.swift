@@ -65,9 +65,20 @@ struct WebDriver {
         _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/value", ["text": text])
     }
 
+    /// Clicks the element matching `css`; looked up again if the page
+    /// redrew it between the lookup and the click (a stale reference).
     func click(_ css: String) async throws {
-        let id = try await element(css)
-        _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
+        for attempt in 1... {
+            let id = try await element(css)
+            do {
+                _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
+                return
+            } catch let failure as ProcessFailure
+                where attempt < 5 && failure.description.contains("stale element reference")
+            {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
     }
 
     /// The element's rendered text.

@@ -10,6 +10,9 @@ import { passkeyFailure, passkeysSupported } from "./passkeys.js";
 const broker = new Broker(location.origin);
 const $ = (id) => document.getElementById(id);
 let account = null;
+// Counts this page's own changes to its passkey: a device list asked for
+// before one does not undo it.
+let passkeyChanges = 0;
 const cards = new Map(); // event id -> { item, element, ended }
 let focusEventID = null;
 
@@ -455,6 +458,7 @@ async function watchInbox() {
 // MARK: Devices
 
 async function refreshDevices() {
+  const changesBefore = passkeyChanges;
   let list;
   try {
     list = await broker.devices(account);
@@ -482,7 +486,7 @@ async function refreshDevices() {
           if (self) return showRemoved();
           status(`${device.name} was removed.`);
         } catch (error) {
-          status(error.message, true);
+          status(error instanceof DOMException ? `Not removed: ${passkeyFailure(error)}` : error.message, true);
         }
         refreshDevices();
       };
@@ -494,7 +498,8 @@ async function refreshDevices() {
   $("device-list").replaceChildren(...items);
   // The passkey may have gone with a re-pairing or been changed elsewhere.
   const self = list.devices.find((device) => device.id === list.this_device);
-  if (self && (self.passkey?.credential_id ?? null) !== (account.passkey?.credential_id ?? null)) {
+  const changed = (self?.passkey?.credential_id ?? null) !== (account.passkey?.credential_id ?? null);
+  if (self && changed && changesBefore === passkeyChanges) {
     account.passkey = self.passkey ?? null;
     refreshScreenLock();
     rerenderCards();
@@ -632,6 +637,7 @@ async function screenLockOn() {
   try {
     status("Waiting for the screen lock…");
     const device = await broker.registerPasskey(account);
+    passkeyChanges += 1;
     account.passkey = device.passkey ?? null;
     status(`Approvals are now protected with this ${deviceNoun()}'s screen lock.`, false, { fades: true });
   } catch (error) {
@@ -651,6 +657,7 @@ async function screenLockOff() {
   try {
     status("Confirm with the screen lock to turn it off…");
     const device = await broker.removePasskey(account);
+    passkeyChanges += 1;
     account.passkey = device.passkey ?? null;
     status("The screen lock no longer protects approvals here.", false, { fades: true });
   } catch (error) {

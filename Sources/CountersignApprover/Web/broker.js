@@ -189,8 +189,18 @@ export class Broker {
     return this.asDevice(account, "GET", "/api/v1/devices");
   }
 
-  removeDevice(account, id) {
-    return this.asDevice(account, "DELETE", `/api/v1/devices/${encodeURIComponent(id)}`);
+  async removeDevice(account, id) {
+    const path = `/api/v1/devices/${encodeURIComponent(id)}`;
+    try {
+      return await this.asDevice(account, "DELETE", path);
+    } catch (error) {
+      // Under an app that requires user verification, removing another
+      // device takes the screen lock (signing.md §10).
+      if (error.code !== "user_verification_required" || !account.passkey) throw error;
+      return this.withPasskey(account, "DELETE", path, async (challenge) => ({
+        assertion: await assertPasskey(challenge, account.passkey.credential_id),
+      }));
+    }
   }
 
   vapidKey() {

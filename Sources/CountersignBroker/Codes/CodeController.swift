@@ -111,6 +111,12 @@ struct CodeController {
     @Sendable func createRecoveryCodes(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
         RecoveryCodesDocument
     > {
+        if UserVerificationRule.accountChangeNeedsOwner(key: context.apiKey.userVerification) {
+            try await OwnerVerification(environment: environment).require(
+                of: context.device, assertion: try await OwnerVerification.assertion(in: request, context: context),
+                challenge: try OwnerVerification.challenge(of: request), doing: "making recovery codes",
+                required: true, keepingCounter: true)
+        }
         let codes = (0..<RecoveryCode.setSize).map { _ in RecoveryCode.generate() }
         try await environment.store.replaceRecoveryCodes(
             codes.compactMap(RecoveryCode.digest), issuer: context.device.issuer,

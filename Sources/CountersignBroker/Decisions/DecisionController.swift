@@ -35,8 +35,12 @@ struct DecisionController {
         } catch {
             throw APIError.invalid("invalid_decision", error)
         }
+        // The counter is compared only for a pending event: a decision sent
+        // again once its event settled is told it was (`replayed_decision`,
+        // `already_decided`), not that its passkey may have been copied.
+        let counting = event.status(at: now) == .pending
         let assertion = try context.decider.assertion.map {
-            ($0, try verify($0, of: context.decider.text, by: device))
+            ($0, try verify($0, of: context.decider.text, by: device, counting: counting))
         }
         // Its id is spent in the write it makes, or on its own before a refusal.
         let spent = SpentProofID(
@@ -57,8 +61,11 @@ struct DecisionController {
 
     /// Checks the passkey assertion sent with a decision (proto/signing.md
     /// §10): of the device's passkey, for the decision's own challenge, the
-    /// owner verified, the counter gone up. Returns the counter to keep.
-    private func verify(_ assertion: PasskeyAssertion, of decision: String, by device: TrustedDevice) throws -> UInt32 {
+    /// owner verified, the counter gone up if `counting`. Returns the
+    /// counter to keep.
+    private func verify(
+        _ assertion: PasskeyAssertion, of decision: String, by device: TrustedDevice, counting: Bool
+    ) throws -> UInt32 {
         guard let passkey = device.passkey else {
             throw APIError(.badRequest, "invalid_decision", "wrong_key: this device has no passkey")
         }
@@ -66,7 +73,7 @@ struct DecisionController {
             return try assertion.verify(
                 of: passkey.credentialID, publicKey: passkey.publicKey,
                 challenge: PasskeyAssertion.challenge(for: decision), relyingParty: try environment.relyingParty(),
-                storedSignCount: passkey.signCount
+                storedSignCount: counting ? passkey.signCount : nil
             ).signCount
         } catch let error as ProtocolError {
             throw APIError.invalid("invalid_decision", error)

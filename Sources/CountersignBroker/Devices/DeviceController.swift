@@ -32,6 +32,14 @@ struct DeviceController {
     /// this trusted device.
     @Sendable func remove(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
         let deviceID = try context.parameters.require("device")
+        if deviceID != context.device.id,
+            UserVerificationRule.accountChangeNeedsOwner(key: context.apiKey.userVerification)
+        {
+            try await OwnerVerification(environment: environment).require(
+                of: context.device, assertion: try await OwnerVerification.assertion(in: request, context: context),
+                challenge: try OwnerVerification.challenge(of: request), doing: "removing another device",
+                required: true, keepingCounter: true)
+        }
         let device = try await environment.revoke(
             deviceID, issuer: context.device.issuer, user: context.device.clientUserID,
             author: ChangeAuthor(actor: context.device.id, ip: context.clientAddress))

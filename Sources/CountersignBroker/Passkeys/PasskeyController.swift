@@ -37,11 +37,10 @@ struct PasskeyController {
         let relyingParty = try environment.relyingParty()
         let body = try await request.decodeJSON(RegisterRequest.self, context: context)
         // The challenge is this request's own device proof: fresh, and good once.
-        guard let proof = request.headers[.deviceProof] else {
-            throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
-        }
-        let challenge = try PasskeyAssertion.challenge(for: proof)
-        try requireOwner(of: context.device, assertion: body.assertion, challenge: challenge, doing: "replacing it")
+        let challenge = try OwnerVerification.challenge(of: request)
+        try await OwnerVerification(environment: environment).require(
+            of: context.device, assertion: body.assertion, challenge: challenge, doing: "replacing it",
+            keepingCounter: false)
         let now = environment.now()
         let passkey: Passkey
         do {
@@ -59,16 +58,12 @@ struct PasskeyController {
         return JSONBody(DeviceDocument(device))
     }
 
-    /// What removing a passkey takes: for a device that has one, an
-    /// assertion of it. Otherwise whoever holds the unlocked device could
-    /// remove the owner's passkey and register their own in its place.
-    struct RemoveRequest: Decodable {
-        let assertion: PasskeyAssertion?
-    }
-
     /// Removes the device's passkey: its approvals of events that require
-    /// user verification are refused from then on. An owner who lost the
-    /// passkey removes the device from another one and pairs it again.
+    /// user verification are refused from then on. It takes an assertion of
+    /// that passkey: otherwise whoever holds the unlocked device could
+    /// remove the owner's passkey and register their own in its place. An
+    /// owner who lost the passkey removes the device from another one and
+    /// pairs it again.
     @Sendable func remove(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
         DeviceDocument
     > {
@@ -76,40 +71,13 @@ struct PasskeyController {
             try await request.requireObjectIfBody(context: context)
             return JSONBody(DeviceDocument(context.device))
         }
-        let length = request.headers[.contentLength].flatMap { Int($0) }
-        let hasBody = length.map { $0 > 0 } ?? (request.headers[.transferEncoding] != nil)
-        let body = hasBody ? try await request.decodeJSON(RemoveRequest.self, context: context) : nil
-        guard let proof = request.headers[.deviceProof] else {
-            throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
-        }
-        try requireOwner(
-            of: context.device, assertion: body?.assertion, challenge: try PasskeyAssertion.challenge(for: proof),
-            doing: "removing it")
+        try await OwnerVerification(environment: environment).require(
+            of: context.device, assertion: try await OwnerVerification.assertion(in: request, context: context),
+            challenge: try OwnerVerification.challenge(of: request), doing: "removing it", keepingCounter: false)
         try await environment.store.setPasskey(nil, deviceID: context.device.id)
         var device = context.device
         device.passkey = nil
         return JSONBody(DeviceDocument(device))
-    }
-
-    /// Checks that the owner, verified by the device's passkey in place,
-    /// agrees to this request (whose proof gives `challenge`); a device
-    /// without a passkey needs no assertion.
-    private func requireOwner(
-        of device: TrustedDevice, assertion: PasskeyAssertion?, challenge: Data, doing what: String
-    ) throws {
-        guard let current = device.passkey else { return }
-        guard let assertion else {
-            throw APIError(
-                .forbidden, "user_verification_required",
-                "this device has a passkey: \(what) takes an assertion of that passkey")
-        }
-        do {
-            _ = try assertion.verify(
-                of: current.credentialID, publicKey: current.publicKey, challenge: challenge,
-                relyingParty: try environment.relyingParty(), storedSignCount: nil)
-        } catch let error as ProtocolError {
-            throw APIError.invalid("invalid_passkey", error)
-        }
     }
 }
 

@@ -91,6 +91,13 @@ struct CollectedClientData: Decodable {
         else {
             throw ProtocolError(.wrongOrigin, "the passkey was used on \(collected.origin), not this broker's page")
         }
+        // As a browser would (WebAuthn §5.1.3: the RP ID is the origin's
+        // host or a domain it is under): the broker's other origins, e.g.
+        // its address, are not pages of this RP ID, and a backend checking
+        // the assertion later at the RP ID's origin would refuse it.
+        guard origin.host == relyingParty.id || origin.host.hasSuffix("." + relyingParty.id) else {
+            throw ProtocolError(.wrongOrigin, "the passkey was used on \(collected.origin), outside \(relyingParty.id)")
+        }
         guard collected.crossOrigin != true, collected.topOrigin == nil else {
             throw ProtocolError(.wrongOrigin, "the passkey was used inside another site's frame")
         }
