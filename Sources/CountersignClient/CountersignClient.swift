@@ -1,6 +1,6 @@
 public import CountersignCore
 import Crypto
-import Foundation
+public import Foundation
 import NIOHTTP1
 
 /// The calls a requester and a trusted device make.
@@ -216,15 +216,52 @@ public struct CountersignClient: Sendable {
 
     /// Signs and sends a decision on one inbox item, committing to what the
     /// item shows (for a pairing, also to the key it would add).
+    ///
+    /// For an event that requires user verification, `assertion` gets an
+    /// assertion of the device's passkey for the challenge it is given:
+    /// SHA-256 of the signed decision's signing input (proto/signing.md §10).
     public func decide(
-        _ item: InboxItem, verdict: Verdict, match: String?, credential: DeviceCredential
+        _ item: InboxItem, verdict: Verdict, match: String?, credential: DeviceCredential,
+        assertion: ((_ challenge: Data) async throws -> PasskeyAssertion)? = nil
     ) async throws -> EventDocument {
-        struct Body: Encodable { let decision: String }
+        struct Body: Encodable {
+            let decision: String
+            let assertion: PasskeyAssertion?
+        }
         let jws = try await DecisionProof.make(
             key: credential.privateKey, on: item, verdict: verdict, match: match, broker: connection.baseURL,
             now: Date())
+        let signed = try await assertion?(try PasskeyAssertion.challenge(for: jws))
         return try await connection.send(
-            .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws), as: EventDocument.self)
+            .POST, "/api/v1/events/\(item.event.ID)/decision", body: Body(decision: jws, assertion: signed),
+            as: EventDocument.self)
+    }
+
+    /// Gives this device a passkey that protects its approvals (or replaces
+    /// the one it has): `make` gets the challenge, SHA-256 of the signing
+    /// input of this request's device proof, and returns the registration,
+    /// with an assertion of the passkey in place for the same challenge
+    /// when there is one (proto/signing.md §10). Returns the device with it.
+    public func registerPasskey(
+        _ credential: DeviceCredential,
+        make: (_ challenge: Data) async throws -> (PasskeyRegistration, replacing: PasskeyAssertion?)
+    ) async throws -> DeviceDocument {
+        struct Body: Encodable {
+            let registration: PasskeyRegistration
+            let assertion: PasskeyAssertion?
+            enum Keys: String, CodingKey { case assertion }
+            func encode(to encoder: any Encoder) throws {
+                try registration.encode(to: encoder)
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encodeIfPresent(assertion, forKey: .assertion)
+            }
+        }
+        let path = "/api/v1/devices/self/passkey"
+        let proof = try await proofHeader(credential, .PUT, path)
+        let (registration, assertion) = try await make(try PasskeyAssertion.challenge(for: proof.1))
+        return try await connection.send(
+            .PUT, path, headers: [proof], body: Body(registration: registration, assertion: assertion),
+            as: DeviceDocument.self)
     }
 
     func proofHeader(

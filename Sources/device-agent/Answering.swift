@@ -23,12 +23,13 @@ struct Answering {
     }
 
     func run() async throws -> Outcome {
+        let securityKey = await SecurityKeyApproval.lookUp(for: item, client: client, credential: credential)
         let live = LiveLine(interactive: Console.isInteractive)
-        show(live)
+        show(live, securityKey: securityKey)
         live.start(until: item.event.expiresAt)
         defer { live.stop() }
         do {
-            return try await answer(live: live)
+            return try await answer(live: live, securityKey: securityKey)
         } catch is RequestEnded {
             live.stop()
             let expired = Date() >= item.event.expiresAt
@@ -41,7 +42,7 @@ struct Answering {
         }
     }
 
-    private func show(_ live: LiveLine) {
+    private func show(_ live: LiveLine, securityKey: SecurityKeyApproval?) {
         let event = item.event
         print("")
         print("\(RequestText.title(of: item)) for \(shown(credential.clientUserID)) at \(shown(item.app))")
@@ -54,8 +55,10 @@ struct Answering {
             print("  Check that this fingerprint matches the one on the new device's screen.")
         }
         print("  event id:  \(shown(event.ID))")
-        if event.userVerification == "required" {
-            // This agent holds no passkey: what it can still do is refuse.
+        if event.userVerification == "required", securityKey != nil {
+            print(SecurityKeyApproval.hint)
+        } else if event.userVerification == "required" {
+            // This device has no passkey: what it can still do is refuse.
             print("  This request must be approved with a passkey that verifies you (fingerprint, face or PIN),")
             print("  e.g. in the web approver with its screen lock on. This machine can only reject it.")
         }
@@ -105,7 +108,7 @@ struct Answering {
     /// Who asked: the new device for a pairing, else the requesting machine.
     private var asker: String { item.newDevice != nil ? "new device" : "requesting machine" }
 
-    private func answer(live: LiveLine) async throws -> Outcome {
+    private func answer(live: LiveLine, securityKey: SecurityKeyApproval?) async throws -> Outcome {
         let pairing = item.newDevice != nil
         // Six for a pairing code, and for a login once the user rejected
         // several requests lately (the broker says how many).
@@ -141,6 +144,7 @@ struct Answering {
         }
         if verdict == .approve, item.matchRequired, number == nil { number = try await askNumber() }
         var unsent = 0
+        var signer: SecurityKeyApproval.Signer?
         while true {
             // A try whose answer was lost may have landed: its outcome is
             // read before anything is sent again, so that nothing is
@@ -159,8 +163,14 @@ struct Answering {
             }
             do {
                 let decided: EventDocument
+                if verdict == .approve, let securityKey, signer == nil {
+                    signer = try await securityKey.open(live: live, until: item.event.expiresAt)
+                }
+                let signing = verdict == .approve ? signer : nil
                 do {
-                    decided = try await client.decide(item, verdict: verdict!, match: number, credential: credential)
+                    decided = try await client.decide(
+                        item, verdict: verdict!, match: number, credential: credential,
+                        assertion: signing.map { signing in { try await signing.assertion($0) } })
                 } catch let error as CountersignError where error.isTransient {
                     // Kept, and sent again (signed afresh) while the window is open.
                     unsent += 1

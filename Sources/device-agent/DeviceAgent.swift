@@ -21,7 +21,7 @@ struct DeviceAgent: AsyncParsableCommand {
         subcommands: [
             Enroll.self, Login.self, Approve.self, Watch.self, Code.self, Devices.self, Push.self, Service.self,
             Status.self, RecoveryCodes.self,
-            PIN.self, PAMHelper.self,
+            PIN.self, SecurityKey.self, PAMHelper.self,
         ]
     )
 
