@@ -4,8 +4,10 @@ Compose specification's JSON schema (read from docker-compose's Python
 package, named by COUNTERSIGN_COMPOSE_WHEEL), the properties the topology
 depends on, the Dockerfile (its build is scripts/package.sh's; its runtime
 packages are those of the libraries a package.sh build in .build needs;
-non-root; a health check), and the systemd unit through `systemd-analyze
-verify` against the built broker.
+non-root; a health check), the systemd unit through `systemd-analyze
+verify` against the built broker, and the Grafana dashboard: each metric
+and label its PromQL names against the /metrics of that broker, started
+here, its data source a variable, and the monitoring profile's mounts.
 
     check-deploy.py [--with-package-build]
 
@@ -23,9 +25,13 @@ import os
 import pathlib
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 import zipfile
 
 import jsonschema
@@ -233,7 +239,152 @@ if shutil.which("systemd-analyze") and binary.exists():
 else:
     failures.append("systemd-analyze and a built device-broker are needed to check the unit")
 
+
+# Grafana: the dashboard loads as is, and every metric and label its PromQL
+# names is one the broker exports: a broker of this build is started and its
+# /metrics read. Prometheus adds `instance` and `job` to every series.
+def exported_metrics(binary):
+    """{series name: label names} of a fresh broker's /metrics, read twice
+    so that the request counters the first read made are there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory() as directory:
+        with open(pathlib.Path(directory) / "broker.log", "w") as log:
+            broker = subprocess.Popen([str(binary), "serve", "--port", str(port), "--log-level", "warning",
+                                       "--data-dir", str(pathlib.Path(directory) / "data")], stdout=log, stderr=log)
+        texts, deadline = [], time.monotonic() + 60
+        try:
+            while len(texts) < 2 and time.monotonic() < deadline and broker.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                        texts.append(response.read().decode())
+                except OSError:
+                    time.sleep(0.1)
+        finally:
+            broker.send_signal(signal.SIGTERM)
+            try:
+                broker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                broker.kill()
+    series = {}
+    for line in (texts[-1] if texts else "").splitlines():
+        found = re.match(r"([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s", line)
+        if found and not line.startswith("#"):
+            series.setdefault(found.group(1), {"instance", "job"}).update(re.findall(r'(\w+)="', found.group(2) or ""))
+    return series
+
+
+def promql_selectors(expression):
+    """([(metric, label names matched)], label names grouped by) of a PromQL
+    expression: strings and ranges left out, grouping clauses read apart."""
+    text = re.sub(r"\[[^\]]*\]", "", re.sub(r'"(?:[^"\\]|\\.)*"', '""', expression))
+    grouping = set()
+    for labels in re.findall(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", text):
+        grouping.update(filter(None, (label.strip() for label in labels.split(","))))
+    text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
+    selectors = []
+    for name, matchers, call in re.findall(r"([A-Za-z_:][A-Za-z0-9_:]*)\s*(\{[^}]*\})?(\s*\()?", text):
+        if not call and name not in ("and", "or", "unless", "bool", "offset", "inf", "nan"):
+            selectors.append((name, set(re.findall(r"(\w+)\s*(?:=~|!~|!=|=)", matchers))))
+    return selectors, grouping
+
+
+dashboard_path = deploy / "grafana" / "countersign.json"
+dashboard = json.loads(dashboard_path.read_text())
+check(isinstance(dashboard.get("uid"), str) and 0 < len(dashboard["uid"]) <= 40, "the dashboard has a fixed uid")
+check(dashboard.get("schemaVersion", 0) >= 36, "the dashboard's schemaVersion is Grafana 10's or later")
+# Provisioning does not fill in an import's ${DS_...} inputs: the data
+# source is a variable the dashboard defines itself.
+check("__inputs" not in dashboard and "${DS_" not in dashboard_path.read_text(),
+      "the dashboard asks for no import-time inputs")
+variables = {variable["name"]: variable for variable in dashboard.get("templating", {}).get("list", [])}
+sources = [name for name, variable in variables.items()
+           if variable.get("type") == "datasource" and variable.get("query") == "prometheus"]
+check(len(sources) == 1, "the dashboard has one Prometheus data source variable")
+source = {"type": "prometheus", "uid": "${" + (sources[0] if sources else "datasource") + "}"}
+check("instance" in variables, "the dashboard has an instance variable")
+panels = [panel for panel in dashboard.get("panels", []) if panel.get("type") != "row"]
+check(len({panel.get("id") for panel in dashboard.get("panels", [])}) == len(dashboard.get("panels", [])),
+      "the dashboard's panel ids are unique")
+queries = []  # (where, PromQL, whether it must filter on $instance)
+for panel in panels:
+    check(panel.get("datasource") == source, f"panel {panel.get('title')!r} queries the data source variable")
+    check(panel.get("targets"), f"panel {panel.get('title')!r} has a query")
+    for target in panel.get("targets", []):
+        check(target.get("datasource") == source, f"panel {panel.get('title')!r} queries the data source variable")
+        queries.append((f"panel {panel.get('title')!r}", target.get("expr", ""), True))
+for name, variable in variables.items():
+    if variable.get("type") == "query":
+        check(variable.get("datasource") == source, f"variable {name} queries the data source variable")
+        query = variable.get("query")
+        query = query.get("query", "") if isinstance(query, dict) else query or ""
+        values = re.fullmatch(r"label_values\((?:(.+),)?\s*(\w+)\s*\)", query.strip())
+        check(values and values.group(1), f"variable {name} is label_values(metric, label), not {query!r}")
+        if values and values.group(1):
+            queries.append((f"variable {name}", f"group by ({values.group(2)}) ({values.group(1)})", False))
+if binary.exists():
+    exported = exported_metrics(binary)
+    check(exported, "a broker of the debug build started and showed its /metrics")
+    for where, expression, filtered in queries if exported else []:
+        selectors, grouping = promql_selectors(expression)
+        check(selectors, f"{where}: {expression!r} reads a metric")
+        for metric, matched in selectors:
+            check(metric in exported, f"{where}: {metric} is not on the broker's /metrics")
+            unknown = sorted(matched - exported.get(metric, matched))
+            check(not unknown, f"{where}: {metric} has no label {unknown}")
+        known = set().union(*(exported.get(metric, set()) for metric, _ in selectors))
+        check(grouping <= known, f"{where}: groups by {sorted(grouping - known)}, labels of none of its metrics")
+        check(not filtered or expression.count('instance=~"$instance"') == len(selectors),
+              f"{where}: each selector of {expression!r} filters on instance=~\"$instance\"")
+else:
+    failures.append("a built device-broker (.build/debug) is needed to check the dashboard's metrics")
+
+# The monitoring profile: off by default; Prometheus scrapes each broker;
+# Grafana's mounts exist and provision that data source and this dashboard.
+monitoring = {name: services.get(name, {}) for name in ("prometheus", "grafana")}
+for name, service in monitoring.items():
+    check(service.get("profiles") == ["monitoring"], f"{name} runs only with --profile monitoring")
+check(all(not service.get("profiles") for name, service in services.items() if name not in monitoring),
+      "every other service runs without a profile")
+
+
+def mounts(service):
+    """{container path: host path} of a service's bind mounts."""
+    binds = [volume.split(":")[:2] for volume in service.get("volumes", []) if volume.startswith(".")]
+    return {target: (deploy / host).resolve() for host, target in binds}
+
+
+def provided(service, directory):
+    """The host files a service sees in (or as) a container directory."""
+    files = []
+    for target, host in mounts(service).items():
+        if target == directory or target.startswith(directory.rstrip("/") + "/"):
+            files += sorted(host.iterdir()) if host.is_dir() else [host]
+        elif directory.startswith(target + "/") and (host / directory[len(target) + 1:]).is_dir():
+            files += sorted((host / directory[len(target) + 1:]).iterdir())
+    return files
+
+
+for name, service in monitoring.items():
+    for target, host in mounts(service).items():
+        check(host.exists(), f"{name} mounts {host.relative_to(root)}, which exists")
+scrape = [yaml.safe_load(path.read_text()) for path in provided(monitoring["prometheus"], "/etc/prometheus")
+          if path.name == "prometheus.yml"]
+targets = {target for config in scrape for job in config.get("scrape_configs", [])
+           for static in job.get("static_configs", []) for target in static.get("targets", [])}
+check(targets == {f"{name}:8080" for name in brokers}, f"Prometheus scrapes each broker, not {sorted(targets)}")
+provisioned = [yaml.safe_load(path.read_text()) for kind in ("datasources", "dashboards")
+               for path in provided(monitoring["grafana"], f"/etc/grafana/provisioning/{kind}")
+               if path.suffix in (".yaml", ".yml")]
+data_sources = [item for config in provisioned for item in config.get("datasources", [])]
+check([item.get("url") for item in data_sources if item.get("type") == "prometheus"] == ["http://prometheus:9090"],
+      "Grafana provisions the prometheus service as its Prometheus data source")
+dashboards = [path.resolve() for config in provisioned for provider in config.get("providers", [])
+              for path in provided(monitoring["grafana"], provider.get("options", {}).get("path", "/nonexistent"))]
+check(dashboard_path.resolve() in dashboards, "Grafana provisions deploy/grafana/countersign.json")
+
 if failures:
     sys.exit("deploy/ checks failed:\n  " + "\n  ".join(failures))
 print("deploy: compose (against the Compose specification), nginx, the Dockerfile" + checked_libraries
-      + " and the systemd unit check out")
+      + ", the systemd unit and the Grafana dashboard (against a started broker's /metrics) check out")

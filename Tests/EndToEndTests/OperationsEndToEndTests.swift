@@ -120,6 +120,8 @@ struct OperationsEndToEndTests {
             #"countersign_events_created_total{event="LOGIN"} 1"#,
             #"countersign_events_decided_total{outcome="approved",method="TRUSTED_DEVICE"} 1"#,
             "countersign_decision_to_wake_seconds_count 1", "countersign_long_polls_held ",
+            // SQLite is part of the process: available, not an outage's 0.
+            "countersign_store_available 1",
             #"hb_requests{http_route="/api/v1/events/{id}/decision",http_request_method="POST",http_response_status_code="200"} 1"#,
             #"http_server_request_duration_count{http_route="/api/v1/events/{id}/decision",http_request_method="POST",http_response_status_code="200"} 1"#,
             #"hb_requests{http_route="NotFound",http_request_method="GET",http_response_status_code="404"} 1"#,

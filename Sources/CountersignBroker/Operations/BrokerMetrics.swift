@@ -154,7 +154,12 @@ public struct BrokerMetrics: Sendable {
     func render(longPollsHeld: Int, store: StoreHealth? = nil) -> String? {
         guard let registry else { return nil }
         held.record(longPollsHeld)
-        if let store { storeMetrics.record(store) }
+        // An embedded store (SQLite) is there while the process is: it
+        // reads as available, with no connections, rather than as a gauge
+        // that never moved from 0, which an alert would take for an outage.
+        storeMetrics.record(
+            store
+                ?? StoreHealth(available: true, openConnections: 0, reconnects: 0, failedConnects: 0, queryTimeouts: 0))
         return registry.emitToString()
     }
 }
