@@ -307,6 +307,19 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        // Who may sign in to the console, and what operators did: an
+        // operator removed is gone from the first, never from the log.
+        (
+            "v21-operators-and-audit",
+            [
+                "CREATE TABLE operators (name text PRIMARY KEY, added_at double precision NOT NULL)",
+                """
+                CREATE TABLE audit_log (
+                    id bigserial PRIMARY KEY, at double precision NOT NULL, actor text NOT NULL,
+                    action text NOT NULL, target text, ip text)
+                """,
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

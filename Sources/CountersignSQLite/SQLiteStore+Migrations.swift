@@ -388,6 +388,22 @@ extension SQLiteStore {
                     CREATE INDEX api_key_changes_by_key ON api_key_changes(api_key_id, id);
                     """)
         }
+        migrator.registerMigration("v21-operators-and-audit") { db in
+            // Who may sign in to the console, and what operators did: an
+            // operator removed is gone from the first, never from the log.
+            try db.execute(
+                sql: """
+                    CREATE TABLE operators (name TEXT PRIMARY KEY, added_at REAL NOT NULL);
+                    CREATE TABLE audit_log (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        at REAL NOT NULL,
+                        actor TEXT NOT NULL,
+                        action TEXT NOT NULL,
+                        target TEXT,
+                        ip TEXT
+                    );
+                    """)
+        }
         return migrator
     }
 }

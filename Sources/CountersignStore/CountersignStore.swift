@@ -44,6 +44,24 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// A key's changes, oldest first; never garbage-collected.
     func apiKeyChanges(id: String) async throws -> [APIKeyChange]
 
+    // MARK: The console's operators and audit log
+
+    /// Adds an operator and writes `record` to the audit log in the same
+    /// transaction: `alreadyExists` (and nothing written) for a name that
+    /// is an operator already.
+    func addOperator(_ added: Operator, audit record: AuditRecord) async throws
+    /// Removes an operator and writes `record`: `notFound` (and nothing
+    /// written) for a name that is no operator.
+    func removeOperator(named name: String, audit record: AuditRecord) async throws
+    /// The operators, by name.
+    func operators() async throws -> [Operator]
+    /// Writes one line to the audit log; returns it with its id.
+    @discardableResult
+    func appendAudit(_ record: AuditRecord) async throws -> AuditRecord
+    /// Up to `limit` lines of the audit log after the one with id `after`
+    /// (from the first if nil), oldest first; never garbage-collected.
+    func auditRecords(after: Int64?, limit: Int) async throws -> [AuditRecord]
+
     /// Replaces the redirect URLs registered for an API key, keeping their
     /// order; `notFound` for an unknown key, `alreadyExists` for a URL given
     /// twice (then nothing changes).

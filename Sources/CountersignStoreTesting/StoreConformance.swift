@@ -25,5 +25,5 @@ public enum StoreConformance {
     /// Every check of the contract.
     public static let cases: [Case] =
         keyCases + deviceCases + lifecycleCases + eventCases + decisionCases
-        + verificationCases + codeCases + outboxCases + webhookCases + fraudCases + cibaCases
+        + verificationCases + codeCases + outboxCases + webhookCases + fraudCases + cibaCases + consoleCases
 }

@@ -13,7 +13,7 @@ struct DeviceBroker: AsyncParsableCommand {
         version: CountersignVersion.current,
         subcommands: [
             Serve.self, APIKeyCommand.self, KeysCommand.self, VAPIDKeyCommand.self, TOTPKeyCommand.self, Migrate.self,
-            BackupCommand.self, WebhookCommand.self, HealthCheckCommand.self,
+            BackupCommand.self, WebhookCommand.self, HealthCheckCommand.self, OperatorCommand.self, AuditCommand.self,
         ],
         defaultSubcommand: Serve.self
     )

@@ -1,0 +1,48 @@
+public import Foundation
+
+/// One line of the audit log: what an operator did, and every operator
+/// sign-in, with who, what, when and from where. Kept in the store, never
+/// garbage-collected, and exported as JSON lines for a SIEM.
+public struct AuditRecord: Sendable, Equatable {
+    /// What was done.
+    public enum Action: String, Sendable, CaseIterable {
+        case operatorAdded = "operator.added"
+        case operatorRemoved = "operator.removed"
+        case signedIn = "operator.signed_in"
+        case signedOut = "operator.signed_out"
+    }
+
+    /// Its place in the log, given by the store; nil before it is stored.
+    public var id: Int64?
+    public var at: Date
+    /// Who: an operator's name, or `host` for a command run on the host.
+    public var actor: String
+    public var action: Action
+    /// What it was done to (an operator, a device, an API key), if anything.
+    public var target: String?
+    /// Where from: the client address, nil for the host.
+    public var ip: String?
+
+    public init(id: Int64? = nil, at: Date, actor: String, action: Action, target: String? = nil, ip: String? = nil) {
+        self.id = id
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.target = target
+        self.ip = ip
+    }
+
+    /// The actor of what is done by a command on the host.
+    public static let host = "host"
+}
+
+extension AuditRecord: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("action", action.rawValue)
+        object.field("actor", actor)
+        object.field("at", at)
+        object.field("id", id.map(Int.init))
+        object.field("ip", ip)
+        object.field("target", target)
+    }
+}
