@@ -2,7 +2,8 @@ import GRDB
 
 extension SQLiteStore {
     /// The schema's history. A shipped migration is never edited: a change
-    /// is a new migration appended here. Migrations use no app types.
+    /// is a new migration appended here (since 0.9.0, in
+    /// ``registerMigrationsSince0_9(in:)``). Migrations use no app types.
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -341,69 +342,7 @@ extension SQLiteStore {
                     WHERE status = 'rejected'
                     """)
         }
-        migrator.registerMigration("v19-passkeys") { db in
-            // A device's passkey lives in its row: the decision that checks
-            // an assertion reads the device already, and reads nothing more.
-            for column in [
-                "passkey_credential_id TEXT", "passkey_public_key TEXT", "passkey_sign_count INTEGER",
-                "passkey_aaguid TEXT", "passkey_transports TEXT", "passkey_backup_eligible INTEGER",
-                "passkey_created_at REAL",
-            ] {
-                try db.execute(sql: "ALTER TABLE devices ADD COLUMN \(column)")
-            }
-            try db.execute(
-                sql: """
-                    CREATE UNIQUE INDEX devices_passkey ON devices (passkey_credential_id)
-                    WHERE passkey_credential_id IS NOT NULL
-                    """)
-            try db.execute(sql: "ALTER TABLE events ADD COLUMN user_verification INTEGER NOT NULL DEFAULT 0")
-            try db.execute(sql: "ALTER TABLE events ADD COLUMN decision_assertion TEXT")
-        }
-        migrator.registerMigration("v20-api-key-user-verification") { db in
-            // An app's policy for all its events: 'required' makes every
-            // event under the key require user verification.
-            try db.execute(
-                sql: """
-                    ALTER TABLE api_keys ADD COLUMN user_verification TEXT NOT NULL DEFAULT 'discouraged'
-                        CHECK (user_verification IN ('required', 'discouraged'))
-                    """)
-            // Setting it is audited: SQLite changes a CHECK only by
-            // rebuilding the table, which is small (a few rows per key).
-            try db.execute(
-                sql: """
-                    CREATE TABLE api_key_changes_v20 (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        api_key_id TEXT NOT NULL,
-                        action TEXT NOT NULL CHECK (action IN (
-                            'created', 'rotated', 'revoked', 'user_verification_required',
-                            'user_verification_discouraged')),
-                        via TEXT NOT NULL,
-                        ip TEXT,
-                        at REAL NOT NULL
-                    );
-                    INSERT INTO api_key_changes_v20 (id, api_key_id, action, via, ip, at)
-                        SELECT id, api_key_id, action, via, ip, at FROM api_key_changes;
-                    DROP TABLE api_key_changes;
-                    ALTER TABLE api_key_changes_v20 RENAME TO api_key_changes;
-                    CREATE INDEX api_key_changes_by_key ON api_key_changes(api_key_id, id);
-                    """)
-        }
-        migrator.registerMigration("v21-operators-and-audit") { db in
-            // Who may sign in to the console, and what operators did: an
-            // operator removed is gone from the first, never from the log.
-            try db.execute(
-                sql: """
-                    CREATE TABLE operators (name TEXT PRIMARY KEY, added_at REAL NOT NULL);
-                    CREATE TABLE audit_log (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        at REAL NOT NULL,
-                        actor TEXT NOT NULL,
-                        action TEXT NOT NULL,
-                        target TEXT,
-                        ip TEXT
-                    );
-                    """)
-        }
+        registerMigrationsSince0_9(in: &migrator)
         return migrator
     }
 }
