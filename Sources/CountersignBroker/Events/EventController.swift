@@ -78,12 +78,7 @@ struct EventController {
             details: body.details, location: body.location, ip: body.ip, requesterName: body.requesterName)
         (body.details, body.location, body.ip) = (shown.details, shown.location, shown.ip)
         let requesterName = shown.requesterName
-        let requested = try body.userVerification.map {
-            guard let policy = UserVerificationPolicy(rawValue: $0) else {
-                throw APIError.badRequest("user_verification is required or discouraged")
-            }
-            return policy
-        }
+        let requested = try body.userVerification.map(UserVerificationPolicy.requested)
         let pairing = try await checkPairing(name: name, body: body, request: request, creator: context.creator)
         switch context.creator {
         case .device(let caller):

@@ -82,9 +82,7 @@ struct APIKeyController {
         guard let given = body.userVerification else {
             throw APIError.badRequest("nothing to change: give user_verification (required or discouraged)")
         }
-        guard let policy = UserVerificationPolicy(rawValue: given) else {
-            throw APIError.badRequest("user_verification is required or discouraged")
-        }
+        let policy = try UserVerificationPolicy.requested(given)
         if policy == .required { _ = try environment.relyingParty() }
         let key = try await environment.store.setUserVerification(
             policy, apiKeyID: context.apiKey.id,

@@ -19,8 +19,7 @@ struct OwnerVerification {
 
     /// The assertion in `request`'s body, if it has one.
     static func assertion(in request: Request, context: DeviceRequestContext) async throws -> PasskeyAssertion? {
-        let length = request.headers[.contentLength].flatMap { Int($0) }
-        guard length.map({ $0 > 0 }) ?? (request.headers[.transferEncoding] != nil) else { return nil }
+        guard request.hasBody else { return nil }
         return try await request.decodeJSON(Body.self, context: context).assertion
     }
 

@@ -49,9 +49,15 @@ extension Request {
     /// object. Anything else (an array, a string, malformed JSON) is a 400,
     /// as the contract says.
     func requireObjectIfBody(context: some RequestContext) async throws {
-        let length = headers[.contentLength].flatMap { Int($0) }
-        guard length.map({ $0 > 0 }) ?? (headers[.transferEncoding] != nil) else { return }
+        guard hasBody else { return }
         _ = try await decodeJSON(IgnoredObject.self, context: context)
+    }
+
+    /// Whether the request says it carries a body: a length above 0, or a
+    /// chunked one.
+    var hasBody: Bool {
+        let length = headers[.contentLength].flatMap { Int($0) }
+        return length.map { $0 > 0 } ?? (headers[.transferEncoding] != nil)
     }
 
     /// Any JSON object, its fields ignored.
