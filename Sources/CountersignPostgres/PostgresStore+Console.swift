@@ -1,6 +1,6 @@
 public import CountersignCore
 import CountersignStore
-public import Foundation
+import Foundation
 import Logging
 import PostgresNIO
 
