@@ -320,6 +320,21 @@ enum PostgresMigrations {
                 """,
             ]
         ),
+        // An operator's sign-ins to the console, by the digest of the
+        // cookie's secret: one per approved login, ended at sign-out or when
+        // the operator is removed, collected long after expiry.
+        (
+            "v22-console-sessions",
+            [
+                """
+                CREATE TABLE console_sessions (
+                    digest bytea PRIMARY KEY, operator text NOT NULL, event_id text NOT NULL UNIQUE,
+                    ip text NOT NULL, created_at double precision NOT NULL, expires_at double precision NOT NULL,
+                    ended_at double precision)
+                """,
+                "CREATE INDEX console_sessions_by_operator ON console_sessions (operator)",
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

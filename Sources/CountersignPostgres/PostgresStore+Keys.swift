@@ -211,6 +211,9 @@ extension PostgresStore {
                 """,
                 "DELETE FROM outbox WHERE state <> 'queued' AND finished_at < \(eventCutoff) RETURNING 1",
                 "DELETE FROM user_protections WHERE until < \(now.seconds) RETURNING 1",
+                // Kept as long as events: an expired session takes nothing, and
+                // its sign-in and sign-out stay in the audit log.
+                "DELETE FROM console_sessions WHERE expires_at < \(eventCutoff) RETURNING 1",
             ] {
                 removed += try await db.run(query, logger: logger)
             }

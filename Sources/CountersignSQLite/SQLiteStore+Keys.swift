@@ -196,6 +196,12 @@ extension SQLiteStore {
             try db.execute(
                 sql: "DELETE FROM user_protections WHERE until < ?", arguments: [now.timeIntervalSince1970])
             removed += db.changesCount
+            // Kept as long as events: an expired session takes nothing, and
+            // its sign-in and sign-out stay in the audit log.
+            try db.execute(
+                sql: "DELETE FROM console_sessions WHERE expires_at < ?",
+                arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
+            removed += db.changesCount
             return removed
         }
     }

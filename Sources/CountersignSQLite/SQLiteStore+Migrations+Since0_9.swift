@@ -3,8 +3,8 @@ import GRDB
 extension SQLiteStore {
     /// The migrations made after 0.9.0, whose files the upgrade fixture
     /// (Tests/Fixtures/upgrade-0.9.0) holds: passkeys, the user-verification
-    /// policy, the console's operators and audit log. Appended to in order,
-    /// never edited once shipped.
+    /// policy, the console's operators, audit log and sessions. Appended to
+    /// in order, never edited once shipped.
     static func registerMigrationsSince0_9(in migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v19-passkeys") { db in
             // A device's passkey lives in its row: the decision that checks
@@ -67,6 +67,24 @@ extension SQLiteStore {
                         target TEXT,
                         ip TEXT
                     );
+                    """)
+        }
+        migrator.registerMigration("v22-console-sessions") { db in
+            // An operator's sign-ins to the console, by the digest of the
+            // cookie's secret: one per approved login, ended at sign-out or
+            // when the operator is removed, collected long after expiry.
+            try db.execute(
+                sql: """
+                    CREATE TABLE console_sessions (
+                        digest BLOB PRIMARY KEY NOT NULL,
+                        operator TEXT NOT NULL,
+                        event_id TEXT NOT NULL UNIQUE,
+                        ip TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        expires_at REAL NOT NULL,
+                        ended_at REAL
+                    );
+                    CREATE INDEX console_sessions_by_operator ON console_sessions(operator);
                     """)
         }
     }

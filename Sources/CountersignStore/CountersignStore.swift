@@ -50,8 +50,9 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// transaction: `alreadyExists` (and nothing written) for a name that
     /// is an operator already.
     func addOperator(_ added: Operator, audit record: AuditRecord) async throws
-    /// Removes an operator and writes `record`: `notFound` (and nothing
-    /// written) for a name that is no operator.
+    /// Removes an operator, ends their console sessions and writes
+    /// `record`: `notFound` (and nothing written) for a name that is no
+    /// operator.
     func removeOperator(named name: String, audit record: AuditRecord) async throws
     /// The operators, by name.
     func operators() async throws -> [Operator]
@@ -61,6 +62,20 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// Up to `limit` lines of the audit log after the one with id `after`
     /// (from the first if nil), oldest first; never garbage-collected.
     func auditRecords(after: Int64?, limit: Int) async throws -> [AuditRecord]
+    /// Up to `limit` lines before the one with id `before` (from the
+    /// newest if nil), newest first: the console's pages.
+    func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord]
+
+    /// Starts a console session and writes `record` (its sign-in) in the
+    /// same transaction, if `session.operatorName` is an operator: else
+    /// `notFound`, and nothing written. `alreadyExists` when the event
+    /// started a session already: an approval signs in once.
+    func startConsoleSession(_ session: ConsoleSession, audit record: AuditRecord) async throws
+    /// The session whose cookie secret has this digest, ended or not.
+    func consoleSession(digest: Data) async throws -> ConsoleSession?
+    /// Ends a session and writes `record` (its sign-out): false, and
+    /// nothing written, when it is unknown or ended already.
+    func endConsoleSession(digest: Data, now: Date, audit record: AuditRecord) async throws -> Bool
 
     /// Replaces the redirect URLs registered for an API key, keeping their
     /// order; `notFound` for an unknown key, `alreadyExists` for a URL given
@@ -337,8 +352,9 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// expired before `now`, verifications older than a day, and settled or
     /// expired events whose window ended before `eventsEndedBefore`, and
     /// outbox messages that finished before `eventsEndedBefore`, fraud
-    /// protections that ended before `now`, and request counters older
-    /// than ``RequestRate/kept``. Returns how many rows went.
+    /// protections that ended before `now`, request counters older than
+    /// ``RequestRate/kept``, and console sessions that expired before
+    /// `eventsEndedBefore` (never the audit log). Returns how many rows went.
     @discardableResult
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
 }

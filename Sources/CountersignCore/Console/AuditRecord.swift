@@ -10,6 +10,17 @@ public struct AuditRecord: Sendable, Equatable {
         case operatorRemoved = "operator.removed"
         case signedIn = "operator.signed_in"
         case signedOut = "operator.signed_out"
+        /// A console sign-in that an approval did not finish: not an operator.
+        case signInRefused = "operator.sign_in_refused"
+        case deviceRemoved = "device.removed"
+        case fraudProtectionEnded = "fraud_protection.ended"
+        case webhookResent = "webhook.resent"
+        case endpointDisabled = "webhook_endpoint.disabled"
+        case endpointEnabled = "webhook_endpoint.enabled"
+        case apiKeyCreated = "apikey.created"
+        case apiKeyRotated = "apikey.rotated"
+        case apiKeyRevoked = "apikey.revoked"
+        case enrollmentIssued = "enrollment.issued"
     }
 
     /// Its place in the log, given by the store; nil before it is stored.
