@@ -115,6 +115,10 @@ let package = Package(
                 .embedInCode("Web/icon.svg"),
                 .embedInCode("Web/icon-192.png"),
                 .embedInCode("Web/icon-512.png"),
+                .embedInCode("Console/console.html"),
+                .embedInCode("Console/console.css"),
+                .embedInCode("Console/console.js"),
+                .embedInCode("Console/views.js"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -46,7 +46,8 @@ for source in broker.rglob("*.swift"):
     # Where each controller is mounted (see buildRouter); the rest are under /api/v1.
     base = {"Application+build.swift": "", "OperationsController.swift": "", "VerificationPageController.swift": "",
             "OAuthController.swift": "", "IdentityController.swift": "/api/v0/",
-            "ApproverController.swift": "", "CIBAController.swift": ""}.get(source.name, "/api/v1/")
+            "ApproverController.swift": "", "CIBAController.swift": "", "ConsoleController.swift": "",
+            "ConsoleReads.swift": "/console/api/", "ConsoleActions.swift": "/console/api/"}.get(source.name, "/api/v1/")
     for method, path in re.findall(r'\.(get|post|delete|put|patch)\("([^"]+)"(?:,\s*use:|\)\s*\{)', text):
         full = re.sub(r"/+", "/", "/" + path if base == "" else base + path)
         registered.add((method.upper(), re.sub(r":[A-Za-z]+", "{}", full)))

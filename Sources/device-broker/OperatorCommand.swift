@@ -13,13 +13,14 @@ extension DeviceBroker {
                 app, whose user id is the operator's name; there are no passwords. Each change is written to \
                 the audit log (device-broker audit export).
                 """,
-            subcommands: [Add.self, Remove.self, List.self], defaultSubcommand: List.self)
+            subcommands: [Add.self, Enroll.self, Remove.self, List.self], defaultSubcommand: List.self)
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(abstract: "Make NAME an operator.")
             @OptionGroup var store: StoreOptions
             @Argument(help: "The operator's name: their user id at the console app (1-256 bytes, no slash).") var name:
                 String
+            @Option(help: "The broker's public URL, to print complete commands and links.") var publicURL: String?
 
             func validate() throws {
                 guard Operator.isValid(name: name) else { throw ValidationError("not a valid operator name: \(name)") }
@@ -27,16 +28,22 @@ extension DeviceBroker {
 
             func run() async throws {
                 let now = Date()
+                let issued: (token: String, expiresAt: Date)
                 do {
-                    try await store.withStore { [name] store in
+                    issued = try await store.withStore { [name] store in
                         try await store.addOperator(
                             Operator(name: name, addedAt: now),
                             audit: AuditRecord(at: now, actor: AuditRecord.host, action: .operatorAdded, target: name))
+                        return try await ConsoleEnrollment.issueToken(for: name, in: store, now: now)
                     }
                 } catch let error as StoreError where error.code == .alreadyExists {
-                    throw ValidationError("\(name) is an operator already")
+                    throw ValidationError(
+                        "\(name) is an operator already (a token for another device: `operator enroll \(name)`)")
                 }
                 print("\(name) is an operator")
+                print(
+                    ConsoleEnrollment.instructions(
+                        name: name, token: issued.token, expiresAt: issued.expiresAt, publicURL: publicURL))
             }
         }
 

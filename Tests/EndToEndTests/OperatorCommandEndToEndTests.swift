@@ -18,6 +18,10 @@ struct OperatorCommandEndToEndTests {
         #expect(try await broker(live, ["operator", "list"]).1.contains("No operators"))
         #expect(try await broker(live, ["operator", "add", "alice"]).0 == 0)
         #expect(try await broker(live, ["operator", "add", "bob"]).0 == 0)
+        let enroll = try await broker(live, ["operator", "enroll", "alice"])
+        #expect(enroll.0 == 0 && enroll.1.contains("--token et_"), "\(enroll.1)")
+        let notOperator = try await broker(live, ["operator", "enroll", "carol"])
+        #expect(notOperator.0 != 0 && notOperator.1.contains("carol is no operator"), "\(notOperator.1)")
         let again = try await broker(live, ["operator", "add", "alice"])
         #expect(again.0 != 0 && again.1.contains("alice is an operator already"), "\(again.1)")
         let bad = try await broker(live, ["operator", "add", "a/b"])
@@ -33,12 +37,17 @@ struct OperatorCommandEndToEndTests {
         let lines = exported.split(separator: "\n").map {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
-        #expect(lines.count == 3 && lines.allSatisfy { $0 != nil }, "one JSON object per line:\n\(exported)")
-        #expect(lines.map { $0?["action"] as? String } == ["operator.added", "operator.added", "operator.removed"])
-        #expect(lines.map { $0?["target"] as? String } == ["alice", "bob", "bob"])
+        #expect(lines.count == 6 && lines.allSatisfy { $0 != nil }, "one JSON object per line:\n\(exported)")
+        // Each add also issues the operator's first enrollment token; enroll issues another.
+        #expect(
+            lines.map { $0?["action"] as? String } == [
+                "operator.added", "enrollment.issued", "operator.added", "enrollment.issued", "enrollment.issued",
+                "operator.removed",
+            ])
+        #expect(lines.map { $0?["target"] as? String } == ["alice", "alice", "bob", "bob", "alice", "bob"])
         #expect(lines.allSatisfy { $0?["actor"] as? String == "host" && $0?["at"] is String })
         let firstID = try #require(lines.first??["id"] as? Int)
         let after = try await broker(live, ["audit", "export", "--after", String(firstID)]).1
-        #expect(after.split(separator: "\n").count == 2, "only what is new:\n\(after)")
+        #expect(after.split(separator: "\n").count == 5, "only what is new:\n\(after)")
     }
 }

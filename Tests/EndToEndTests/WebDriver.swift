@@ -184,6 +184,12 @@ struct WebDriver {
         _ = try await Self.call(base, .POST, "/session/\(session)/alert/accept", [String: Any]())
     }
 
+    /// The cookies the browser holds for the page's URL, as WebDriver
+    /// lists them (name, value, path, httpOnly, secure, sameSite).
+    func cookies() async throws -> [[String: Any]] {
+        try await Self.call(base, .GET, "/session/\(session)/cookie")["value"] as? [[String: Any]] ?? []
+    }
+
     /// A PNG of the window.
     func screenshot() async throws -> Data {
         let value = try await Self.call(base, .GET, "/session/\(session)/screenshot")["value"] as? String ?? ""

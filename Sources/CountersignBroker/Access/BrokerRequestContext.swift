@@ -20,6 +20,8 @@ public enum CallerIdentity: Sendable {
     case decider(Decider)
     /// An OAuth client, by Basic or by the form it sent.
     case oauthClient(OAuthClient)
+    /// An operator, by the console's session cookie.
+    case consoleOperator(ConsoleOperator)
 }
 
 /// A trusted device and its app's key, as a valid proof established them:
@@ -93,7 +95,7 @@ public struct AppRequestContext: ChildRequestContext {
     public init(context: BrokerRequestContext) throws {
         switch context.identity {
         case .app(let key), .backend(let key): self.apiKey = key
-        case .device, .requester, .decider, .oauthClient, nil:
+        case .device, .requester, .decider, .oauthClient, .consoleOperator, nil:
             throw APIError.unauthorized("send the app's API key id in API_KEY_ID")
         }
         self.coreContext = context.coreContext
@@ -127,7 +129,7 @@ public struct EventCreatorContext: ChildRequestContext {
         case .device(let caller): creator = .device(caller)
         case .backend(let key): creator = .backend(key)
         case .app(let key): creator = .requester(key)
-        case .requester, .decider, .oauthClient, nil:
+        case .requester, .decider, .oauthClient, .consoleOperator, nil:
             throw APIError.unauthorized("send API_KEY_ID, or a Device-Proof from a trusted device")
         }
         self.coreContext = context.coreContext
@@ -155,7 +157,7 @@ public struct EventHolderContext: ChildRequestContext {
         switch context.identity {
         case .backend(let key): holder = .backend(key)
         case .requester(let secret): holder = .requester(secret: secret)
-        case .app, .device, .decider, .oauthClient: holder = .nobody
+        case .app, .device, .decider, .oauthClient, .consoleOperator: holder = .nobody
         case nil:
             throw APIError.unauthorized("send the requester token as a Bearer token, or the API key and secret")
         }

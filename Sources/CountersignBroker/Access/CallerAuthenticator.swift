@@ -37,11 +37,13 @@ struct CallerAuthenticator: Sendable {
         case oauthClient
         /// A decision in the body, by the device its key id names.
         case decision
+        /// The console's session cookie (``ConsoleAccess``).
+        case console
     }
 
     /// The caller. For a decision or an OAuth client the body is read
     /// here, once: the identity carries what the route needs of it.
-    func identify(_ request: Request, context: some RequestContext) async throws -> CallerIdentity? {
+    func identify(_ request: Request, context: BrokerRequestContext) async throws -> CallerIdentity? {
         switch accepts {
         case .any:
             if let proof = request.headers[.deviceProof] {
@@ -53,6 +55,9 @@ struct CallerAuthenticator: Sendable {
             return try await oauthClient(request, context: context)
         case .decision:
             return try await decider(request, context: context)
+        case .console:
+            return .consoleOperator(
+                try await ConsoleAccess(environment: environment).signedIn(request, address: context.clientAddress))
         }
         if let credentials = try APIKeyCredentials(headers: request.headers) {
             return try await apiKey(credentials)

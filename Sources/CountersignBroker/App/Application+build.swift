@@ -105,6 +105,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     open.get("api/v1/push/vapid-key", use: push.vapidKey)
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
     ApproverController().register(on: open)
+    ConsoleController(environment: environment).register(on: open)
     let oauth = OAuthController(environment: environment)
     open.addRoutes(oauth.endpoints)
     // OAuth's clients, answered in OAuth's form.
@@ -146,6 +147,13 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     deciding.authenticator = CallerAuthenticator(environment: environment, accepts: .decision)
     router.group("api/v1").add(middleware: deciding).group(context: DecisionContext.self)
         .addRoutes(DecisionController(environment: environment).endpoints)
+    // The console, by its session cookie.
+    var consoleAuthenticating = lifecycle
+    consoleAuthenticating.authenticator = CallerAuthenticator(environment: environment, accepts: .console)
+    let console = router.group("console/api").add(middleware: consoleAuthenticating)
+        .group(context: ConsoleRequestContext.self)
+    console.addRoutes(ConsoleReads(environment: environment).endpoints)
+    console.addRoutes(ConsoleActions(environment: environment).endpoints)
     var unmatched = lifecycle
     unmatched.routeMethods = RouteMethods(router.routes)
     router.add(middleware: unmatched)

@@ -61,27 +61,6 @@ struct ApproverController {
         """
 
     static func serve(_ name: String, _ request: Request) -> Response {
-        guard let asset = ApproverAssets.files[name] else {
-            return Response(
-                status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: "Not found\n")))
-        }
-        var headers: HTTPFields = [
-            .contentType: asset.contentType,
-            // Checked on every load, so that a new broker's approver is
-            // used at once; unchanged files cost a 304.
-            .cacheControl: "no-cache",
-            .eTag: asset.etag,
-            .contentSecurityPolicy: contentSecurityPolicy,
-            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-            HTTPField.Name("Referrer-Policy")!: "no-referrer",
-            HTTPField.Name("Cross-Origin-Opener-Policy")!: "same-origin",
-            HTTPField.Name("Permissions-Policy")!: "camera=(), microphone=(), geolocation=()",
-        ]
-        if request.headers[.ifNoneMatch] == asset.etag {
-            return Response(status: .notModified, headers: headers)
-        }
-        headers[.contentLength] = String(asset.bytes.count)
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: asset.bytes)))
+        WebAssetResponse.serve(ApproverAssets.files[name], request, policy: contentSecurityPolicy)
     }
 }

@@ -63,6 +63,9 @@ public struct APIError: HTTPResponseError, Equatable {
     static func unauthorized(_ message: String) -> Self {
         Self(.unauthorized, "unauthorized", message, headers: [.wwwAuthenticate: #"Basic realm="countersign""#])
     }
+    /// The console's 401: a cookie, not credentials a browser should ask
+    /// the person for (no `WWW-Authenticate`, which opens a password dialog).
+    static func notSignedIn(_ message: String) -> Self { Self(.unauthorized, "not_signed_in", message) }
     static func badRequest(_ message: String, code: String = "invalid_request") -> Self {
         Self(.badRequest, code, message)
     }

@@ -1,0 +1,218 @@
+// The operator's console: signing in by approving on a trusted device, and
+// the views (views.js). Every value from the broker is set as text, never
+// as markup.
+import { renderUser, renderApps, renderAudit, renderHealth } from "./views.js";
+
+const $ = (id) => document.getElementById(id);
+let csrfToken = null;
+let signInAbort = null;
+
+function status(text, isError = false) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+// A call to the console's API: JSON both ways, the CSRF token on every
+// change. A 401 means the session ended: back to signing in.
+export async function api(path, { method = "GET", body, signal } = {}) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET" && csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  const response = await fetch("api/" + path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin", cache: "no-store", signal,
+  });
+  if (response.status === 204) return null;
+  let document = null;
+  try { document = await response.json(); } catch { document = null; }
+  if (!response.ok) {
+    const message = document?.message ?? document?.error ?? `the broker answered ${response.status}`;
+    if (response.status === 401 && csrfToken) signedOut("Your session ended. Sign in again.");
+    throw new APIError(response.status, document?.code ?? document?.error, message);
+  }
+  return document;
+}
+
+// Asks for a yes before an action; resolves true on Confirm.
+export function confirmAction(text) {
+  const dialog = $("confirm");
+  $("confirm-text").textContent = text;
+  return new Promise((resolve) => {
+    const finish = (answer) => {
+      $("confirm-yes").onclick = null;
+      $("confirm-no").onclick = null;
+      dialog.close();
+      resolve(answer);
+    };
+    $("confirm-yes").onclick = () => finish(true);
+    $("confirm-no").onclick = () => finish(false);
+    dialog.showModal();
+  });
+}
+
+export function report(text, isError = false) { status(text, isError); }
+
+function showSignIn() {
+  $("console").hidden = true;
+  $("sign-out").hidden = true;
+  $("signed-in-as").hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-in-form").hidden = false;
+  $("waiting").hidden = true;
+}
+
+function signedOut(text) {
+  csrfToken = null;
+  showSignIn();
+  status(text);
+}
+
+function signedIn(session) {
+  csrfToken = session.csrf_token;
+  $("sign-in").hidden = true;
+  $("console").hidden = false;
+  $("signed-in-as").textContent = `Signed in as ${session.operator}`;
+  $("signed-in-as").hidden = false;
+  $("sign-out").hidden = false;
+  status("");
+  show("users");
+}
+
+// A failed wait is tried again, later each time, until the login expires.
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function signIn(name) {
+  status("");
+  signInAbort?.abort();
+  const abort = new AbortController();
+  signInAbort = abort;
+  let attempt;
+  try {
+    attempt = await api("sign-in", { method: "POST", body: { operator: name }, signal: abort.signal });
+  } catch (error) {
+    status(error.message, true);
+    return;
+  }
+  $("sign-in-form").hidden = true;
+  $("waiting").hidden = false;
+  $("match-number").textContent = attempt.match_number ?? "";
+  $("match-number").hidden = !attempt.match_number;
+  $("waiting-status").textContent = "Waiting for your approval…";
+  let failures = 0;
+  while (!abort.signal.aborted) {
+    let state;
+    try {
+      state = await api("sign-in?wait=25", { signal: abort.signal });
+      failures = 0;
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      if (error instanceof APIError && error.status < 500) { fail(error.message); return; }
+      failures += 1;
+      $("waiting-status").textContent = "The broker does not answer; trying again…";
+      await sleep(Math.min(30000, 1000 * 2 ** failures));
+      continue;
+    }
+    if (state.status === "pending") continue;
+    if (state.status !== "approved") {
+      fail(state.status === "rejected" ? "The sign-in was refused on your device." : "The sign-in ran out of time.");
+      return;
+    }
+    try {
+      signedIn(await api("session", { method: "POST", signal: abort.signal }));
+    } catch (error) {
+      fail(error.message);
+    }
+    return;
+  }
+}
+
+function fail(text) {
+  showSignIn();
+  status(text, true);
+}
+
+const views = {
+  users: () => {},
+  apps: async () => renderApps($("apps-result"), await api("apps")),
+  audit: async () => loadAudit(true),
+  health: async () => renderHealth($("health-result"), await api("health")),
+};
+
+let auditNext = null;
+async function loadAudit(fresh) {
+  const page = await api("audit?limit=50" + (!fresh && auditNext ? `&before=${auditNext}` : ""));
+  renderAudit($("audit-result"), page.records, !fresh);
+  auditNext = page.next;
+  $("audit-older").hidden = auditNext == null;
+}
+
+async function show(name) {
+  for (const button of document.querySelectorAll("nav button")) {
+    if (button.dataset.view === name) button.setAttribute("aria-current", "page");
+    else button.removeAttribute("aria-current");
+  }
+  for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== "view-" + name;
+  try {
+    await views[name]();
+  } catch (error) {
+    status(error.message, true);
+  }
+}
+
+async function lookUp(user) {
+  status("");
+  try {
+    const document = await api("users/" + encodeURIComponent(user));
+    renderUser($("user-result"), document, { removeDevice });
+  } catch (error) {
+    status(error.message, true);
+  }
+}
+
+async function removeDevice(device) {
+  const yes = await confirmAction(
+    `Remove the device “${device.name}” of ${device.client_user_id}? It can approve nothing more.`);
+  if (!yes) return;
+  try {
+    await api(`devices/${encodeURIComponent(device.id)}/remove`, { method: "POST" });
+    await lookUp(device.client_user_id);
+    status(`Removed the device “${device.name}”.`);
+  } catch (error) {
+    status(error.message, true);
+  }
+}
+
+async function start() {
+  $("sign-in-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    signIn($("operator").value.trim());
+  });
+  $("cancel-sign-in").addEventListener("click", () => { signInAbort?.abort(); showSignIn(); });
+  $("sign-out").addEventListener("click", async () => {
+    try { await api("sign-out", { method: "POST" }); } catch { /* ended either way */ }
+    signedOut("Signed out.");
+  });
+  for (const button of document.querySelectorAll("nav button")) {
+    button.addEventListener("click", () => show(button.dataset.view));
+  }
+  $("user-search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    lookUp($("user-id").value.trim());
+  });
+  $("audit-older").addEventListener("click", () => loadAudit(false).catch((error) => status(error.message, true)));
+  try {
+    signedIn(await api("session"));
+  } catch {
+    showSignIn();
+  }
+}
+
+start();

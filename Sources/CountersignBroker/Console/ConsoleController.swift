@@ -1,0 +1,130 @@
+import CountersignApprover
+import CountersignCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The operator's console at `/console/`: its page, served as the web
+/// approver's is, and signing in. What it shows and does, signing out
+/// too, is in ``ConsoleReads`` and ``ConsoleActions``.
+struct ConsoleController {
+    let environment: BrokerEnvironment
+
+    var access: ConsoleAccess { ConsoleAccess(environment: environment) }
+
+    /// The page and its files, and the steps of signing in: open to anyone.
+    func register(on router: RouterGroup<BrokerRequestContext>) {
+        router.get("console") { request, _ in
+            guard request.uri.path.hasSuffix("/") else {
+                return Response(
+                    status: .movedPermanently, headers: [.location: "/console/", .cacheControl: "no-cache"])
+            }
+            return WebAssetResponse.serve(ConsoleAssets.files["index.html"], request)
+        }
+        router.get("console/:file") { request, context in
+            WebAssetResponse.serve(ConsoleAssets.files[try context.parameters.require("file")], request)
+        }
+        router.post("console/api/sign-in", use: startSignIn)
+        router.get("console/api/sign-in", use: awaitSignIn)
+        router.post("console/api/session", use: finishSignIn)
+    }
+
+    struct SignInRequest: Decodable {
+        let `operator`: String?
+    }
+
+    struct SignInDocument: Encodable, Sendable {
+        let status: String
+        let matchNumber: String?
+        let `operator`: String
+        let expiresAt: Date
+        enum CodingKeys: String, CodingKey {
+            case status, `operator`
+            case matchNumber = "match_number"
+            case expiresAt = "expires_at"
+        }
+
+        init(_ event: ApprovalEvent, now: Date) {
+            status = event.status(at: now).rawValue
+            matchNumber = event.matchNumber
+            self.operator = event.clientUserID
+            expiresAt = event.expiresAt
+        }
+    }
+
+    struct SessionDocument: Encodable, Sendable {
+        let `operator`: String
+        let csrfToken: String
+        let signedInAt: Date
+        let expiresAt: Date
+        enum CodingKeys: String, CodingKey {
+            case `operator`
+            case csrfToken = "csrf_token"
+            case signedInAt = "signed_in_at"
+            case expiresAt = "expires_at"
+        }
+
+        init(_ session: ConsoleSession, secret: String) {
+            self.operator = session.operatorName
+            csrfToken = ConsoleCookies.csrfToken(forSessionSecret: secret)
+            signedInAt = session.createdAt
+            expiresAt = session.expiresAt
+        }
+    }
+
+    /// Asks the named operator's devices to approve this sign-in; the page
+    /// shows the number to type there.
+    @Sendable func startSignIn(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<
+        SignInDocument
+    > {
+        try access.requireSameOrigin(request)
+        let body = try await request.decodeJSON(SignInRequest.self, context: context)
+        let (event, attempt) = try await access.startSignIn(
+            name: body.operator ?? "", address: context.clientAddress)
+        let maxAge = max(1, Int(event.expiresAt.timeIntervalSince(environment.now()).rounded(.up)) + 60)
+        return JSONBody(
+            SignInDocument(event, now: environment.now()), status: .created,
+            headers: [
+                .setCookie: access.cookies.setting(
+                    ConsoleCookies.attempt, attempt.cookieValue, maxAge: maxAge, path: "/console/api/")
+            ])
+    }
+
+    /// The waiting sign-in, held up to `?wait=N` seconds until it is decided.
+    @Sendable func awaitSignIn(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<
+        SignInDocument
+    > {
+        let attempt = try ConsoleAccess.Attempt(request)
+        let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(attempt.eventID)]) : nil
+        let event = try await attempt.event(in: environment)
+        subscription?.claim(holder: "requester/" + event.id)
+        let settled = try await LongPoll(environment: environment).awaitSettled(
+            event, wait: wait, subscription: subscription)
+        return JSONBody(SignInDocument(settled, now: environment.now()))
+    }
+
+    /// The approved sign-in becomes a session: its cookie replaces the
+    /// attempt's, and the page gets the CSRF token.
+    @Sendable func finishSignIn(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<
+        SessionDocument
+    > {
+        try access.requireSameOrigin(request)
+        let (session, secret) = try await access.finishSignIn(
+            try ConsoleAccess.Attempt(request), address: context.clientAddress)
+        context.logger.info("operator signed in", metadata: ["operator": "\(session.operatorName)"])
+        var headers = HTTPFields()
+        headers.append(
+            HTTPField(
+                name: .setCookie,
+                value: access.cookies.setting(
+                    ConsoleCookies.session, secret, maxAge: Int(ConsoleSessionRule.lifetime), path: "/console/")))
+        headers.append(
+            HTTPField(
+                name: .setCookie,
+                value: access.cookies.setting(ConsoleCookies.attempt, "", maxAge: 0, path: "/console/api/")))
+        return JSONBody(SessionDocument(session, secret: secret), status: .created, headers: headers)
+    }
+}
