@@ -66,6 +66,16 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// newest if nil), newest first: the console's pages.
     func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord]
 
+    /// The fraud protections running at `now`, the latest-ending first.
+    func activeProtections(now: Date, limit: Int) async throws -> [ActiveProtection]
+    /// Ends a user's fraud protection at once, with `record` in the same
+    /// transaction: false, and nothing written, when none was running.
+    func endProtection(issuer: String, clientUserID: String, now: Date, audit record: AuditRecord) async throws
+        -> Bool
+    /// Requesters' events per user or per address counted since `since`
+    /// (to the minute), the most first: who is being prompted, from where.
+    func requestCounts(scope: RequestCount.Scope, since: Date, limit: Int) async throws -> [RequestCount]
+
     /// Starts a console session and writes `record` (its sign-in) in the
     /// same transaction, if `session.operatorName` is an operator: else
     /// `notFound`, and nothing written. `alreadyExists` when the event
