@@ -119,6 +119,7 @@ let package = Package(
                 .embedInCode("Console/console.css"),
                 .embedInCode("Console/console.js"),
                 .embedInCode("Console/views.js"),
+                .embedInCode("Console/manage.js"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -127,6 +128,7 @@ let package = Package(
             dependencies: [
                 "CountersignApprover",
                 "CountersignCore",
+                "CountersignQR",
                 "CountersignSenders",
                 "CountersignStore",
                 "CountersignSQLite",
@@ -180,12 +182,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Debian's libqrencode, for the QR codes the agent prints.
+        // Debian's libqrencode, for the QR codes the agent prints and the
+        // console shows.
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .target(name: "CountersignQR", dependencies: ["CQREncode"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "device-agent",
             dependencies: [
-                "CQREncode",
+                "CountersignQR",
                 "CountersignClient",
                 "CountersignCore",
                 "CountersignOTP",

@@ -7,5 +7,6 @@ public enum ConsoleAssets {
         "console.css": WebAsset(PackageResources.console_css, "text/css; charset=utf-8"),
         "console.js": WebAsset(PackageResources.console_js, "text/javascript; charset=utf-8"),
         "views.js": WebAsset(PackageResources.views_js, "text/javascript; charset=utf-8"),
+        "manage.js": WebAsset(PackageResources.manage_js, "text/javascript; charset=utf-8"),
     ]
 }

@@ -18,6 +18,8 @@ public struct ChangeAuthor: Sendable, Equatable {
     public static let backend = "backend"
     /// A device enrolled itself with a one-time enrollment token.
     public static let enrollmentToken = "enrollment_token"
+    /// A command run on the broker's host.
+    public static let host = "host"
     /// An operator, from the console: `operator:` and their name.
     public static func consoleOperator(_ name: String) -> String { "operator:" + name }
     /// A first device enrolled after its user verified an email address or phone number.

@@ -40,16 +40,31 @@ enum ConsoleEnrollment {
         return (token, expiresAt)
     }
 
+    /// Removes every trusted device of `name` at the console's app; returns
+    /// how many.
+    static func revokeDevices(of name: String, in store: any CountersignStore, now: Date) async throws -> Int {
+        var removed = 0
+        for device in try await store.devices(issuer: ConsoleApp.apiKeyID, clientUserID: name)
+        where device.revokedAt == nil {
+            _ = try await store.revokeDevice(
+                id: device.id, issuer: ConsoleApp.apiKeyID, clientUserID: name,
+                author: ChangeAuthor(actor: ChangeAuthor.host, ip: ""), now: now)
+            removed += 1
+        }
+        return removed
+    }
+
     /// How to use the token, on a machine with the agent or in a browser.
     static func instructions(name: String, token: String, expiresAt: Date, publicURL: String?) -> String {
         let broker = publicURL ?? "BROKER_URL"
         var base = broker
         while base.hasSuffix("/") { base.removeLast() }
+        let link = WebApproverLink.enrollment(broker: base, apiKeyID: ConsoleApp.apiKeyID, user: name, token: token)
         return """
             Enroll \(name)'s trusted device for the console before \(expiresAt.formatted(.iso8601)), once:
               device-agent enroll --broker \(broker) --api-key \(ConsoleApp.apiKeyID) --user \(name) --token \(token)
             or open in the browser that is to approve:
-              \(base)/approve/#enroll=\(token)&api_key=\(ConsoleApp.apiKeyID)&user=\(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name)
+              \(link)
             Then sign in at \(base)/console/ by approving on that device.
             """
     }

@@ -48,23 +48,30 @@ extension DeviceBroker {
         }
 
         struct Remove: AsyncParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Make NAME no longer an operator.")
+            static let configuration = CommandConfiguration(
+                abstract: "Make NAME no longer an operator.",
+                discussion: """
+                    Their console sessions end and their devices of the console's app are removed: a name added \
+                    again, for the same person or another, starts with no device.
+                    """)
             @OptionGroup var store: StoreOptions
             @Argument(help: "The operator's name.") var name: String
 
             func run() async throws {
                 let now = Date()
+                let removed: Int
                 do {
-                    try await store.withStore { [name] store in
+                    removed = try await store.withStore { [name] store in
                         try await store.removeOperator(
                             named: name,
                             audit: AuditRecord(at: now, actor: AuditRecord.host, action: .operatorRemoved, target: name)
                         )
+                        return try await ConsoleEnrollment.revokeDevices(of: name, in: store, now: now)
                     }
                 } catch let error as StoreError where error.code == .notFound {
                     throw ValidationError("\(name) is no operator")
                 }
-                print("\(name) is no longer an operator")
+                print("\(name) is no longer an operator; \(removed) of their devices removed")
             }
         }
 

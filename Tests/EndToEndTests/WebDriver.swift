@@ -89,10 +89,10 @@ struct WebDriver {
 
     /// Runs `script` in the page (its last statement's `return` is the
     /// value); with `async`, the script calls `arguments[0]` with its value.
-    func execute(_ script: String, async: Bool = false) async throws -> Any? {
+    func execute(_ script: String, async: Bool = false, arguments: [Any] = []) async throws -> Any? {
         let path = async ? "/execute/async" : "/execute/sync"
         return try await Self.call(
-            base, .POST, "/session/\(session)\(path)", ["script": script, "args": [Any]()])["value"]
+            base, .POST, "/session/\(session)\(path)", ["script": script, "args": arguments])["value"]
     }
 
     /// A Chrome DevTools Protocol command, through chromedriver.
@@ -188,6 +188,14 @@ struct WebDriver {
     /// lists them (name, value, path, httpOnly, secure, sameSite).
     func cookies() async throws -> [[String: Any]] {
         try await Self.call(base, .GET, "/session/\(session)/cookie")["value"] as? [[String: Any]] ?? []
+    }
+
+    /// A PNG of one element, as the page draws it.
+    func screenshot(of css: String) async throws -> Data {
+        let id = try await element(css)
+        let value =
+            try await Self.call(base, .GET, "/session/\(session)/element/\(id)/screenshot")["value"] as? String ?? ""
+        return Data(base64Encoded: value) ?? Data()
     }
 
     /// A PNG of the window.

@@ -1,7 +1,8 @@
 // The operator's console: signing in by approving on a trusted device, and
 // the views (views.js). Every value from the broker is set as text, never
 // as markup.
-import { renderUser, renderApps, renderAudit, renderHealth } from "./views.js";
+import { renderUser, renderAudit, renderHealth } from "./views.js";
+import { renderApps, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
 
 const $ = (id) => document.getElementById(id);
 let csrfToken = null;
@@ -139,9 +140,30 @@ function fail(text) {
   status(text, true);
 }
 
+// What the views that act are given: the API, the question before an
+// action, a way to run one and say how it went, and to show the view again.
+const consoleActions = {
+  api,
+  confirmAction,
+  async act(run, done) {
+    try {
+      const result = await run();
+      status(done);
+      return result ?? true;
+    } catch (error) {
+      status(error.message, true);
+      return null;
+    }
+  },
+  refresh: () => views[current](),
+};
+
+let current = "users";
 const views = {
-  users: () => {},
-  apps: async () => renderApps($("apps-result"), await api("apps")),
+  users: async () => { if ($("user-id").value.trim()) await lookUp($("user-id").value.trim(), true); },
+  apps: async () => renderApps($("apps-result"), await api("apps"), consoleActions),
+  watch: async () => renderWatch($("watch-result"), await api("watch"), consoleActions),
+  webhooks: async () => renderWebhooks($("webhooks-result"), await api("webhooks"), consoleActions),
   audit: async () => loadAudit(true),
   health: async () => renderHealth($("health-result"), await api("health")),
 };
@@ -155,6 +177,7 @@ async function loadAudit(fresh) {
 }
 
 async function show(name) {
+  current = name;
   for (const button of document.querySelectorAll("nav button")) {
     if (button.dataset.view === name) button.setAttribute("aria-current", "page");
     else button.removeAttribute("aria-current");
@@ -167,11 +190,15 @@ async function show(name) {
   }
 }
 
-async function lookUp(user) {
-  status("");
+async function lookUp(user, keepStatus = false) {
+  if (!keepStatus) status("");
   try {
     const document = await api("users/" + encodeURIComponent(user));
-    renderUser($("user-result"), document, { removeDevice });
+    const apps = (await api("apps")).apps
+      .filter((app) => !app.revoked_at && !app.console)
+      .map((app) => ({ app: app.name, api_key_id: app.id }));
+    const enrollment = apps.length === 0 ? null : enrollmentForm(user, apps, consoleActions);
+    renderUser($("user-result"), document, { removeDevice, enrollment });
   } catch (error) {
     status(error.message, true);
   }
@@ -183,7 +210,7 @@ async function removeDevice(device) {
   if (!yes) return;
   try {
     await api(`devices/${encodeURIComponent(device.id)}/remove`, { method: "POST" });
-    await lookUp(device.client_user_id);
+    await lookUp(device.client_user_id, true);
     status(`Removed the device “${device.name}”.`);
   } catch (error) {
     status(error.message, true);

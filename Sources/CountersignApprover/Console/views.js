@@ -10,7 +10,7 @@ export function element(tag, { text, className, attributes } = {}, children = []
   return node;
 }
 
-function when(date) {
+export function when(date) {
   if (!date) return "";
   const parsed = new Date(date);
   return Number.isNaN(parsed.getTime()) ? String(date) : parsed.toLocaleString();
@@ -18,7 +18,7 @@ function when(date) {
 
 // A table: `columns` are [heading, value-of-row, className?]; a value may be
 // a node (a button) or anything shown as text.
-function table(columns, rows, caption) {
+export function table(columns, rows, caption) {
   const head = element("tr", {}, columns.map(([heading]) => element("th", { text: heading })));
   const body = rows.map((row) => element("tr", {}, columns.map(([, value, className]) => {
     const shown = value(row);
@@ -33,7 +33,7 @@ function table(columns, rows, caption) {
   ]);
 }
 
-function empty(text) { return element("p", { text, className: "muted" }); }
+export function empty(text) { return element("p", { text, className: "muted" }); }
 
 // An event's row: when, what, outcome, who asked, from where, which device decided.
 function eventColumns(deviceNames) {
@@ -53,11 +53,10 @@ function eventColumns(deviceNames) {
   ];
 }
 
-export function renderUser(container, document, { removeDevice }) {
+export function renderUser(container, document, { removeDevice, enrollment }) {
   container.replaceChildren();
   if (document.apps.length === 0) {
     container.append(empty(`${document.user} has no devices, events or decisions at any app.`));
-    return;
   }
   for (const app of document.apps) {
     const names = new Map(app.devices.map((device) => [device.id, device.name]));
@@ -88,16 +87,7 @@ export function renderUser(container, document, { removeDevice }) {
       app.decisions.length === 0 ? empty("No decisions.") : table(eventColumns(names), app.decisions),
     ]));
   }
-}
-
-export function renderApps(container, document) {
-  container.replaceChildren(table([
-    ["Name", (a) => a.name + (a.console ? " (this console)" : "")],
-    ["Id", (a) => a.id, "mono"],
-    ["Created", (a) => when(a.created_at)],
-    ["State", (a) => (a.revoked_at ? `revoked ${when(a.revoked_at)}` : "active")],
-    ["User verification", (a) => a.user_verification],
-  ], document.apps));
+  if (enrollment) container.append(element("div", { className: "card" }, [enrollment]));
 }
 
 export function renderAudit(container, records, append) {

@@ -153,7 +153,9 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let console = router.group("console/api").add(middleware: consoleAuthenticating)
         .group(context: ConsoleRequestContext.self)
     console.addRoutes(ConsoleReads(environment: environment).endpoints)
+    console.addRoutes(ConsoleWatchReads(environment: environment).endpoints)
     console.addRoutes(ConsoleActions(environment: environment).endpoints)
+    console.addRoutes(ConsoleAppActions(environment: environment).endpoints)
     var unmatched = lifecycle
     unmatched.routeMethods = RouteMethods(router.routes)
     router.add(middleware: unmatched)

@@ -18,9 +18,14 @@ struct ConsoleAccess {
     /// and carry the session's CSRF token.
     func signedIn(_ request: Request, address: String) async throws -> ConsoleOperator {
         let refused = APIError.notSignedIn(ConsoleSessionRule.Verdict.unknown.refusal ?? "")
-        guard let secret = ConsoleCookies.value(ConsoleCookies.session, in: request.headers) else { throw refused }
+        guard let secret = cookies.value(.session, in: request.headers) else { throw refused }
         let session = try await environment.store.consoleSession(digest: SecretToken.digest(secret))
         guard ConsoleSessionRule.check(session, address: address, now: environment.now()) == .valid, let session
+        else { throw refused }
+        // The session lasts no longer than the device that approved it.
+        guard let event = try await environment.store.event(id: session.eventID),
+            let deviceID = event.decidedBy, let device = try await environment.store.device(id: deviceID),
+            device.revokedAt == nil
         else { throw refused }
         if ![.get, .head].contains(request.method) {
             try requireSameOrigin(request)
@@ -57,8 +62,8 @@ extension ConsoleAccess {
             self.requesterToken = requesterToken
         }
 
-        init(_ request: Request) throws {
-            guard let value = ConsoleCookies.value(ConsoleCookies.attempt, in: request.headers),
+        init(_ request: Request, cookies: ConsoleCookies) throws {
+            guard let value = cookies.value(.attempt, in: request.headers),
                 let dot = value.firstIndex(of: ".")
             else { throw APIError.notSignedIn("no sign-in is waiting: start again") }
             eventID = String(value[..<dot])
@@ -87,7 +92,8 @@ extension ConsoleAccess {
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: name, name: EventName.login, ip: address,
-                details: "Sign in to the operator's console", requesterName: "Countersign console"),
+                details: "Sign in to the operator's console", requesterName: "Countersign console",
+                limits: environment.policy.pendingLimits.forConsoleSignIn),
             by: .requester(address: address), holdsSecret: false)
         return (opened.event, Attempt(eventID: opened.event.id, requesterToken: opened.requesterToken))
     }
@@ -97,6 +103,9 @@ extension ConsoleAccess {
     /// refusal of an approved non-operator.
     func finishSignIn(_ attempt: Attempt, address: String) async throws -> (session: ConsoleSession, secret: String) {
         let event = try await attempt.event(in: environment)
+        // Finished where it was started: an attempt cookie carried
+        // elsewhere signs in nobody.
+        guard event.ip == address else { throw APIError.notSignedIn("no sign-in is waiting: start again") }
         let now = environment.now()
         switch ConsoleSessionRule.signIn(event, consoleAppID: ConsoleApp.apiKeyID, now: now) {
         case .notConsoleLogin: throw APIError.notSignedIn("no sign-in is waiting: start again")

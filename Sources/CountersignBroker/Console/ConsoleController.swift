@@ -87,8 +87,7 @@ struct ConsoleController {
         return JSONBody(
             SignInDocument(event, now: environment.now()), status: .created,
             headers: [
-                .setCookie: access.cookies.setting(
-                    ConsoleCookies.attempt, attempt.cookieValue, maxAge: maxAge, path: "/console/api/")
+                .setCookie: access.cookies.setting(.attempt, attempt.cookieValue, maxAge: maxAge)
             ])
     }
 
@@ -96,7 +95,7 @@ struct ConsoleController {
     @Sendable func awaitSignIn(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<
         SignInDocument
     > {
-        let attempt = try ConsoleAccess.Attempt(request)
+        let attempt = try ConsoleAccess.Attempt(request, cookies: access.cookies)
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
         let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(attempt.eventID)]) : nil
         let event = try await attempt.event(in: environment)
@@ -113,18 +112,17 @@ struct ConsoleController {
     > {
         try access.requireSameOrigin(request)
         let (session, secret) = try await access.finishSignIn(
-            try ConsoleAccess.Attempt(request), address: context.clientAddress)
+            try ConsoleAccess.Attempt(request, cookies: access.cookies), address: context.clientAddress)
         context.logger.info("operator signed in", metadata: ["operator": "\(session.operatorName)"])
         var headers = HTTPFields()
         headers.append(
             HTTPField(
                 name: .setCookie,
-                value: access.cookies.setting(
-                    ConsoleCookies.session, secret, maxAge: Int(ConsoleSessionRule.lifetime), path: "/console/")))
+                value: access.cookies.setting(.session, secret, maxAge: Int(ConsoleSessionRule.lifetime))))
         headers.append(
             HTTPField(
                 name: .setCookie,
-                value: access.cookies.setting(ConsoleCookies.attempt, "", maxAge: 0, path: "/console/api/")))
+                value: access.cookies.setting(.attempt, "", maxAge: 0)))
         return JSONBody(SessionDocument(session, secret: secret), status: .created, headers: headers)
     }
 }

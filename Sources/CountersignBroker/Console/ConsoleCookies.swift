@@ -14,11 +14,14 @@ extension HTTPField.Name {
 /// The console's two cookies: the session (after sign-in) and the sign-in
 /// attempt (the pending login's requester token, while it waits). Both
 /// `HttpOnly`, so that no script of the page reads them, `SameSite=Strict`,
-/// so that no other site's page sends them, and `Secure` unless the broker
-/// is a developer's on loopback.
+/// so that no other site's page sends them, and `Secure` with the
+/// `__Host-` prefix (which no other host, a sibling subdomain included,
+/// can set or shadow) unless the broker is a developer's on loopback.
 struct ConsoleCookies: Sendable {
-    static let session = "countersign_console"
-    static let attempt = "countersign_console_sign_in"
+    enum Kind: Sendable {
+        case session
+        case attempt
+    }
 
     /// Whether the cookies say `Secure`: on every broker but one whose
     /// public URL is plain http on loopback, where a browser would not
@@ -31,15 +34,29 @@ struct ConsoleCookies: Sendable {
         secure = !(url?.scheme == "http" && loopback)
     }
 
+    func name(_ kind: Kind) -> String {
+        let base = kind == .session ? "countersign_console" : "countersign_console_sign_in"
+        return secure ? "__Host-" + base : base
+    }
+
+    /// `__Host-` cookies take `Path=/` only; on loopback they keep to
+    /// the console's paths.
+    func path(_ kind: Kind) -> String {
+        secure ? "/" : kind == .session ? "/console/" : "/console/api/"
+    }
+
     /// `Set-Cookie` for a value that lives `maxAge` seconds; 0 deletes it.
-    func setting(_ name: String, _ value: String, maxAge: Int, path: String) -> String {
-        var parts = ["\(name)=\(value)", "Path=\(path)", "Max-Age=\(maxAge)", "HttpOnly", "SameSite=Strict"]
+    func setting(_ kind: Kind, _ value: String, maxAge: Int) -> String {
+        var parts = [
+            "\(name(kind))=\(value)", "Path=\(path(kind))", "Max-Age=\(maxAge)", "HttpOnly", "SameSite=Strict",
+        ]
         if secure { parts.append("Secure") }
         return parts.joined(separator: "; ")
     }
 
-    /// The value of cookie `name` in a request's `Cookie` fields, if any.
-    static func value(_ name: String, in headers: HTTPFields) -> String? {
+    /// The cookie's value in a request's `Cookie` fields, if any.
+    func value(_ kind: Kind, in headers: HTTPFields) -> String? {
+        let name = name(kind)
         for field in headers[values: .cookie] {
             for pair in field.split(separator: ";") {
                 let trimmed = pair.trimmingCharacters(in: .whitespaces)

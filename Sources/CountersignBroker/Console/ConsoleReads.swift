@@ -82,6 +82,15 @@ struct ConsoleReads {
             case revokedAt = "revoked_at"
             case userVerification = "user_verification"
         }
+
+        init(_ key: APIKey) {
+            id = key.id
+            name = key.name
+            createdAt = key.createdAt
+            revokedAt = key.revokedAt
+            userVerification = key.userVerification.rawValue
+            console = key.id == ConsoleApp.apiKeyID
+        }
     }
 
     struct AppList: Encodable, Sendable { let apps: [AppDocument] }
@@ -89,13 +98,7 @@ struct ConsoleReads {
     /// The apps (API keys), revoked ones too; never their secrets.
     @Sendable func apps(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<AppList> {
         let keys = try await environment.store.apiKeys()
-        return JSONBody(
-            AppList(
-                apps: keys.map {
-                    AppDocument(
-                        id: $0.id, name: $0.name, createdAt: $0.createdAt, revokedAt: $0.revokedAt,
-                        userVerification: $0.userVerification.rawValue, console: $0.id == ConsoleApp.apiKeyID)
-                }))
+        return JSONBody(AppList(apps: keys.map(AppDocument.init)))
     }
 
     struct AuditPage: Encodable, Sendable {

@@ -120,6 +120,11 @@ struct EventController {
                 issuer: key, by: asker, name: name, body: body, requesterName: requesterName,
                 ip: body.ip ?? context.clientAddress, pairing: pairing, requested: requested, context: context)
         case .requester(let key):
+            // The console's sign-ins are asked for by its own page, which
+            // says what they are; one asked here could pass for another.
+            guard key.id != ConsoleApp.apiKeyID else {
+                throw APIError.forbidden("console_app", "sign in to the console at /console/")
+            }
             switch RequesterPolicy.refusal(
                 event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,
                 setsLocation: body.location != nil,

@@ -24,6 +24,8 @@ struct PendingEvents {
         var userVerification: UserVerificationPolicy? = nil
         /// Seconds until it expires; the broker's window if nil.
         var window: TimeInterval? = nil
+        /// The limits it is held to; the broker's if nil.
+        var limits: PendingLimits? = nil
     }
 
     struct Opened {
@@ -79,7 +81,7 @@ struct PendingEvents {
             environment.push == nil
             ? [] : WebPushDelivery.messages(for: event, app: key.name, devices: devices, now: now)
         try await environment.store.insertPendingEvent(
-            event, by: requester, limits: environment.policy.pendingLimits, announcing: pushes,
+            event, by: requester, limits: draft.limits ?? environment.policy.pendingLimits, announcing: pushes,
             ciba: ciba?(event, requesterToken), now: now)
         EventTransitions(environment: environment).created(event)
         if !pushes.isEmpty {

@@ -85,6 +85,19 @@ public struct WebhookAdministration: Sendable {
         return endpoint
     }
 
+    /// Stops sending to an endpoint until it is enabled again: new events
+    /// queue nothing for it, and its queued messages fail.
+    public func disable(id: String, of apiKeyID: String?, reason: String, now: Date) async throws
+        -> WebhookEndpoint
+    {
+        var endpoint = try await self.endpoint(id: id, of: apiKeyID)
+        guard endpoint.disabledAt == nil else { return endpoint }
+        endpoint.disabledAt = now
+        endpoint.disabledReason = reason
+        try await store.updateWebhookEndpoint(endpoint)
+        return endpoint
+    }
+
     /// Deletes an endpoint; its messages not yet sent are cancelled.
     public func remove(id: String, of apiKeyID: String?, now: Date) async throws {
         _ = try await endpoint(id: id, of: apiKeyID)

@@ -181,16 +181,24 @@ struct WebhookController {
         return JSONBody(MessageDocument(message))
     }
 
-    /// Runs `body`, an operator's refusal becoming the API's error.
-    private func refusing<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let refusal as WebhookAdministration.Refusal {
-            switch refusal.kind {
-            case .invalid: throw APIError.badRequest(refusal.description)
-            case .notFound: throw APIError.notFound(refusal.description)
-            case .conflict: throw APIError.conflict("conflict", refusal.description)
-            }
+}
+
+extension WebhookAdministration.Refusal {
+    /// The refusal as the API answers it.
+    var apiError: APIError {
+        switch kind {
+        case .invalid: APIError.badRequest(description)
+        case .notFound: APIError.notFound(description)
+        case .conflict: APIError.conflict("conflict", description)
         }
+    }
+}
+
+/// Runs `body`, an operator's refusal becoming the API's error.
+func refusing<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let refusal as WebhookAdministration.Refusal {
+        throw refusal.apiError
     }
 }

@@ -1,0 +1,4 @@
+public import CountersignCore
+
+/// Links that open the broker's web approver (``CountersignCore/WebApproverLink``).
+public typealias WebApproverLink = CountersignCore.WebApproverLink
