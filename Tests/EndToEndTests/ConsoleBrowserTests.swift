@@ -61,6 +61,7 @@ struct ConsoleBrowserTests {
         try await browser.type(name, into: "#operator")
         try await browser.click("#sign-in-form button[type=submit]")
         try await browser.waitFor(element: "#match-number:not(:empty)")
+        try await WebApproverBrowserTests.save(browser, "console-sign-in")
         let number = try await browser.text("#match-number")
         // As a person at the device answers: yes, then the number.
         let approve = try agent(broker, ["approve", "--timeout", "60"], device, name, stdin: "y\n\(number)\n")
@@ -191,6 +192,7 @@ struct ConsoleBrowserTests {
             try await browser.type(hostileUser, into: "#user-id")
             try await browser.click("#user-search button[type=submit]")
             try await browser.waitFor(element: "#user-result button[data-device]")
+            try await WebApproverBrowserTests.save(browser, "console-user")
             let shown = try await browser.text("#user-result")
             #expect(shown.contains(hostileUser) && shown.contains(hostileName), "as text:\n\(shown)")
             #expect(

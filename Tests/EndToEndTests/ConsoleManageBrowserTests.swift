@@ -67,6 +67,7 @@ struct ConsoleManageBrowserTests {
 
             try await browser.click("nav button[data-view=watch]")
             try await browser.waitFor(element: "#watch-result table")
+            try await WebApproverBrowserTests.save(browser, "console-under-attack")
             let watch = try await browser.text("#watch-result")
             #expect(watch.contains("alice") && watch.contains("127.0.0.1"), "\(watch)")
             try await Self.act(browser, in: "#watch-result", row: broker.apiKeyID, button: "End now")
@@ -101,6 +102,7 @@ struct ConsoleManageBrowserTests {
             try await browser.waitFor(element: "#confirm[open]")
             try await browser.click("#confirm-yes")
             try await browser.waitFor(element: "#app-secret dd")
+            try await WebApproverBrowserTests.save(browser, "console-apps")
             let made = try await browser.text("#app-secret")
             let secret = try #require(made.firstMatch(of: /cs_[A-Za-z0-9_-]+/)?.0)
             let keyID = try #require(made.firstMatch(of: /ck_[A-Za-z0-9_-]+/)?.0)
@@ -124,6 +126,7 @@ struct ConsoleManageBrowserTests {
             try await browser.click("#confirm-yes")
             try await browser.waitFor(element: "#enrollment svg.qr")
             let link = try await browser.text("#enrollment-link")
+            try await WebApproverBrowserTests.save(browser, "console-enrollment")
             let png = try temporaryDirectory("console-qr").appendingPathComponent("qr.png")
             _ = try await browser.execute(
                 "document.querySelector('#enrollment svg.qr').scrollIntoView({block: 'center'})")
