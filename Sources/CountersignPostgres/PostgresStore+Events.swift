@@ -117,7 +117,9 @@ extension PostgresStore {
     {
         let logger = logger
         let t = now.seconds
-        let order = " ORDER BY created_at DESC, id DESC LIMIT "
+        // Ties are broken by id in byte order (`COLLATE "C"`), whatever the
+        // database's collation, as in SQLite; so are decision records'.
+        let order = " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT "
         let query: PostgresQuery =
             switch status {
             case nil:
@@ -130,6 +132,21 @@ extension PostgresStore {
                 "SELECT * FROM events WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = \(status!.rawValue)\(unescaped: order)\(limit)"
             }
         return try await read { [query] db in try await db.rows(query, logger: logger).map(Self.event(row:)) }
+    }
+
+    public func events(issuer: String, clientUserID: String, before: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+    {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT * FROM events
+                WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND created_at < \(before.seconds)
+                ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(limit)
+                """, logger: logger
+            ).map(Self.event(row:))
+        }
     }
 
     /// What every change of an event writes with it: its webhook notice
@@ -164,15 +181,33 @@ extension PostgresStore {
             try await db.rows(
                 """
                 SELECT * FROM decision_records WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)
-                ORDER BY decided_at DESC, event_id DESC LIMIT \(limit)
+                ORDER BY decided_at DESC, event_id COLLATE "C" DESC LIMIT \(limit)
                 """, logger: logger
-            ).map {
-                DecisionRecord(
-                    eventID: try $0.value("event_id"), issuer: try $0.value("issuer"),
-                    clientUserID: try $0.value("client_user_id"), decidedAt: try $0.date("decided_at"),
-                    document: try $0.value("document"))
-            }
+            ).map(Self.decisionRecord(row:))
         }
+    }
+
+    public func decisionRecords(issuer: String, clientUserID: String, before: Date, limit: Int) async throws
+        -> [DecisionRecord]
+    {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT * FROM decision_records
+                WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND decided_at < \(before.seconds)
+                ORDER BY decided_at DESC, event_id COLLATE "C" DESC LIMIT \(limit)
+                """, logger: logger
+            ).map(Self.decisionRecord(row:))
+        }
+    }
+
+    /// A decision record as its row reads.
+    private static func decisionRecord(row: PostgresRandomAccessRow) throws -> DecisionRecord {
+        DecisionRecord(
+            eventID: try row.value("event_id"), issuer: try row.value("issuer"),
+            clientUserID: try row.value("client_user_id"), decidedAt: try row.date("decided_at"),
+            document: try row.value("document"))
     }
 
     /// The row after a conditional UPDATE: it if the write happened, else

@@ -137,8 +137,21 @@ extension SQLiteStore {
         }
     }
 
-    /// A user's events, newest first: all of them, or those in one state.
+    public func events(issuer: String, clientUserID: String, before: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+    {
+        try read { db in
+            try Row.fetchAll(
+                db.cachedStatement(sql: Self.userEventsBefore),
+                arguments: [issuer, clientUserID, before.timeIntervalSince1970, limit]
+            ).map(Self.event(row:))
+        }
+    }
+
+    /// A user's events, newest first: all of them, or those in one state,
+    /// or those created before a time (served by `events_by_user`).
     private static let userEvents = userEventsWhere("")
+    private static let userEventsBefore = userEventsWhere(" AND created_at < ?")
     private static let userPendingEvents = userEventsWhere(" AND status = 'pending' AND expires_at > ?")
     private static let userExpiredEvents = userEventsWhere(" AND status = 'pending' AND expires_at <= ?")
     private static let userEventsWithStatus = userEventsWhere(" AND status = ?")
@@ -305,12 +318,29 @@ extension SQLiteStore {
                     ORDER BY decided_at DESC, event_id DESC LIMIT ?
                     """,
                 arguments: [issuer, clientUserID, limit]
-            ).map {
-                DecisionRecord(
-                    eventID: $0["event_id"], issuer: $0["issuer"], clientUserID: $0["client_user_id"],
-                    decidedAt: Date(timeIntervalSince1970: $0["decided_at"]), document: $0["document"])
-            }
+            ).map(Self.decisionRecord(row:))
         }
+    }
+
+    public func decisionRecords(issuer: String, clientUserID: String, before: Date, limit: Int) async throws
+        -> [DecisionRecord]
+    {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM decision_records WHERE issuer = ? AND client_user_id = ? AND decided_at < ?
+                    ORDER BY decided_at DESC, event_id DESC LIMIT ?
+                    """,
+                arguments: [issuer, clientUserID, before.timeIntervalSince1970, limit]
+            ).map(Self.decisionRecord(row:))
+        }
+    }
+
+    private static func decisionRecord(row: Row) -> DecisionRecord {
+        DecisionRecord(
+            eventID: row["event_id"], issuer: row["issuer"], clientUserID: row["client_user_id"],
+            decidedAt: Date(timeIntervalSince1970: row["decided_at"]), document: row["document"])
     }
 
     /// The row after a conditional UPDATE: it if the write happened, else

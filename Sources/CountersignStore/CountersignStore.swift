@@ -12,7 +12,7 @@ public import Foundation
 /// - A conditional write whose condition fails throws
 ///   ``StoreError/Code/conflict`` and changes nothing.
 /// - A method returns only after its write is durable as configured.
-public protocol CountersignStore: CountersignOutboxStore {
+public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStore {
     // MARK: API keys and signing keys
 
     /// Inserts a new API key, with its user-verification policy;
@@ -43,49 +43,6 @@ public protocol CountersignStore: CountersignOutboxStore {
     func recordAPIKeyChange(_ change: APIKeyChange) async throws
     /// A key's changes, oldest first; never garbage-collected.
     func apiKeyChanges(id: String) async throws -> [APIKeyChange]
-
-    // MARK: The console's operators and audit log
-
-    /// Adds an operator and writes `record` to the audit log in the same
-    /// transaction: `alreadyExists` (and nothing written) for a name that
-    /// is an operator already.
-    func addOperator(_ added: Operator, audit record: AuditRecord) async throws
-    /// Removes an operator, ends their console sessions and writes
-    /// `record`: `notFound` (and nothing written) for a name that is no
-    /// operator.
-    func removeOperator(named name: String, audit record: AuditRecord) async throws
-    /// The operators, by name.
-    func operators() async throws -> [Operator]
-    /// Writes one line to the audit log; returns it with its id.
-    @discardableResult
-    func appendAudit(_ record: AuditRecord) async throws -> AuditRecord
-    /// Up to `limit` lines of the audit log after the one with id `after`
-    /// (from the first if nil), oldest first; never garbage-collected.
-    func auditRecords(after: Int64?, limit: Int) async throws -> [AuditRecord]
-    /// Up to `limit` lines before the one with id `before` (from the
-    /// newest if nil), newest first: the console's pages.
-    func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord]
-
-    /// The fraud protections running at `now`, the latest-ending first.
-    func activeProtections(now: Date, limit: Int) async throws -> [ActiveProtection]
-    /// Ends a user's fraud protection at once, with `record` in the same
-    /// transaction: false, and nothing written, when none was running.
-    func endProtection(issuer: String, clientUserID: String, now: Date, audit record: AuditRecord) async throws
-        -> Bool
-    /// Requesters' events per user or per address counted since `since`
-    /// (to the minute), the most first: who is being prompted, from where.
-    func requestCounts(scope: RequestCount.Scope, since: Date, limit: Int) async throws -> [RequestCount]
-
-    /// Starts a console session and writes `record` (its sign-in) in the
-    /// same transaction, if `session.operatorName` is an operator: else
-    /// `notFound`, and nothing written. `alreadyExists` when the event
-    /// started a session already: an approval signs in once.
-    func startConsoleSession(_ session: ConsoleSession, audit record: AuditRecord) async throws
-    /// The session whose cookie secret has this digest, ended or not.
-    func consoleSession(digest: Data) async throws -> ConsoleSession?
-    /// Ends a session and writes `record` (its sign-out): false, and
-    /// nothing written, when it is unknown or ended already.
-    func endConsoleSession(digest: Data, now: Date, audit record: AuditRecord) async throws -> Bool
 
     /// Replaces the redirect URLs registered for an API key, keeping their
     /// order; `notFound` for an unknown key, `alreadyExists` for a URL given
@@ -133,6 +90,10 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// A user's decisions, newest first, at most `limit`: every approval and
     /// rejection, written with it (``DecisionRecord``), never collected.
     func decisionRecords(issuer: String, clientUserID: String, limit: Int) async throws -> [DecisionRecord]
+    /// The same, decided before `before` only: the console's older pages
+    /// and its "what happened at 14:02".
+    func decisionRecords(issuer: String, clientUserID: String, before: Date, limit: Int) async throws
+        -> [DecisionRecord]
     /// A user's device audit log, newest first, at most `limit` entries.
     /// It outlives the devices and is never garbage-collected.
     func deviceChanges(issuer: String, clientUserID: String, limit: Int) async throws -> [DeviceChange]
@@ -260,6 +221,9 @@ public protocol CountersignStore: CountersignOutboxStore {
     /// those with that status at `now` (expired = pending past its window).
     func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
         -> [ApprovalEvent]
+    /// A user's events created before `before`, newest first, at most
+    /// `limit`: the console's older pages.
+    func events(issuer: String, clientUserID: String, before: Date, limit: Int) async throws -> [ApprovalEvent]
 
     /// Settles a pending event with one conditional write: only if it is
     /// still pending, unexpired at `now`, and `decision.deviceID` is an
