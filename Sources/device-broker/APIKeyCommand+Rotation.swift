@@ -28,6 +28,7 @@ extension DeviceBroker.APIKeyCommand {
             guard overlap.seconds <= APIKeyRotation.maximumOverlap else {
                 throw ValidationError("--overlap may be at most 30d")
             }
+            if let refusal = ConsoleApp.refusal(of: .secret, apiKeyID: apiKeyID) { throw ValidationError(refusal) }
         }
 
         func run() async throws {

@@ -34,6 +34,8 @@ extension DeviceBroker {
                         try await store.addOperator(
                             Operator(name: name, addedAt: now),
                             audit: AuditRecord(at: now, actor: AuditRecord.host, action: .operatorAdded, target: name))
+                        // A name added again starts with no device, whoever held it before.
+                        _ = try await ConsoleEnrollment.revokeDevices(of: name, in: store, now: now)
                         return try await ConsoleEnrollment.issueToken(for: name, in: store, now: now)
                     }
                 } catch let error as StoreError where error.code == .alreadyExists {

@@ -16,15 +16,26 @@ struct ConsoleSessionTests {
         TestBroker, TestBroker
     ) {
         let broker = try await PasskeyTests.broker()
-        let secret = SecretToken.generate()
         try await broker.store.insertAPIKey(
             APIKey(
-                id: ConsoleApp.apiKeyID, name: ConsoleApp.name, secretDigest: SecretToken.digest(secret),
-                createdAt: broker.clock.now, userVerification: userVerification))
+                id: ConsoleApp.apiKeyID, name: ConsoleApp.name,
+                secretDigest: SecretToken.digest(SecretToken.generate()), createdAt: broker.clock.now,
+                userVerification: userVerification))
         try await broker.store.addOperator(
             Operator(name: "alice", addedAt: broker.clock.now),
             audit: AuditRecord(at: broker.clock.now, actor: AuditRecord.host, action: .operatorAdded, target: "alice"))
-        return (broker, TestBroker(sharing: broker, apiKeyID: ConsoleApp.apiKeyID, apiSecret: secret))
+        return (broker, TestBroker(sharing: broker, apiKeyID: ConsoleApp.apiKeyID, apiSecret: ""))
+    }
+
+    /// A token for alice's device, as `device-broker operator add` issues it
+    /// (the console's app takes no secret to ask for one).
+    static func token(_ console: TestBroker) async throws -> String {
+        let token = "et_" + SecretToken.generate(bytes: 32)
+        try await console.store.insertEnrollmentToken(
+            EnrollmentToken(
+                digest: SecretToken.digest(token), issuer: ConsoleApp.apiKeyID, clientUserID: "alice",
+                createdAt: console.clock.now, expiresAt: console.clock.now + 600))
+        return token
     }
 
     static func cookie(_ response: TestResponse, _ name: String) -> String? {
@@ -64,7 +75,7 @@ struct ConsoleSessionTests {
     func expiry() async throws {
         let (broker, console) = try await Self.console()
         try await broker.test { client in
-            let alice = try await console.enroll(client, user: "alice")
+            let alice = try await console.enroll(client, user: "alice", token: try await Self.token(console))
             let signedIn = try await Self.signIn(console, client, device: alice.device)
             #expect(signedIn.status == .created)
             let secret = try #require(Self.cookie(signedIn, "countersign_console"))
@@ -89,7 +100,7 @@ struct ConsoleSessionTests {
         let (broker, console) = try await Self.console(userVerification: .required)
         try await broker.test { client in
             var authenticator = TestAuthenticator()
-            let alice = try await console.enroll(client, user: "alice")
+            let alice = try await console.enroll(client, user: "alice", token: try await Self.token(console))
             let registered = try await PasskeyTests.put(console, client, alice.device) {
                 PasskeyTests.body(authenticator.register(challenge: $0))
             }

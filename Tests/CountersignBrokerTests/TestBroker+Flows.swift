@@ -13,12 +13,16 @@ extension TestBroker {
         let user: String
     }
 
-    /// Enrolls a fresh device for `user` through the API.
-    func enroll(_ client: some TestClientProtocol, user: String = "alice") async throws -> Enrolled {
-        let token = try await enrollmentToken(client, user: user)
+    /// Enrolls a fresh device for `user` through the API, with `token` or
+    /// one the backend asks for.
+    func enroll(_ client: some TestClientProtocol, user: String = "alice", token: String? = nil) async throws
+        -> Enrolled
+    {
+        var token = token
+        if token == nil { token = try await enrollmentToken(client, user: user) }
         let device = TestDevice()
         let body: [String: AnyEncodable] = [
-            "client_user_id": .init(user), "enrollment_token": .init(token), "public_key": .init(device.jwk),
+            "client_user_id": .init(user), "enrollment_token": .init(token ?? ""), "public_key": .init(device.jwk),
             "name": .init("laptop"),
         ]
         var headers = try await device.proofHeaders(.post, "/api/v1/enrollments", now: clock.now)
@@ -35,7 +39,7 @@ extension TestBroker {
             body: json([String: String]())
         ) { response in
             #expect(response.status == .created)
-            return try decode([String: String].self, response)["token"]!
+            return try #require(try decode([String: String].self, response)["token"])
         }
     }
 

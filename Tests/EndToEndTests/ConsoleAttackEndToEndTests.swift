@@ -93,11 +93,17 @@ struct ConsoleAttackEndToEndTests {
         #expect(byCode.status == 409 && byCode.json["error"] as? String == "not_approved", "\(byCode.json)")
         #expect(byCode.cookies["countersign_console"] == nil)
 
-        // The console's app takes no requester's login from the events API.
+        // The console's app takes no requester's login from the events API,
+        // no secret (rotated on the host, it is refused), and no recovery code.
         let asked = try await Self.call(
             broker, .POST, "/api/v1/events", headers: ["API_KEY_ID": ConsoleApp.apiKeyID],
             body: ["client_user_id": "alice", "requester_name": "VPN gateway"])
         #expect(asked.status == 403 && asked.json["error"] as? String == "console_app", "\(asked.json)")
+        let rotate = try RunningProcess(
+            "device-broker", ["apikey", "rotate", ConsoleApp.apiKeyID] + broker.storeArguments)
+        #expect(try await rotate.exitCode() != 0 && rotate.text.contains("takes no secret"), "\(rotate.text)")
+        let codes = try Console.agent(broker, ["recovery-codes"], device, "alice")
+        #expect(try await codes.exitCode() != 0 && codes.text.contains("enrolled on the host"), "\(codes.text)")
 
         // Approved, but finished from another address than it was asked from.
         let (carried, number) = try await Self.startSignIn(broker, "alice")
@@ -123,10 +129,15 @@ struct ConsoleAttackEndToEndTests {
         let apps = try #require(found.json["apps"] as? [[String: Any]])
         let devices = try #require(apps.first?["devices"] as? [[String: Any]])
         let deviceID = try #require(devices.first?["id"] as? String)
-        let removed = try await Self.call(
+        // An operator's device is not the console's to remove: one operator
+        // could lock the others out.
+        let refused = try await Self.call(
             broker, .POST, "/console/api/devices/\(deviceID)/remove", cookies: session,
             headers: ["X-CSRF-Token": csrf])
-        #expect(removed.status == 200, "\(removed.json)")
+        #expect(refused.status == 409 && refused.json["error"] as? String == "console_app", "\(refused.json)")
+        // Its holder removes it.
+        let removed = try Console.agent(broker, ["devices", "remove", deviceID, "--yes"], device, "alice")
+        #expect(try await removed.exitCode() == 0, "\(removed.text)")
         #expect(
             try await Self.call(broker, .GET, "/console/api/session", cookies: session).status == 401,
             "the device that approved it is gone")

@@ -47,14 +47,14 @@ export function confirmAction(text) {
   const dialog = $("confirm");
   $("confirm-text").textContent = text;
   return new Promise((resolve) => {
-    const finish = (answer) => {
-      $("confirm-yes").onclick = null;
-      $("confirm-no").onclick = null;
-      dialog.close();
+    let answer = false;
+    // Escape closes the dialog too: that is a no.
+    dialog.onclose = () => {
+      dialog.onclose = null;
       resolve(answer);
     };
-    $("confirm-yes").onclick = () => finish(true);
-    $("confirm-no").onclick = () => finish(false);
+    $("confirm-yes").onclick = () => { answer = true; dialog.close(); };
+    $("confirm-no").onclick = () => dialog.close();
     dialog.showModal();
   });
 }
@@ -108,7 +108,9 @@ async function signIn(name) {
   $("match-number").hidden = !attempt.match_number;
   $("waiting-status").textContent = "Waiting for your approval…";
   let failures = 0;
+  const expires = new Date(attempt.expires_at).getTime();
   while (!abort.signal.aborted) {
+    if (Date.now() > expires + 60000) { fail("The sign-in ran out of time."); return; }
     let state;
     try {
       state = await api("sign-in?wait=25", { signal: abort.signal });
@@ -190,15 +192,26 @@ async function show(name) {
   }
 }
 
-async function lookUp(user, keepStatus = false) {
+// The "up to" field as the API's `before`: the end of the minute chosen.
+function beforeField() {
+  const value = $("user-before").value;
+  if (!value) return null;
+  const time = new Date(value);
+  return Number.isNaN(time.getTime()) ? null : new Date(time.getTime() + 60000).toISOString();
+}
+
+async function lookUp(user, keepStatus = false, before = beforeField()) {
   if (!keepStatus) status("");
   try {
-    const document = await api("users/" + encodeURIComponent(user));
+    const query = before ? `?before=${encodeURIComponent(before)}` : "";
+    const document = await api("users/" + encodeURIComponent(user) + query);
     const apps = (await api("apps")).apps
       .filter((app) => !app.revoked_at && !app.console)
       .map((app) => ({ app: app.name, api_key_id: app.id }));
     const enrollment = apps.length === 0 ? null : enrollmentForm(user, apps, consoleActions);
-    renderUser($("user-result"), document, { removeDevice, enrollment });
+    renderUser($("user-result"), document, {
+      removeDevice, enrollment, older: (time) => lookUp(user, false, time),
+    });
   } catch (error) {
     status(error.message, true);
   }

@@ -38,12 +38,12 @@ export function renderApps(container, document, console) {
     const name = form.querySelector("input").value.trim();
     if (!(await console.confirmAction(`Create the app “${name}”?`))) return;
     const made = await console.act(() => console.api("apps", { method: "POST", body: { name } }), `Created the app “${name}”.`);
-    if (made) {
-      await console.refresh();
-      container.querySelector("#app-secret")?.replaceChildren(secretCard(`${name}`, [
-        ["API key id", made.api_key_id], ["API secret key", made.api_secret_key],
-      ]));
-    }
+    if (!made) return;
+    const card = secretCard(`${name}`, [["API key id", made.api_key_id], ["API secret key", made.api_secret_key]]);
+    container.querySelector("#app-secret").replaceChildren(card);
+    // The list again, the secret kept above it: it is shown this once.
+    try { await console.refresh(); } catch { /* the secret stays shown */ }
+    container.querySelector("#app-secret").replaceChildren(card);
   });
   const rows = document?.apps ?? [];
   container.replaceChildren(form, shown, table([
@@ -112,7 +112,8 @@ export function renderWebhooks(container, document, console) {
 
 export function renderWatch(container, document, console) {
   const hours = Math.round(document.window_seconds / 360) / 10;
-  const atLimit = (row) => (row.count >= row.limit ? `${row.count} of ${row.limit}: at the limit` : `${row.count} of ${row.limit}`);
+  const atLimit = (row) => (row.api_key_id === "ck_console" ? `${row.count} (console sign-ins: no per-user limit)`
+    : row.count >= row.limit ? `${row.count} of ${row.limit}: at the limit` : `${row.count} of ${row.limit}`);
   container.replaceChildren(
     element("h3", { text: "Fraud protections running" }),
     document.protections.length === 0 ? empty("None.") : table([
@@ -185,7 +186,11 @@ export function enrollmentForm(user, apps, console) {
       element("p", { text: `Works once, until ${when(made.expires_at)}. Open it on the phone, or scan:` }),
       element("p", { text: made.link, className: "mono", attributes: { id: "enrollment-link" } }),
       qrCode(made.qr),
-      element("p", { text: `Or on a computer: device-agent enroll --api-key ${made.api_key_id} --user ${made.user} --token ${made.token}`, className: "mono" }),
+      element("p", {
+        text: `Or on a computer: device-agent enroll --broker ${location.origin} --api-key ${made.api_key_id} `
+          + `--user '${made.user.replaceAll("'", "'\\''")}' --token ${made.token}`,
+        className: "mono",
+      }),
     );
   });
   return form;

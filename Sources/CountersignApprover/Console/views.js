@@ -53,7 +53,16 @@ function eventColumns(deviceNames) {
   ];
 }
 
-export function renderUser(container, document, { removeDevice, enrollment }) {
+// A button that shows what came before the oldest row of `rows` (by `time`),
+// when the page is full (50 rows): the next page.
+function olderButton(rows, time, older) {
+  if (rows.length < 50) return null;
+  const button = element("button", { text: "Older", className: "secondary", attributes: { type: "button" } });
+  button.addEventListener("click", () => older(time(rows[rows.length - 1])));
+  return button;
+}
+
+export function renderUser(container, document, { removeDevice, enrollment, older }) {
   container.replaceChildren();
   if (document.apps.length === 0) {
     container.append(empty(`${document.user} has no devices, events or decisions at any app.`));
@@ -69,7 +78,7 @@ export function renderUser(container, document, { removeDevice, enrollment }) {
       ["Passkey", (d) => (d.passkey ? "yes" : "no")],
       ["Push", (d) => (d.push ? "on" : "off")],
       ["State", (d) => (d.revoked_at ? `removed ${when(d.revoked_at)}` : "trusted")],
-      ["", (d) => d.revoked_at ? "" : element("button", {
+      ["", (d) => d.revoked_at || app.api_key_id === "ck_console" ? "" : element("button", {
         text: "Remove", className: "danger", attributes: { type: "button", "data-device": d.id },
       })],
     ], app.devices);
@@ -81,10 +90,12 @@ export function renderUser(container, document, { removeDevice, enrollment }) {
       element("h2", { text: `${app.app}` }),
       element("p", { text: `App ${app.api_key_id} · user ${document.user}`, className: "muted mono" }),
       element("h3", { text: "Devices" }), devices,
-      element("h3", { text: "Recent events" }),
+      element("h3", { text: "Events" }),
       app.events.length === 0 ? empty("No events kept.") : table(eventColumns(names), app.events),
+      olderButton(app.events, (e) => e.CreatedAt, older),
       element("h3", { text: "Decisions" }),
       app.decisions.length === 0 ? empty("No decisions.") : table(eventColumns(names), app.decisions),
+      olderButton(app.decisions, (e) => e.decided_at, older),
     ]));
   }
   if (enrollment) container.append(element("div", { className: "card" }, [enrollment]));

@@ -129,6 +129,7 @@ struct CallerAuthenticator: Sendable {
             throw APIError.unauthorized("unknown API key id")
         }
         guard let secret = credentials.secret else { return .app(key) }
+        if let refusal = ConsoleApp.refusal(of: .secret, apiKeyID: key.id) { throw APIError.unauthorized(refusal) }
         // The current secret, or one a rotation replaced, during its overlap.
         guard key.secret(SecretToken.digest(secret), at: environment.now()) != .refused else {
             throw APIError.unauthorized("wrong API secret key")

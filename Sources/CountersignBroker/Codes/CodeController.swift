@@ -111,6 +111,9 @@ struct CodeController {
     @Sendable func createRecoveryCodes(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
         RecoveryCodesDocument
     > {
+        if let refusal = ConsoleApp.refusal(of: .recoveryCodes, apiKeyID: context.apiKey.id) {
+            throw APIError.forbidden("console_app", refusal)
+        }
         if UserVerificationRule.accountChangeNeedsOwner(key: context.apiKey.userVerification) {
             try await OwnerVerification(environment: environment).require(
                 of: context.device, assertion: try await OwnerVerification.assertion(in: request, context: context),

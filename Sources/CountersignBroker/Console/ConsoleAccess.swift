@@ -22,10 +22,12 @@ struct ConsoleAccess {
         let session = try await environment.store.consoleSession(digest: SecretToken.digest(secret))
         guard ConsoleSessionRule.check(session, address: address, now: environment.now()) == .valid, let session
         else { throw refused }
-        // The session lasts no longer than the device that approved it.
+        // The session lasts no longer than the device that approved it, nor
+        // than the console's app (revoked on the host, it signs all out).
         guard let event = try await environment.store.event(id: session.eventID),
             let deviceID = event.decidedBy, let device = try await environment.store.device(id: deviceID),
-            device.revokedAt == nil
+            device.revokedAt == nil, let key = try await environment.store.apiKey(id: ConsoleApp.apiKeyID),
+            key.revokedAt == nil
         else { throw refused }
         if ![.get, .head].contains(request.method) {
             try requireSameOrigin(request)
@@ -72,9 +74,18 @@ extension ConsoleAccess {
 
         var cookieValue: String { eventID + "." + requesterToken }
 
-        /// The login, if the cookie's token is its requester token.
+        /// The console's login, if the cookie's token is its requester token.
         func event(in environment: BrokerEnvironment) async throws -> ApprovalEvent {
-            try await EventController.event(eventID, heldBy: .requester(secret: requesterToken), in: environment)
+            let refused = APIError.notSignedIn("no sign-in is waiting: start again")
+            let event: ApprovalEvent
+            do {
+                event = try await EventController.event(
+                    eventID, heldBy: .requester(secret: requesterToken), in: environment)
+            } catch let error as APIError where error.status == .notFound {
+                throw refused
+            }
+            guard event.issuer == ConsoleApp.apiKeyID, event.name == EventName.login else { throw refused }
+            return event
         }
     }
 

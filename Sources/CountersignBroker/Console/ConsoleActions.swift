@@ -42,6 +42,7 @@ struct ConsoleActions {
         guard let device = try await environment.store.device(id: id) else {
             throw APIError.notFound("no such device")
         }
+        try Self.refuseAtConsole(device.issuer)
         guard device.revokedAt == nil else {
             throw APIError.conflict("device_removed", "this device was removed already")
         }
@@ -76,6 +77,7 @@ struct ConsoleActions {
     /// for them again (a user who reported by mistake, and called).
     @Sendable func endProtection(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<Ended> {
         let (key, user) = try await request.decodeJSON(UserAtApp.self, context: context).resolve(in: environment)
+        try Self.refuseAtConsole(key.id)
         let now = environment.now()
         let ended = try await environment.store.endProtection(
             issuer: key.id, clientUserID: user, now: now,
@@ -110,11 +112,7 @@ struct ConsoleActions {
         let (key, user) = try await request.decodeJSON(UserAtApp.self, context: context).resolve(in: environment)
         // An operator's devices are enrolled from the host: a link made
         // here would let one operator sign in as another.
-        guard key.id != ConsoleApp.apiKeyID else {
-            throw APIError.conflict(
-                "console_app",
-                "devices of the console's operators are enrolled on the host: device-broker operator enroll")
-        }
+        try Self.refuseAtConsole(key.id)
         let now = environment.now()
         let token = "et_" + SecretToken.generate(bytes: 32)
         let record = EnrollmentToken(
@@ -129,6 +127,14 @@ struct ConsoleActions {
                 token: token, apiKeyID: key.id, user: user, expiresAt: record.expiresAt, link: link,
                 qr: try QRMatrix(link).rows),
             status: .created)
+    }
+
+    /// The console's own app and its operators' devices are the host's to
+    /// change: one operator cannot lock another out, nor sign in as them.
+    static func refuseAtConsole(_ apiKeyID: String) throws {
+        if let refusal = ConsoleApp.refusal(of: .consoleAction, apiKeyID: apiKeyID) {
+            throw APIError.conflict("console_app", refusal)
+        }
     }
 
     /// Writes an action's audit line, after it was done.

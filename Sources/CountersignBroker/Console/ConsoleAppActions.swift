@@ -133,10 +133,7 @@ struct ConsoleAppActions {
     /// console's sign-in needs.
     private func appID(_ context: ConsoleRequestContext) throws -> String {
         let id = try context.parameters.require("app")
-        guard id != ConsoleApp.apiKeyID else {
-            throw APIError.conflict(
-                "console_app", "the console's own app is changed on the host only (device-broker apikey)")
-        }
+        try ConsoleActions.refuseAtConsole(id)
         return id
     }
 

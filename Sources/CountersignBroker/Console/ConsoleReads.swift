@@ -45,17 +45,28 @@ struct ConsoleReads {
 
     /// A user across every app: the apps where they have a device, an
     /// event or a decision, each with up to `limit` events and decisions,
-    /// newest first.
+    /// newest first; with `?before=` (RFC 3339), those made before it.
     @Sendable func user(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<UserDocument> {
         let user = try context.parameters.userID()
         let limit = try request.limit()
+        let before = try Self.before(request)
         let store = environment.store
         let now = environment.now()
         var apps: [UserAtApp] = []
         for key in try await store.apiKeys() {
             let devices = try await store.devices(issuer: key.id, clientUserID: user)
-            let events = try await store.events(issuer: key.id, clientUserID: user, status: nil, now: now, limit: limit)
-            let decisions = try await store.decisionRecords(issuer: key.id, clientUserID: user, limit: limit)
+            let events =
+                if let before {
+                    try await store.events(issuer: key.id, clientUserID: user, before: before, limit: limit)
+                } else {
+                    try await store.events(issuer: key.id, clientUserID: user, status: nil, now: now, limit: limit)
+                }
+            let decisions =
+                if let before {
+                    try await store.decisionRecords(issuer: key.id, clientUserID: user, before: before, limit: limit)
+                } else {
+                    try await store.decisionRecords(issuer: key.id, clientUserID: user, limit: limit)
+                }
             guard !devices.isEmpty || !events.isEmpty || !decisions.isEmpty else { continue }
             var documents: [EventDocument] = []
             for event in events { documents.append(try await environment.document(for: event, withToken: false)) }
@@ -67,6 +78,19 @@ struct ConsoleReads {
                     }))
         }
         return JSONBody(UserDocument(user: user, apps: apps))
+    }
+
+    /// `?before=`, an RFC 3339 time, or nil; a 400 for anything else.
+    static func before(_ request: Request) throws -> Date? {
+        guard let given = request.uri.queryParameters["before"] else { return nil }
+        let text = String(given).uppercased()
+        guard
+            let date = (try? Date(text, strategy: .iso8601))
+                ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+        else {
+            throw APIError.badRequest("before must be an RFC 3339 time, e.g. 2026-11-26T14:03:00Z")
+        }
+        return date
     }
 
     struct AppDocument: Encodable, Sendable {

@@ -143,6 +143,13 @@ struct EnrollmentController {
         }
     }
 
+    /// An operator's devices are enrolled with a token from the host only.
+    private static func refuseAtConsole(_ key: APIKey) throws {
+        if let refusal = ConsoleApp.refusal(of: .enrollWithoutToken, apiKeyID: key.id) {
+            throw APIError.forbidden("console_app", refusal)
+        }
+    }
+
     /// What vouches for a new device: exactly one of them.
     private enum Credential {
         case token(String)
@@ -174,6 +181,7 @@ struct EnrollmentController {
     }
 
     private func enrollWithRecoveryCode(_ code: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
+        try Self.refuseAtConsole(enrollment.key)
         let enrolled = enrollment.device(for: try enrollment.namedUser())
         let refused = APIError(
             .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
@@ -193,6 +201,7 @@ struct EnrollmentController {
     private func enrollWithVerification(_ grant: VerifiedCode, _ enrollment: Enrollment) async throws
         -> TrustedDevice
     {
+        try Self.refuseAtConsole(enrollment.key)
         let redeemed: VerificationChallenge
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(grant, apiKeyID: enrollment.key.id)

@@ -122,8 +122,8 @@ struct EventController {
         case .requester(let key):
             // The console's sign-ins are asked for by its own page, which
             // says what they are; one asked here could pass for another.
-            guard key.id != ConsoleApp.apiKeyID else {
-                throw APIError.forbidden("console_app", "sign in to the console at /console/")
+            if let refusal = ConsoleApp.refusal(of: .requesterEvent(name: name), apiKeyID: key.id) {
+                throw APIError.forbidden("console_app", refusal)
             }
             switch RequesterPolicy.refusal(
                 event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,

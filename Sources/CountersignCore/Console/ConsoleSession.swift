@@ -79,11 +79,12 @@ public enum ConsoleSessionRule {
     public static let signInWindow: TimeInterval = 5 * 60
 
     public static func signIn(_ event: ApprovalEvent, consoleAppID: String, now: Date) -> SignIn {
-        // Asked for by a requester (the console's sign-in), not a device's
-        // own request approved by itself.
-        guard event.issuer == consoleAppID, event.name == EventName.login, event.requesterTokenDigest != nil else {
-            return .notConsoleLogin
-        }
+        // Asked for by a requester with a number to type (the console's
+        // sign-in), not a device's own request, approved by itself or
+        // pending for its passkey with no number.
+        guard event.issuer == consoleAppID, event.name == EventName.login, event.requesterTokenDigest != nil,
+            event.matchNumber != nil
+        else { return .notConsoleLogin }
         guard event.status(at: now) == .approved, let decided = event.decidedAt else { return .notApproved }
         guard event.method == .trustedDevice else { return .notByDevice }
         return now.timeIntervalSince(decided) > signInWindow ? .tooLate : .signIn
@@ -91,13 +92,48 @@ public enum ConsoleSessionRule {
 }
 
 /// The console's own app: an API key the broker makes the first time an
-/// operator is added, whose users are the operators. Its devices enroll and
-/// approve as any app's do.
+/// operator is added, whose users are the operators. Its devices enroll
+/// (with a token from the host), pair and approve as any app's do; what
+/// would let someone other than the host make or unmake an operator's
+/// device, or a login pass for a console sign-in, is refused.
 public enum ConsoleApp {
     /// The key's id, fixed so that every broker on a store finds it; app
     /// keys made otherwise start `ck_` and are random.
     public static let apiKeyID = "ck_console"
     public static let name = "Countersign console"
+
+    /// What is asked of the console's app.
+    public enum Use: Sendable, Equatable {
+        /// A call authenticated with the app's secret (backend, OAuth, CIBA).
+        case secret
+        /// A requester's event (other than a pairing) from the events API.
+        case requesterEvent(name: String)
+        /// Enrolling a device by recovery code or verified identifier.
+        case enrollWithoutToken
+        /// Making recovery codes.
+        case recoveryCodes
+        /// From the console: removing a device, ending a protection,
+        /// making an enrollment link, rotating or revoking the key.
+        case consoleAction
+    }
+
+    /// Why `use` of app `apiKeyID` is refused, or nil when it is not the
+    /// console's app or the use is allowed.
+    public static func refusal(of use: Use, apiKeyID: String) -> String? {
+        guard apiKeyID == Self.apiKeyID else { return nil }
+        switch use {
+        case .secret:
+            return "the console's app takes no secret: operators are named and enrolled on the host"
+        case .requesterEvent(let name) where name == EventName.enrollNewTrustedDevice:
+            return nil
+        case .requesterEvent:
+            return "sign in to the console at /console/"
+        case .enrollWithoutToken, .recoveryCodes:
+            return "an operator's devices are enrolled on the host: device-broker operator enroll"
+        case .consoleAction:
+            return "the console's own app and its operators' devices are changed on the host only"
+        }
+    }
 }
 
 extension PendingLimits {
