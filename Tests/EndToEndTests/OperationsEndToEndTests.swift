@@ -21,16 +21,19 @@ struct OperationsEndToEndTests {
         let token = try await broker.backend.createEnrollmentToken(user: "alice").token
         let client = CountersignClient(for: device)
         _ = try await client.enroll(device, enrollmentToken: token)
-        let ticket = try await client.requestLogin(user: "alice", requesterName: "new-machine")
-        let requester = Task {
-            try await client.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
-        }
         let other = DeviceCredential(
             broker: broker.url, apiKeyID: broker.apiKeyID, clientUserID: "bob", privateKey: P256.Signing.PrivateKey(),
             name: "phone")
         _ = try await client.enroll(
             other, enrollmentToken: try await broker.backend.createEnrollmentToken(user: "bob").token)
-        let inbox = Task { try await client.inbox(other, wait: 25) }
+        let ticket = try await client.requestLogin(user: "alice", requesterName: "new-machine")
+        // Both polls start together, after every setup step: on a busy
+        // machine the setup outlasted a poll started before it, which then
+        // ended on its own before the broker held the two.
+        let requester = Task {
+            try await client.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 30)
+        }
+        let inbox = Task { try await client.inbox(other, wait: 30) }
         try await broker.waitUntilHolding(2)
 
         let signalled = ContinuousClock.now
