@@ -202,6 +202,8 @@ let package = Package(
             dependencies: [
                 "CountersignClient",
                 "CountersignCore",
+                "CountersignSQLite",
+                "CountersignStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

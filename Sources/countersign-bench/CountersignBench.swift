@@ -24,6 +24,9 @@ struct CountersignBench: AsyncParsableCommand {
             reads the brokers' CPU time and the first one's peak RSS (VmHWM) from /proc: each summary \
             gives the brokers' CPU per round trip, in ms and in P-256 verifications, one of which is \
             timed here before the run.
+
+            `countersign-bench console-fill` and `countersign-bench console` (each with its own --help) \
+            measure the operator's console on a broker with a long history.
             """)
 
     @Option(name: .customLong("broker"), help: "The broker's URL; give two to split requesters and approvers.")

@@ -1,0 +1,549 @@
+public import ArgumentParser
+import CountersignCore
+public import CountersignSQLite
+import CountersignStore
+import Crypto
+import Foundation
+import Synchronization
+
+/// `countersign-bench console-fill`: a broker's history, written into a
+/// new SQLite data directory through the store's own writes, for the
+/// console scenario (``ConsoleLoad``) to read through a broker started on it.
+struct ConsoleFill: AsyncParsableCommand {
+    static let name = "console-fill"
+
+    static let configuration = CommandConfiguration(
+        commandName: "countersign-bench console-fill",
+        abstract: "Write a broker's history into a new SQLite data directory, for the console scenario.",
+        discussion: """
+            Apps (API keys), users with one or two trusted devices each, events over the last --days (most \
+            approved or rejected by a device, with their decision records and webhook messages; some expired \
+            or withdrawn; a few reported as fraud, whose protections run for a day), the request counters of \
+            requesters' events, audit lines, and an operator with a device, an approved console sign-in and \
+            a session whose cookie secret is printed. Every row is written by the store's own methods, as \
+            the broker writes it, with the times of the history. The broker must not run on the directory \
+            while it is filled.
+            """)
+
+    @Option(help: "The broker's data directory; its countersign.sqlite must not exist yet.")
+    var dataDir: String
+
+    @Option(help: "Events in all.")
+    var events = 100_000
+
+    @Option(help: "Users; every tenth has an account at a second app.")
+    var users = 1_000
+
+    @Option(help: "Apps (API keys), besides the console's own.")
+    var apps = 5
+
+    @Option(help: "How many of the apps have a webhook endpoint (every event writes its messages).")
+    var webhookApps = 2
+
+    @Option(help: "Audit lines of operators' past work.")
+    var auditLines = 10_000
+
+    @Option(help: "Days of history (under the broker's 30 days of retention).")
+    var days = 25
+
+    @Option(help: "The console session's cookie secret; a random one if not given.")
+    var sessionSecret: String?
+
+    @Option(help: "The operator who holds the session.")
+    var operatorName = "bench"
+
+    @Option(help: "The broker's public URL, which the devices' decisions name as their audience.")
+    var brokerURL = "http://127.0.0.1:18081"
+
+    @Option(help: "full: fsync every commit; relaxed: let the OS write (the broker opens it with its own setting).")
+    var durability: SQLiteStore.Durability = .relaxed
+
+    @Option(help: "Writes in flight at once (the store commits those that wait together).")
+    var writers = 64
+
+    @Option(help: "Seed of the history's shape (who, when, what); ids and keys are random.")
+    var seed: UInt64 = 1
+
+    func validate() throws {
+        guard events >= 100, users >= 1, apps >= 1, (0...apps).contains(webhookApps), auditLines >= 0, days >= 1,
+            days < 30, writers >= 1
+        else {
+            throw ValidationError(
+                "need --events ≥ 100, --users ≥ 1, --apps ≥ 1, 0 ≤ --webhook-apps ≤ --apps, 1 ≤ --days < 30")
+        }
+        guard Operator.isValid(name: operatorName) else { throw ValidationError("not a valid operator name") }
+    }
+
+    func run() async throws {
+        let path = (dataDir as NSString).appendingPathComponent("countersign.sqlite")
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw ValidationError("\(path) exists: fill a new data directory")
+        }
+        try FileManager.default.createDirectory(
+            atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let started = ContinuousClock.now
+        var filler = try HistoryFiller(options: self, store: SQLiteStore(path: path, durability: durability))
+        try await filler.fill()
+        let secret = try await filler.signIn(secret: sessionSecret ?? SecretToken.generate(bytes: 32))
+        let total = ContinuousClock.now - started
+        let size = ["", "-wal"].compactMap {
+            (try? FileManager.default.attributesOfItem(atPath: path + $0))?[.size] as? Int
+        }.reduce(0, +)
+        print(String(format: "filled %@ in %.1f s: %.1f MB", path, total.seconds, Double(size) / 1_048_576))
+        print("operator \(operatorName), session cookie secret \(secret), valid for a day from 127.0.0.1")
+        print(
+            "run: countersign-bench console --broker http://127.0.0.1:PORT --session-secret \(secret)"
+                + " --users \(users)")
+    }
+}
+
+/// The history's shape is drawn from a seeded generator, so that two fills
+/// with one seed hold the same amounts at the same times.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The users' ids, which the console scenario asks for.
+enum BenchUsers {
+    static func id(_ index: Int) -> String { String(format: "bench-user-%05d", index) }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// Runs `body` for each of `items`, at most `width` at once.
+func forEach<T: Sendable>(_ items: [T], width: Int, _ body: @escaping @Sendable (T) async throws -> Void)
+    async throws
+{
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var running = 0
+        for item in items {
+            if running >= width {
+                try await group.next()
+                running -= 1
+            }
+            group.addTask { try await body(item) }
+            running += 1
+        }
+        try await group.waitForAll()
+    }
+}
+
+/// Writes the history, step by step, each timed.
+struct HistoryFiller {
+    struct Device: Sendable {
+        let id: String
+        let key: P256.Signing.PrivateKey
+    }
+
+    /// A user's account at one app.
+    struct Account: Sendable {
+        let app: APIKey
+        let user: String
+        var devices: [Device] = []
+    }
+
+    enum Outcome: Sendable {
+        case approved, rejected, expired, withdrawn, fraud
+    }
+
+    struct PlannedEvent: Sendable {
+        let account: Int
+        let createdAt: Date
+        let name: String
+        let details: String?
+        /// The requester's address; nil when the app backend asked.
+        let requester: String?
+        let ip: String
+        let outcome: Outcome
+        /// Seconds from creation to the answer (or the withdrawal).
+        let answerAfter: TimeInterval
+        let device: Int
+    }
+
+    let options: ConsoleFill
+    let store: SQLiteStore
+    let now = Date()
+    var random: SplitMix64
+    var keys: [APIKey] = []
+    var accounts: [Account] = []
+    var endpoints: [WebhookEndpoint] = []
+
+    init(options: ConsoleFill, store: SQLiteStore) {
+        self.options = options
+        self.store = store
+        random = SplitMix64(state: options.seed)
+    }
+
+    /// The first day of the history.
+    var begin: Date { now - Double(options.days) * 86400 }
+    /// An address of the documentation ranges (RFC 5737), 512 of them.
+    func address(_ index: Int) -> String {
+        (index % 512 < 256 ? "203.0.113." : "198.51.100.") + String(index % 256)
+    }
+    /// No limit holds the history back: it is what requesters did, not
+    /// what they may do next.
+    static let unlimited = PendingLimits(
+        perUser: 1 << 30, perUserFromRequesters: 1 << 30, perAddress: 1 << 30, requestsPerUser: 1 << 30,
+        requestsPerAddress: 1 << 30)
+
+    mutating func fill() async throws {
+        try await step("apps, webhook endpoints") { try await $0.addApps() }
+        try await step("users and devices") { try await $0.enroll() }
+        let plan = planEvents()
+        try await step("\(plan.count) events") { try await $0.write(plan) }
+        try await step("devices seen and removed") { try await $0.touchDevices() }
+        // Last: every write before it may have queued webhook messages.
+        try await step("expiries announced, webhook messages sent") { try await $0.deliverOutbox() }
+        try await step("\(options.auditLines) audit lines") { try await $0.writeAudit() }
+    }
+
+    private mutating func step(_ name: String, _ body: (inout HistoryFiller) async throws -> String?) async throws {
+        let started = ContinuousClock.now
+        let detail = try await body(&self)
+        let line = String(format: "%@: %.1f s", name, (ContinuousClock.now - started).seconds)
+        print(line + (detail.map { " (\($0))" } ?? ""))
+        fflush(nil)
+    }
+
+    private mutating func addApps() async throws -> String? {
+        for index in 0..<options.apps {
+            let key = APIKey(
+                id: APIKey.newID(), name: "Bench app \(index + 1)",
+                secretDigest: SecretToken.digest(SecretToken.generate(bytes: 32)), createdAt: begin - 7 * 86400)
+            try await store.insertAPIKey(key)
+            try await store.recordAPIKeyChange(
+                APIKeyChange(apiKeyID: key.id, action: .created, via: "cli", at: key.createdAt))
+            keys.append(key)
+        }
+        for key in keys.prefix(options.webhookApps) {
+            let endpoint = WebhookEndpoint(
+                apiKeyID: key.id, url: "https://hooks.example.com/countersign/\(key.id)", types: [],
+                secret: .generate(), createdAt: begin - 86400)
+            try await store.insertWebhookEndpoint(endpoint)
+            endpoints.append(endpoint)
+        }
+        return nil
+    }
+
+    /// Each user's devices, enrolled with one-time tokens the app backend
+    /// issued, before the history starts.
+    private mutating func enroll() async throws -> String? {
+        for index in 0..<options.users {
+            accounts.append(Account(app: keys[index % keys.count], user: BenchUsers.id(index)))
+            if index % 10 == 9, keys.count > 1 {
+                accounts.append(Account(app: keys[(index + 1) % keys.count], user: BenchUsers.id(index)))
+            }
+        }
+        var enrollments: [(account: Int, at: Date, address: String)] = []
+        for account in accounts.indices {
+            for _ in 0..<(Int.random(in: 0..<10, using: &random) < 4 ? 2 : 1) {
+                enrollments.append(
+                    (
+                        account, begin - Double.random(in: 3600...(60 * 86400), using: &random),
+                        address(Int.random(in: 0..<512, using: &random))
+                    ))
+            }
+        }
+        let devices = Mutex<[(Int, Device)]>([])
+        let (store, users) = (store, accounts)
+        try await forEach(enrollments, width: options.writers) { enrollment in
+            let account = users[enrollment.account]
+            let key = P256.Signing.PrivateKey()
+            let token = "et_" + SecretToken.generate(bytes: 32)
+            try await store.insertEnrollmentToken(
+                EnrollmentToken(
+                    digest: SecretToken.digest(token), issuer: account.app.id, clientUserID: account.user,
+                    createdAt: enrollment.at, expiresAt: enrollment.at + 86400))
+            let device = TrustedDevice(
+                publicKey: DevicePublicKey(key.publicKey), issuer: account.app.id, clientUserID: account.user,
+                name: "Phone of \(account.user)", type: "phone", createdAt: enrollment.at + 30)
+            try await store.enrollDevice(
+                device, consumingToken: SecretToken.digest(token),
+                author: ChangeAuthor(actor: ChangeAuthor.enrollmentToken, ip: enrollment.address),
+                now: enrollment.at + 30)
+            devices.withLock { $0.append((enrollment.account, Device(id: device.id, key: key))) }
+        }
+        for (account, device) in devices.withLock({ $0 }) { accounts[account].devices.append(device) }
+        return "\(accounts.count) accounts, \(enrollments.count) devices"
+    }
+
+    /// Who asked for what, when, and how it ended. The last ten events
+    /// (a hundredth when there are fewer than 1,000) are reported as fraud
+    /// in the last minutes: after them, requesters are refused for their
+    /// users.
+    private mutating func planEvents() -> [PlannedEvent] {
+        let frauds = min(10, options.events / 100, accounts.count)
+        let span = now.timeIntervalSince(begin) - 600
+        var plan: [PlannedEvent] = []
+        plan.reserveCapacity(options.events)
+        for index in 0..<options.events {
+            let fraud = index >= options.events - frauds
+            // Each report for a user of its own: after one, requesters are refused for the user.
+            let account =
+                fraud
+                ? (index - (options.events - frauds)) * (accounts.count / frauds)
+                : Int.random(in: 0..<accounts.count, using: &random)
+            let createdAt =
+                fraud
+                ? now - 540 + Double(index - (options.events - frauds)) * 30
+                : begin + Double.random(in: 0..<span, using: &random)
+            let roll = Int.random(in: 0..<100, using: &random)
+            let outcome: Outcome =
+                fraud ? .fraud : roll < 86 ? .approved : roll < 93 ? .rejected : roll < 97 ? .expired : .withdrawn
+            let transaction = Int.random(in: 0..<5, using: &random) == 0
+            let requester = fraud || Int.random(in: 0..<10, using: &random) < 6
+            let ip = address(Int.random(in: 0..<512, using: &random))
+            plan.append(
+                PlannedEvent(
+                    account: account, createdAt: createdAt, name: transaction ? "TRANSACTION" : EventName.login,
+                    details: transaction ? "Pay €\(Int.random(in: 5...900, using: &random)).00 to ACME" : nil,
+                    requester: requester ? ip : nil, ip: ip, outcome: outcome,
+                    answerAfter: Double.random(in: 3...45, using: &random),
+                    device: Int.random(in: 0..<accounts[account].devices.count, using: &random)))
+        }
+        // Written in the order they happened, as a broker would have.
+        return plan.sorted { $0.createdAt < $1.createdAt }
+    }
+
+    /// Each event as the broker writes it: the pending event (with its
+    /// request counters and webhook messages), then the device's signed
+    /// decision, the withdrawal, the fraud report, or nothing (it expires).
+    private func write(_ plan: [PlannedEvent]) async throws -> String? {
+        let (store, accounts, broker) = (store, accounts, options.brokerURL)
+        // The bulk first, then the fraud reports, after which requesters
+        // are refused for those users.
+        // In tenths, each timed: the writes slow down as the file grows.
+        let bulk = plan.filter { $0.outcome != .fraud }
+        let tenth = (bulk.count + 9) / 10
+        var batches = stride(from: 0, to: bulk.count, by: tenth).map { Array(bulk[$0..<min($0 + tenth, bulk.count)]) }
+        batches.append(plan.filter { $0.outcome == .fraud })
+        var written = 0
+        for batch in batches {
+            let started = ContinuousClock.now
+            try await forEach(batch, width: options.writers) { planned in
+                let account = accounts[planned.account]
+                let event = ApprovalEvent.pending(
+                    issuer: account.app.id, user: account.user, name: planned.name, ip: planned.ip, location: nil,
+                    details: planned.details, requesterName: planned.requester == nil ? nil : "\(account.app.name) web",
+                    matchNumber: ApprovalEvent.newMatchNumber(),
+                    requesterTokenDigest: SecretToken.digest(SecretToken.generate(bytes: 32)), newDevice: nil,
+                    now: planned.createdAt, window: 60)
+                try await store.insertPendingEvent(
+                    event, by: planned.requester.map { .requester(address: $0) } ?? .backend,
+                    limits: Self.unlimited, announcing: [], now: planned.createdAt)
+                let answeredAt = planned.createdAt + planned.answerAfter
+                let device = account.devices[planned.device]
+                func decision(_ verdict: Verdict) async throws -> RecordedDecision {
+                    let jws = try await DecisionProof.make(
+                        key: device.key, eventID: event.id, nonce: event.nonce, verdict: verdict,
+                        match: verdict == .approve ? event.matchNumber : nil,
+                        shown: ShownRequest(event, app: account.app.name).digest, broker: broker, now: answeredAt)
+                    return RecordedDecision(
+                        status: verdict == .approve ? .approved : .rejected, deviceID: device.id, jws: jws,
+                        ip: "192.0.2.\(planned.device + 1)")
+                }
+                switch planned.outcome {
+                case .approved:
+                    _ = try await store.settleEvent(id: event.id, decision: decision(.approve), now: answeredAt)
+                case .rejected:
+                    _ = try await store.settleEvent(id: event.id, decision: decision(.reject), now: answeredAt)
+                case .withdrawn:
+                    _ = try await store.withdrawEvent(id: event.id, now: answeredAt)
+                case .fraud:
+                    // Protected for a day (a broker run with --fraud-protection 1d),
+                    // so that the protections still run while the console is measured.
+                    _ = try await store.reportFraud(
+                        id: event.id, decision: decision(.fraud), protectUntil: answeredAt + 86400, now: answeredAt)
+                case .expired:
+                    break
+                }
+            }
+            written += batch.count
+            let elapsed = (ContinuousClock.now - started).seconds
+            print(
+                String(
+                    format: "  %d events written, the last %d at %.0f a second", written, batch.count,
+                    Double(batch.count) / elapsed))
+            fflush(nil)
+        }
+        var counts: [String: Int] = [:]
+        for planned in plan { counts["\(planned.outcome)", default: 0] += 1 }
+        return counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            + ", \(plan.filter { $0.requester != nil }.count) by requesters"
+    }
+
+    /// What the broker's outbox would have done: the expiries announced,
+    /// and every webhook message sent, a day's of one endpoint failed (its
+    /// receiver was down) and the rest delivered, so that nothing is left
+    /// for the broker to send.
+    private func deliverOutbox() async throws -> String? {
+        while try await store.announceExpiredEvents(now: now, limit: 1000) > 0 {}
+        let failingEndpoint = endpoints.last?.id
+        let downFrom = now - 3 * 86400
+        let downUntil = now - 2 * 86400
+        var delivered = 0
+        var failed = 0
+        while true {
+            let claim = SecretToken.generate(bytes: 16)
+            let claimed = try await store.claimOutboxMessages(limit: 1000, lease: 3600, claim: claim, now: now)
+            if claimed.isEmpty { break }
+            let store = store
+            let outcomes = claimed.map { claimed in
+                let message = claimed.message
+                let down =
+                    message.target == failingEndpoint && message.createdAt >= downFrom
+                    && message.createdAt < downUntil
+                return (message, down)
+            }
+            failed += outcomes.filter(\.1).count
+            delivered += outcomes.filter { !$0.1 }.count
+            try await forEach(outcomes, width: options.writers) { message, down in
+                try await store.finishOutboxAttempt(
+                    id: message.id, claim: claim,
+                    outcome: down ? .failed(reason: "HTTP 503 after 3 days of attempts") : .delivered,
+                    now: down ? min(message.deliverUntil, downUntil + 86400) : message.createdAt + 1)
+            }
+        }
+        return "\(delivered) delivered, \(failed) failed"
+    }
+
+    /// Devices seen in the last day, and one second device in fifty removed
+    /// by an operator at the console, after the events they decided.
+    private mutating func touchDevices() async throws -> String? {
+        var devices: [(device: Device, account: Account, seen: Date, remove: Bool)] = []
+        for account in accounts {
+            for (index, device) in account.devices.enumerated() {
+                devices.append(
+                    (
+                        device, account, now - Double.random(in: 0..<86400, using: &random),
+                        index > 0 && Int.random(in: 0..<50, using: &random) == 0
+                    ))
+            }
+        }
+        let (store, now) = (store, now)
+        try await forEach(devices, width: options.writers) { device, account, seen, remove in
+            try await store.markDeviceSeen(id: device.id, now: seen)
+            if remove {
+                _ = try await store.revokeDevice(
+                    id: device.id, issuer: account.app.id, clientUserID: account.user,
+                    author: ChangeAuthor(actor: ChangeAuthor.consoleOperator("alice"), ip: "10.0.0.5"),
+                    now: now - 3600)
+            }
+        }
+        return "\(devices.filter(\.remove).count) removed"
+    }
+
+    /// Operators' past work, oldest first.
+    private mutating func writeAudit() async throws -> String? {
+        let actions: [(AuditRecord.Action, Int)] = [
+            (.signedIn, 30), (.signedOut, 22), (.signInRefused, 4), (.deviceRemoved, 12), (.webhookResent, 10),
+            (.fraudProtectionEnded, 5), (.enrollmentIssued, 8), (.endpointDisabled, 2), (.endpointEnabled, 2),
+            (.apiKeyRotated, 3), (.apiKeyCreated, 1), (.apiKeyRevoked, 1),
+        ]
+        let weights = actions.reduce(0) { $0 + $1.1 }
+        let operators = ["alice", "bob", "carol", "dave"]
+        var records: [AuditRecord] = []
+        for _ in 0..<options.auditLines {
+            var roll = Int.random(in: 0..<weights, using: &random)
+            var action = actions[0].0
+            for (candidate, weight) in actions {
+                if roll < weight {
+                    action = candidate
+                    break
+                }
+                roll -= weight
+            }
+            let actor = operators[Int.random(in: 0..<operators.count, using: &random)]
+            let target: String? =
+                switch action {
+                case .signedIn, .signedOut, .signInRefused: ApprovalEvent.newID()
+                case .deviceRemoved: DevicePublicKey(P256.Signing.PrivateKey().publicKey).thumbprint
+                case .webhookResent: OutboxMessage.newID()
+                case .endpointDisabled, .endpointEnabled: endpoints.first?.id ?? WebhookEndpoint.newID()
+                case .apiKeyRotated, .apiKeyCreated, .apiKeyRevoked: keys[0].id
+                default: BenchUsers.id(Int.random(in: 0..<options.users, using: &random))
+                }
+            records.append(
+                AuditRecord(
+                    at: begin + Double.random(in: 0..<(now.timeIntervalSince(begin) - 3600), using: &random),
+                    actor: actor, action: action, target: target,
+                    ip: "10.0.0.\(operators.firstIndex(of: actor)! + 2)"))
+        }
+        // One at a time, in order: the log's ids follow its times.
+        for record in records.sorted(by: { $0.at < $1.at }) { try await store.appendAudit(record) }
+        return nil
+    }
+
+    /// The operator, added as `device-broker operator add` adds one, with a
+    /// device enrolled by its token, and a session started by an approved
+    /// LOGIN of the console's app, as the console's sign-in starts one.
+    /// Returns the session cookie's secret.
+    func signIn(secret: String) async throws -> String {
+        let name = options.operatorName
+        let address = "127.0.0.1"
+        let added = now - 600
+        try await store.addOperator(
+            Operator(name: name, addedAt: added),
+            audit: AuditRecord(at: added, actor: AuditRecord.host, action: .operatorAdded, target: name))
+        let console = APIKey(
+            id: ConsoleApp.apiKeyID, name: ConsoleApp.name,
+            secretDigest: SecretToken.digest(SecretToken.generate(bytes: 32)), createdAt: added)
+        try await store.insertAPIKey(console)
+        try await store.recordAPIKeyChange(APIKeyChange(apiKeyID: console.id, action: .created, via: "cli", at: added))
+        let token = "et_" + SecretToken.generate(bytes: 32)
+        try await store.insertEnrollmentToken(
+            EnrollmentToken(
+                digest: SecretToken.digest(token), issuer: console.id, clientUserID: name, createdAt: added,
+                expiresAt: added + ApprovalPolicy().enrollmentTokenLifetime))
+        try await store.appendAudit(
+            AuditRecord(at: added, actor: AuditRecord.host, action: .enrollmentIssued, target: name))
+        let key = P256.Signing.PrivateKey()
+        let device = TrustedDevice(
+            publicKey: DevicePublicKey(key.publicKey), issuer: console.id, clientUserID: name,
+            name: "Phone of \(name)", type: "phone", createdAt: added + 60)
+        try await store.enrollDevice(
+            device, consumingToken: SecretToken.digest(token),
+            author: ChangeAuthor(actor: ChangeAuthor.enrollmentToken, ip: address), now: added + 60)
+
+        let asked = now - 120
+        let login = ApprovalEvent.pending(
+            issuer: console.id, user: name, name: EventName.login, ip: address, location: nil,
+            details: "Sign in to the operator's console", requesterName: "Countersign console",
+            matchNumber: ApprovalEvent.newMatchNumber(),
+            requesterTokenDigest: SecretToken.digest(SecretToken.generate(bytes: 32)), newDevice: nil, now: asked,
+            window: 60)
+        try await store.insertPendingEvent(
+            login, by: .requester(address: address), limits: PendingLimits().forConsoleSignIn, announcing: [],
+            now: asked)
+        let approvedAt = asked + 10
+        let jws = try await DecisionProof.make(
+            key: key, eventID: login.id, nonce: login.nonce, verdict: .approve, match: login.matchNumber,
+            shown: ShownRequest(login, app: console.name).digest, broker: options.brokerURL, now: approvedAt)
+        let approved = try await store.settleEvent(
+            id: login.id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: jws, ip: address),
+            now: approvedAt)
+        guard ConsoleSessionRule.signIn(approved, consoleAppID: console.id, now: approvedAt + 5) == .signIn else {
+            throw BenchFailure("the console login would not sign in")
+        }
+        // A day, not the console's hour: long enough for the runs.
+        let signedIn = approvedAt + 5
+        try await store.startConsoleSession(
+            ConsoleSession(
+                digest: SecretToken.digest(secret), operatorName: name, eventID: login.id, ip: address,
+                createdAt: signedIn, expiresAt: signedIn + 86400),
+            audit: AuditRecord(at: signedIn, actor: name, action: .signedIn, target: login.id, ip: address))
+        return secret
+    }
+}
+
+extension SQLiteStore.Durability: ExpressibleByArgument {}
