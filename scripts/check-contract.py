@@ -267,6 +267,10 @@ def rule_in_words(code, message, sent):
         # Required of every caller but a device, which the schema cannot say.
         user = (sent.json or {}).get("client_user_id") if isinstance(sent.json, dict) else None
         return user is None or (isinstance(user, str) and user_id_beyond_pattern(user))
+    if message == "operator is missing or invalid":
+        # The console's operator name is a ClientUserID of the console's app.
+        name = (sent.json or {}).get("operator") if isinstance(sent.json, dict) else None
+        return name is None or (isinstance(name, str) and user_id_beyond_pattern(name))
     off_curve = re.search(r"the point is not on the P-256 curve at ([\w.]+)", message)
     if off_curve:
         return isinstance(sent.at(off_curve.group(1)), dict) and not on_p256(sent.at(off_curve.group(1)))
