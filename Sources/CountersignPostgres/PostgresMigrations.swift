@@ -335,6 +335,22 @@ enum PostgresMigrations {
                 "CREATE INDEX console_sessions_by_operator ON console_sessions (operator)",
             ]
         ),
+        // A relying party's sign-in by approval: its authorization request,
+        // kept with the pending login it opened, then the code the approval
+        // earned; kept while its refresh tokens may live.
+        (
+            "v23-openid-sign-ins",
+            [
+                """
+                CREATE TABLE openid_sign_ins (
+                    event_id text PRIMARY KEY, api_key_id text NOT NULL, redirect_uri text NOT NULL,
+                    code_challenge text NOT NULL, state text, nonce text, scope text NOT NULL,
+                    created_at double precision NOT NULL, code_digest bytea, code_expires_at double precision,
+                    redeemed_at double precision, ended_at double precision)
+                """,
+                "CREATE INDEX openid_sign_ins_created ON openid_sign_ins (created_at)",
+            ]
+        ),
     ]
 
     /// Applies what is missing in one READ COMMITTED transaction, under an

@@ -1,12 +1,12 @@
 public import CountersignCore
-import CountersignStore
+public import CountersignStore
 public import Foundation
 import PostgresNIO
 
 extension PostgresStore {
     public func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
-        ciba: CIBARequest?, now: Date
+        attached: PendingAttachment?, now: Date
     ) async throws {
         let logger = logger
         // READ COMMITTED under a lock per user instead of SERIALIZABLE: the
@@ -25,7 +25,11 @@ extension PostgresStore {
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
             try await Self.insert(announcing, into: db, logger: logger)
-            if let ciba { try await Self.insert(ciba, into: db, logger: logger) }
+            switch attached {
+            case .ciba(let request): try await Self.insert(request, into: db, logger: logger)
+            case .signIn(let signIn): try await Self.insert(signIn, into: db, logger: logger)
+            case nil: break
+            }
             try await Self.announce(WebhookNotice.created(event, now: now), into: db, logger: logger)
         }
     }

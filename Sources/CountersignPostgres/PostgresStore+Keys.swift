@@ -214,6 +214,13 @@ extension PostgresStore {
                 // Kept as long as events: an expired session takes nothing, and
                 // its sign-in and sign-out stay in the audit log.
                 "DELETE FROM console_sessions WHERE expires_at < \(eventCutoff) RETURNING 1",
+                // Kept while a refresh token of it lives (their rotations may
+                // outlast any fixed time), and a day at least.
+                """
+                DELETE FROM openid_sign_ins WHERE created_at < \(cutoff - 86400) AND NOT EXISTS (
+                    SELECT 1 FROM refresh_tokens WHERE family_id = \(OpenIDSignIn.familyPrefix) || openid_sign_ins.event_id)
+                RETURNING 1
+                """,
             ] {
                 removed += try await db.run(query, logger: logger)
             }

@@ -6,7 +6,7 @@ import GRDB
 extension SQLiteStore {
     public func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
-        ciba: CIBARequest?, now: Date
+        attached: PendingAttachment?, now: Date
     ) async throws {
         try await write { db in
             let open = try Self.openPending(like: event, by: requester, window: limits.rateWindow, now: now, in: db)
@@ -17,7 +17,11 @@ extension SQLiteStore {
                     RequestRate.number(of: event.createdAt), keys: Self.rateKeys(of: event, from: address), in: db)
             }
             try Self.insert(announcing, into: db)
-            if let ciba { try Self.insert(ciba, into: db) }
+            switch attached {
+            case .ciba(let request): try Self.insert(request, into: db)
+            case .signIn(let signIn): try Self.insert(signIn, into: db)
+            case nil: break
+            }
             try Self.announce(WebhookNotice.created(event, now: now), into: db)
         }
     }

@@ -202,6 +202,14 @@ extension SQLiteStore {
                 sql: "DELETE FROM console_sessions WHERE expires_at < ?",
                 arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
             removed += db.changesCount
+            // Kept while a refresh token of it lives (their rotations may
+            // outlast any fixed time), and a day at least.
+            try db.execute(
+                sql: """
+                    DELETE FROM openid_sign_ins WHERE created_at < ? AND NOT EXISTS (
+                        SELECT 1 FROM refresh_tokens WHERE family_id = ? || openid_sign_ins.event_id)
+                    """, arguments: [cutoff - 86400, OpenIDSignIn.familyPrefix])
+            removed += db.changesCount
             return removed
         }
     }

@@ -87,5 +87,28 @@ extension SQLiteStore {
                     CREATE INDEX console_sessions_by_operator ON console_sessions(operator);
                     """)
         }
+        migrator.registerMigration("v23-openid-sign-ins") { db in
+            // A relying party's sign-in by approval: its authorization
+            // request, kept with the pending login it opened, then the code
+            // the approval earned; kept while its refresh tokens may live.
+            try db.execute(
+                sql: """
+                    CREATE TABLE openid_sign_ins (
+                        event_id TEXT PRIMARY KEY NOT NULL,
+                        api_key_id TEXT NOT NULL,
+                        redirect_uri TEXT NOT NULL,
+                        code_challenge TEXT NOT NULL,
+                        state TEXT,
+                        nonce TEXT,
+                        scope TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        code_digest BLOB,
+                        code_expires_at REAL,
+                        redeemed_at REAL,
+                        ended_at REAL
+                    );
+                    CREATE INDEX openid_sign_ins_created ON openid_sign_ins(created_at);
+                    """)
+        }
     }
 }

@@ -12,7 +12,7 @@ public import Foundation
 /// - A conditional write whose condition fails throws
 ///   ``StoreError/Code/conflict`` and changes nothing.
 /// - A method returns only after its write is durable as configured.
-public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStore {
+public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore {
     // MARK: API keys and signing keys
 
     /// Inserts a new API key, with its user-verification policy;
@@ -190,11 +190,12 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// ``WakeKey/event(_:)`` for every change of an event (decided,
     /// withdrawn, a wrong number counted).
     ///
-    /// With `ciba`, the OpenID CIBA request that asked for it is stored in
-    /// the same transaction.
+    /// With `attached`, the OpenID request that asked for it (a CIBA
+    /// client's, or a relying party's sign-in) is stored in the same
+    /// transaction.
     func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
-        ciba: CIBARequest?, now: Date
+        attached: PendingAttachment?, now: Date
     ) async throws
     /// Registers an API key as a CIBA client in ping mode, notified at
     /// `endpoint`; nil returns it to the poll mode. `notFound` for an
@@ -338,15 +339,25 @@ extension CountersignStore {
     /// them per user.
     public func insertPendingEvent(_ event: ApprovalEvent, maxPending: Int, now: Date) async throws {
         try await insertPendingEvent(
-            event, by: .backend, limits: PendingLimits(perUser: maxPending), announcing: [], ciba: nil, now: now)
+            event, by: .backend, limits: PendingLimits(perUser: maxPending), announcing: [], attached: nil, now: now)
     }
 
-    /// ``insertPendingEvent(_:by:limits:announcing:ciba:now:)`` of an event no CIBA client asked for.
+    /// ``insertPendingEvent(_:by:limits:announcing:attached:now:)`` of an event no OpenID client asked for.
     public func insertPendingEvent(
         _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
         now: Date
     ) async throws {
-        try await insertPendingEvent(event, by: requester, limits: limits, announcing: announcing, ciba: nil, now: now)
+        try await insertPendingEvent(
+            event, by: requester, limits: limits, announcing: announcing, attached: nil, now: now)
+    }
+
+    /// ``insertPendingEvent(_:by:limits:announcing:attached:now:)`` of an event a CIBA client asked for.
+    public func insertPendingEvent(
+        _ event: ApprovalEvent, by requester: PendingRequester, limits: PendingLimits, announcing: [OutboxMessage],
+        ciba: CIBARequest?, now: Date
+    ) async throws {
+        try await insertPendingEvent(
+            event, by: requester, limits: limits, announcing: announcing, attached: ciba.map { .ciba($0) }, now: now)
     }
 
     /// Ends a rotation after its transaction: the new token, or, for a

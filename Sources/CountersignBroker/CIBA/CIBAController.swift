@@ -170,12 +170,14 @@ struct CIBAController {
                     window: TimeInterval(checked.expiry)),
                 by: .backend, holdsSecret: true
             ) { event, secret in
-                CIBARequest(
-                    eventID: event.id, apiKeyID: client.key.id, scope: checked.scope, interval: interval,
-                    nextPollAt: event.createdAt, notificationToken: ping?.token, notificationEndpoint: ping?.endpoint,
-                    // Kept only to be sent back in the ping.
-                    authRequestID: ping.map { _ in CIBARequest.authRequestID(eventID: event.id, secret: secret) },
-                    createdAt: event.createdAt)
+                .ciba(
+                    CIBARequest(
+                        eventID: event.id, apiKeyID: client.key.id, scope: checked.scope, interval: interval,
+                        nextPollAt: event.createdAt, notificationToken: ping?.token,
+                        notificationEndpoint: ping?.endpoint,
+                        // Kept only to be sent back in the ping.
+                        authRequestID: ping.map { _ in CIBARequest.authRequestID(eventID: event.id, secret: secret) },
+                        createdAt: event.createdAt))
             }
         } catch let error as APIError where error.code == "no_trusted_device" {
             throw APIError.oauth("unknown_user_id", "this user has no trusted device to approve the request")

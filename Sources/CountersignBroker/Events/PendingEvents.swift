@@ -34,8 +34,8 @@ struct PendingEvents {
         let requesterToken: String
     }
 
-    /// Stores the event (with the CIBA request `ciba` makes of it, in the
-    /// same transaction), queues the pushes to the user's devices and
+    /// Stores the event (with the OpenID request `attachment` makes of it,
+    /// in the same transaction), queues the pushes to the user's devices and
     /// wakes their inbox polls. It requires user verification if the
     /// request asks or the key's policy says so (``UserVerificationRule``).
     ///
@@ -47,7 +47,7 @@ struct PendingEvents {
     /// even when it asks for a client under the requester limits) is told (409).
     func open(
         _ draft: Draft, by requester: PendingRequester, holdsSecret: Bool,
-        ciba: ((ApprovalEvent, _ requesterToken: String) -> CIBARequest)? = nil
+        attaching attachment: ((ApprovalEvent, _ requesterToken: String) -> PendingAttachment)? = nil
     ) async throws -> Opened {
         let key = draft.key
         let devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
@@ -82,7 +82,7 @@ struct PendingEvents {
             ? [] : WebPushDelivery.messages(for: event, app: key.name, devices: devices, now: now)
         try await environment.store.insertPendingEvent(
             event, by: requester, limits: draft.limits ?? environment.policy.pendingLimits, announcing: pushes,
-            ciba: ciba?(event, requesterToken), now: now)
+            attached: attachment?(event, requesterToken), now: now)
         EventTransitions(environment: environment).created(event)
         if !pushes.isEmpty {
             environment.hub.notify(WakeKey.outbox)

@@ -1,0 +1,77 @@
+import Crypto
+public import Foundation
+
+/// A sign-in to an OpenID Connect relying party by approval: what the app
+/// asked `/oauth/authorize` for, kept with the pending LOGIN it opened
+/// (same id), then the single-use authorization code the approval earned.
+///
+/// The event's id is also the sign-in's `sid`: the ID token names it, and
+/// the end-session endpoint ends it.
+public struct OpenIDSignIn: Sendable, Equatable {
+    public var eventID: String
+    /// The client (API key) that asked; the only one its code works for.
+    public var apiKeyID: String
+    public var redirectURI: String
+    /// The app's PKCE S256 challenge.
+    public var codeChallenge: String
+    public var state: String?
+    public var nonce: String?
+    /// The scopes granted, space-separated (always `openid`).
+    public var scope: String
+    public var createdAt: Date
+    /// SHA-256 of the authorization code, once the approved page asked for it.
+    public var codeDigest: Data?
+    public var codeExpiresAt: Date?
+    /// When the code bought tokens: it buys them once.
+    public var redeemedAt: Date?
+    /// When the app (or the person) signed out: its refresh tokens were revoked.
+    public var endedAt: Date?
+
+    public init(
+        eventID: String, apiKeyID: String, redirectURI: String, codeChallenge: String, state: String?,
+        nonce: String?, scope: String, createdAt: Date, codeDigest: Data? = nil, codeExpiresAt: Date? = nil,
+        redeemedAt: Date? = nil, endedAt: Date? = nil
+    ) {
+        self.eventID = eventID
+        self.apiKeyID = apiKeyID
+        self.redirectURI = redirectURI
+        self.codeChallenge = codeChallenge
+        self.state = state
+        self.nonce = nonce
+        self.scope = scope
+        self.createdAt = createdAt
+        self.codeDigest = codeDigest
+        self.codeExpiresAt = codeExpiresAt
+        self.redeemedAt = redeemedAt
+        self.endedAt = endedAt
+    }
+
+    /// How long the app has to redeem the code (RFC 6749 §4.1.2: short).
+    public static let codeLifetime: TimeInterval = 120
+
+    /// The refresh-token family of everything the sign-in's code buys.
+    public var family: String { Self.familyPrefix + eventID }
+    public static let familyPrefix = "oidc:"
+
+    /// The scopes granted, one by one.
+    public var scopes: [String] { scope.split(separator: " ").map(String.init) }
+
+    /// `<event id>.<secret>`: the id finds the row, the secret (256 random
+    /// bits, stored as its digest) is the proof.
+    public static func code(eventID: String, secret: String) -> String { "\(eventID).\(secret)" }
+
+    /// The event id and secret of a code, or nil if it is not a sign-in's.
+    public static func parse(code: String) -> (eventID: String, secret: String)? {
+        CIBARequest.parse(authRequestID: code)
+    }
+}
+
+/// The `sub` of a person signed in to an app: stable for the app and the
+/// user name, the same in every ID token and userinfo answer, and within
+/// the 255 ASCII characters OpenID Connect allows whatever the user name
+/// is. Two apps see two different values for the same name.
+public enum OpenIDSubject {
+    public static func of(apiKeyID: String, user: String) -> String {
+        Base64URL.encode(SHA256.hash(data: Data("countersign sub\u{0}\(apiKeyID)\u{0}\(user)".utf8)))
+    }
+}

@@ -1,0 +1,91 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresStore {
+    static func insert(_ signIn: OpenIDSignIn, into db: PostgresSession, logger: Logger) async throws {
+        try await db.run(
+            """
+            INSERT INTO openid_sign_ins (event_id, api_key_id, redirect_uri, code_challenge, state, nonce, scope,
+                created_at, code_digest, code_expires_at, redeemed_at, ended_at)
+            VALUES (\(signIn.eventID), \(signIn.apiKeyID), \(signIn.redirectURI), \(signIn.codeChallenge),
+                \(signIn.state), \(signIn.nonce), \(signIn.scope), \(signIn.createdAt.seconds), \(signIn.codeDigest),
+                \(signIn.codeExpiresAt?.seconds), \(signIn.redeemedAt?.seconds), \(signIn.endedAt?.seconds))
+            """, logger: logger)
+    }
+
+    private static func openIDSignIn(eventID: String, locking: Bool, in db: PostgresSession, logger: Logger)
+        async throws -> OpenIDSignIn?
+    {
+        let query: PostgresQuery =
+            locking
+            ? "SELECT * FROM openid_sign_ins WHERE event_id = \(eventID) FOR UPDATE"
+            : "SELECT * FROM openid_sign_ins WHERE event_id = \(eventID)"
+        return try await db.row(query, logger: logger).map {
+            OpenIDSignIn(
+                eventID: try $0.value("event_id"), apiKeyID: try $0.value("api_key_id"),
+                redirectURI: try $0.value("redirect_uri"), codeChallenge: try $0.value("code_challenge"),
+                state: try $0.value("state"), nonce: try $0.value("nonce"), scope: try $0.value("scope"),
+                createdAt: try $0.date("created_at"), codeDigest: try $0.value("code_digest"),
+                codeExpiresAt: try $0.optionalDate("code_expires_at"), redeemedAt: try $0.optionalDate("redeemed_at"),
+                endedAt: try $0.optionalDate("ended_at"))
+        }
+    }
+
+    public func openIDSignIn(eventID: String) async throws -> OpenIDSignIn? {
+        let logger = logger
+        return try await read { db in
+            try await Self.openIDSignIn(eventID: eventID, locking: false, in: db, logger: logger)
+        }
+    }
+
+    public func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws {
+        let logger = logger
+        try await write { db in
+            guard try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger) != nil else {
+                throw StoreError(.notFound, "no sign-in for event \(eventID)")
+            }
+            let updated = try await db.run(
+                """
+                UPDATE openid_sign_ins SET code_digest = \(digest), code_expires_at = \(expiresAt.seconds)
+                WHERE event_id = \(eventID) AND code_digest IS NULL RETURNING 1
+                """, logger: logger)
+            guard updated == 1 else { throw StoreError(.conflict, "the sign-in has its code already") }
+        }
+    }
+
+    public func redeemOpenIDCode(eventID: String, digest: Data, now: Date) async throws -> OpenIDSignIn {
+        let logger = logger
+        return try await write { db in
+            guard var signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger),
+                signIn.codeDigest == digest
+            else { throw StoreError(.notFound, "no such authorization code") }
+            guard signIn.redeemedAt == nil, signIn.endedAt == nil, let expiry = signIn.codeExpiresAt, now < expiry
+            else { throw StoreError(.conflict, "the authorization code was used, or has expired") }
+            try await db.run(
+                "UPDATE openid_sign_ins SET redeemed_at = \(now.seconds) WHERE event_id = \(eventID)", logger: logger)
+            signIn.redeemedAt = now
+            return signIn
+        }
+    }
+
+    public func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool {
+        let logger = logger
+        return try await write { db in
+            let ended = try await db.run(
+                """
+                UPDATE openid_sign_ins SET ended_at = \(now.seconds)
+                WHERE event_id = \(eventID) AND ended_at IS NULL RETURNING 1
+                """, logger: logger)
+            guard ended == 1 else { return false }
+            try await db.run(
+                """
+                UPDATE refresh_tokens SET revoked_at = \(now.seconds)
+                WHERE family_id = \(OpenIDSignIn.familyPrefix + eventID) AND revoked_at IS NULL
+                """, logger: logger)
+            return true
+        }
+    }
+}

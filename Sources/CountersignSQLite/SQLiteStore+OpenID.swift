@@ -1,0 +1,79 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import GRDB
+
+extension SQLiteStore {
+    static func insert(_ signIn: OpenIDSignIn, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO openid_sign_ins (event_id, api_key_id, redirect_uri, code_challenge, state, nonce, scope,
+                    created_at, code_digest, code_expires_at, redeemed_at, ended_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                signIn.eventID, signIn.apiKeyID, signIn.redirectURI, signIn.codeChallenge, signIn.state, signIn.nonce,
+                signIn.scope, signIn.createdAt.timeIntervalSince1970, signIn.codeDigest,
+                signIn.codeExpiresAt?.timeIntervalSince1970, signIn.redeemedAt?.timeIntervalSince1970,
+                signIn.endedAt?.timeIntervalSince1970,
+            ])
+    }
+
+    private static func openIDSignIn(eventID: String, in db: Database) throws -> OpenIDSignIn? {
+        try Row.fetchOne(db, sql: "SELECT * FROM openid_sign_ins WHERE event_id = ?", arguments: [eventID]).map {
+            OpenIDSignIn(
+                eventID: $0["event_id"], apiKeyID: $0["api_key_id"], redirectURI: $0["redirect_uri"],
+                codeChallenge: $0["code_challenge"], state: $0["state"], nonce: $0["nonce"], scope: $0["scope"],
+                createdAt: Date(timeIntervalSince1970: $0["created_at"]), codeDigest: $0["code_digest"],
+                codeExpiresAt: ($0["code_expires_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                redeemedAt: ($0["redeemed_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                endedAt: ($0["ended_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+        }
+    }
+
+    public func openIDSignIn(eventID: String) async throws -> OpenIDSignIn? {
+        try read { db in try Self.openIDSignIn(eventID: eventID, in: db) }
+    }
+
+    public func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws {
+        try await write { db in
+            guard try Self.openIDSignIn(eventID: eventID, in: db) != nil else {
+                throw StoreError(.notFound, "no sign-in for event \(eventID)")
+            }
+            try db.execute(
+                sql: """
+                    UPDATE openid_sign_ins SET code_digest = ?, code_expires_at = ?
+                    WHERE event_id = ? AND code_digest IS NULL
+                    """, arguments: [digest, expiresAt.timeIntervalSince1970, eventID])
+            guard db.changesCount == 1 else { throw StoreError(.conflict, "the sign-in has its code already") }
+        }
+    }
+
+    public func redeemOpenIDCode(eventID: String, digest: Data, now: Date) async throws -> OpenIDSignIn {
+        try await write { db in
+            guard var signIn = try Self.openIDSignIn(eventID: eventID, in: db), signIn.codeDigest == digest else {
+                throw StoreError(.notFound, "no such authorization code")
+            }
+            guard signIn.redeemedAt == nil, signIn.endedAt == nil, let expiry = signIn.codeExpiresAt, now < expiry
+            else { throw StoreError(.conflict, "the authorization code was used, or has expired") }
+            try db.execute(
+                sql: "UPDATE openid_sign_ins SET redeemed_at = ? WHERE event_id = ?",
+                arguments: [now.timeIntervalSince1970, eventID])
+            signIn.redeemedAt = now
+            return signIn
+        }
+    }
+
+    public func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE openid_sign_ins SET ended_at = ? WHERE event_id = ? AND ended_at IS NULL",
+                arguments: [now.timeIntervalSince1970, eventID])
+            guard db.changesCount == 1 else { return false }
+            try db.execute(
+                sql: "UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
+                arguments: [now.timeIntervalSince1970, OpenIDSignIn.familyPrefix + eventID])
+            return true
+        }
+    }
+}
