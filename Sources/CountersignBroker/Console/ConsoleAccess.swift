@@ -9,7 +9,7 @@ import Hummingbird
 struct ConsoleAccess {
     let environment: BrokerEnvironment
 
-    var cookies: ConsoleCookies { ConsoleCookies(issuer: environment.issuer) }
+    var cookies: BrowserCookies { BrowserCookies(issuer: environment.issuer) }
 
     /// The operator a request's session cookie stands for; 401 for no
     /// cookie, an unknown, ended or expired session, or one made at another
@@ -31,7 +31,7 @@ struct ConsoleAccess {
         else { throw refused }
         if ![.get, .head].contains(request.method) {
             try requireSameOrigin(request)
-            let expected = ConsoleCookies.csrfToken(forSessionSecret: secret)
+            let expected = BrowserCookies.csrfToken(forSessionSecret: secret)
             guard let sent = request.headers[.csrfToken],
                 SecretToken.constantTimeEquals(Data(sent.utf8), Data(expected.utf8))
             else {
@@ -41,14 +41,9 @@ struct ConsoleAccess {
         return ConsoleOperator(session: session, secret: secret)
     }
 
-    /// Refuses a request that a page of another site made: browsers say
-    /// where a request came from in `Sec-Fetch-Site` and `Origin`.
+    /// Refuses a request that a page of another site made.
     func requireSameOrigin(_ request: Request) throws {
-        let refused = APIError.forbidden("csrf", "the console takes changes from its own page only")
-        if let site = request.headers[.secFetchSite], site != "same-origin" { throw refused }
-        if let origin = request.headers[.origin] {
-            guard let parsed = Origin(url: origin), environment.origins.contains(parsed) else { throw refused }
-        }
+        try request.requireSameOrigin(environment.origins, "the console takes changes from its own page only")
     }
 }
 
@@ -64,7 +59,7 @@ extension ConsoleAccess {
             self.requesterToken = requesterToken
         }
 
-        init(_ request: Request, cookies: ConsoleCookies) throws {
+        init(_ request: Request, cookies: BrowserCookies) throws {
             guard let value = cookies.value(.attempt, in: request.headers),
                 let dot = value.firstIndex(of: ".")
             else { throw APIError.notSignedIn("no sign-in is waiting: start again") }

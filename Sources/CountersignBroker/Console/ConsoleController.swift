@@ -68,7 +68,7 @@ struct ConsoleController {
 
         init(_ session: ConsoleSession, secret: String) {
             self.operator = session.operatorName
-            csrfToken = ConsoleCookies.csrfToken(forSessionSecret: secret)
+            csrfToken = BrowserCookies.csrfToken(forSessionSecret: secret)
             signedInAt = session.createdAt
             expiresAt = session.expiresAt
         }

@@ -11,16 +11,18 @@ extension HTTPField.Name {
     static let secFetchSite = Self("Sec-Fetch-Site")!
 }
 
-/// The console's two cookies: the session (after sign-in) and the sign-in
-/// attempt (the pending login's requester token, while it waits). Both
-/// `HttpOnly`, so that no script of the page reads them, `SameSite=Strict`,
+/// The cookies of the broker's own pages: the console's session (after
+/// sign-in) and sign-in attempt (the pending login's requester token, while
+/// it waits), and the attempt of a sign-in to an OpenID Connect app. All
+/// `HttpOnly`, so that no script of a page reads them, `SameSite=Strict`,
 /// so that no other site's page sends them, and `Secure` with the
 /// `__Host-` prefix (which no other host, a sibling subdomain included,
 /// can set or shadow) unless the broker is a developer's on loopback.
-struct ConsoleCookies: Sendable {
+struct BrowserCookies: Sendable {
     enum Kind: Sendable {
         case session
         case attempt
+        case openIDSignIn
     }
 
     /// Whether the cookies say `Secure`: on every broker but one whose
@@ -35,14 +37,24 @@ struct ConsoleCookies: Sendable {
     }
 
     func name(_ kind: Kind) -> String {
-        let base = kind == .session ? "countersign_console" : "countersign_console_sign_in"
+        let base =
+            switch kind {
+            case .session: "countersign_console"
+            case .attempt: "countersign_console_sign_in"
+            case .openIDSignIn: "countersign_sign_in"
+            }
         return secure ? "__Host-" + base : base
     }
 
     /// `__Host-` cookies take `Path=/` only; on loopback they keep to
-    /// the console's paths.
+    /// their pages' paths.
     func path(_ kind: Kind) -> String {
-        secure ? "/" : kind == .session ? "/console/" : "/console/api/"
+        guard !secure else { return "/" }
+        return switch kind {
+        case .session: "/console/"
+        case .attempt: "/console/api/"
+        case .openIDSignIn: "/oauth/"
+        }
     }
 
     /// `Set-Cookie` for a value that lives `maxAge` seconds; 0 deletes it.
@@ -70,7 +82,7 @@ struct ConsoleCookies: Sendable {
         return nil
     }
 
-    /// The CSRF token of a session: derived from the cookie's secret, so
+    /// The console's CSRF token of a session: derived from the cookie's secret, so
     /// that only a page that was told it (by its own origin, which only the
     /// cookie's holder can read) can send it, and nothing is stored for it.
     static func csrfToken(forSessionSecret secret: String) -> String {
