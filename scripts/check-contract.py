@@ -162,6 +162,14 @@ PAGE_NAMED_THING_ERRORS = (
     "The redirect_url is not registered for this app",
     "This app's redirect URL is not registered.",
     "That code is not right.",
+    # Sign-in by approval and logout name an app, a redirect URI, a waiting
+    # sign-in or an ID token the fuzzer cannot know.
+    "Unknown app: the client_id is not registered here.",
+    "The redirect_uri is not registered for this app",
+    "No sign-in is waiting in this browser.",
+    "The id_token_hint is not an ID token this broker issued.",
+    "The client_id is not the app the id_token_hint was issued to.",
+    "The post_logout_redirect_uri is not registered for this app",
 )
 
 

@@ -104,6 +104,8 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     let push = PushController(environment: environment)
     open.get("api/v1/push/vapid-key", use: push.vapidKey)
     open.addRoutes(VerificationPageController(environment: environment).endpoints)
+    open.addRoutes(SignInPageController(environment: environment).endpoints)
+    open.addRoutes(OpenIDSessionController(environment: environment).endpoints)
     ApproverController().register(on: open)
     ConsoleController(environment: environment).register(on: open)
     let oauth = OAuthController(environment: environment)

@@ -105,6 +105,13 @@ public final class BrokerKeys: Sendable {
         let (collection, kid) = snapshot.withLock { ($0.collection, $0.signingKeyID) }
         return try await collection.sign(claims, kid: JWKIdentifier(string: kid), header: ["typ": "JWT"])
     }
+
+    /// The claims of a token one of the published keys signed, checked as
+    /// `Payload.verify(using:)` checks them.
+    public func verify<Payload: JWTPayload>(_ token: String, as _: Payload.Type) async throws -> Payload {
+        let collection = snapshot.withLock { $0.collection }
+        return try await collection.verify(token, as: Payload.self)
+    }
 }
 
 /// A public signing key as published in the JWKS.

@@ -41,7 +41,9 @@ public struct APIError: HTTPResponseError, Equatable {
         case .oauth:
             body = try WireCoding.encoder().encode(OAuthErrorDocument(error: code, errorDescription: message))
             headers.append(contentsOf: HTTPFields.oauthNoStore)
-            if status == .unauthorized { headers[.wwwAuthenticate] = #"Basic realm="countersign""# }
+            if status == .unauthorized, headers[.wwwAuthenticate] == nil {
+                headers[.wwwAuthenticate] = #"Basic realm="countersign""#
+            }
         }
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"

@@ -1,3 +1,4 @@
+import CountersignCore
 import CountersignSenders
 import Foundation
 import HTTPTypes
@@ -120,7 +121,7 @@ enum HostedPage {
         """
     }
 
-    static func layout(title: String, body: String) -> String {
+    static func layout(title: String, body: String, head: String = "") -> String {
         """
         <!doctype html>
         <html lang="en">
@@ -128,6 +129,7 @@ enum HostedPage {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(escape(title)) · Countersign</title>
+        \(head)
         <style>
         :root { color-scheme: light dark; --accent: #2f5bea; --error: #b3261e; }
         * { box-sizing: border-box; }
@@ -165,23 +167,43 @@ enum HostedPage {
         """
     }
 
+    /// The pages' policy: no script, no frame, nothing from elsewhere.
+    static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+
     /// An HTML response with the headers a page holding codes needs.
-    static func response(_ html: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status,
-            headers: [
-                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-                .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-                HTTPField.Name("X-Frame-Options")!: "DENY", HTTPField.Name("Referrer-Policy")!: "no-referrer",
-                .xContentTypeOptions: "nosniff",
-            ],
-            body: .init(byteBuffer: ByteBuffer(string: html)))
+    static func response(
+        _ html: String, status: HTTPResponse.Status = .ok, policy: String = contentSecurityPolicy,
+        headers extra: HTTPFields = [:]
+    ) -> Response {
+        var headers: HTTPFields = [
+            .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+            .contentSecurityPolicy: policy,
+            HTTPField.Name("X-Frame-Options")!: "DENY", HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            .xContentTypeOptions: "nosniff",
+        ]
+        headers.append(contentsOf: extra)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// The redirect URL with an OAuth error (RFC 6749 §4.1.2.1), the
+    /// `state`, and the issuer (RFC 9207), which tells a client talking to
+    /// several providers which one answered.
+    static func errorRedirect(_ url: String, error: String, description: String, state: String?, issuer: String)
+        -> String
+    {
+        let items = [
+            URLQueryItem(name: "error", value: error), URLQueryItem(name: "error_description", value: description),
+            URLQueryItem(name: "state", value: state), URLQueryItem(name: "iss", value: issuer),
+        ].filter { $0.value != nil }
+        return RedirectURL.appending(items, to: url) ?? url
     }
 
     /// A 303 to the app's redirect URL.
-    static func redirect(to url: String) -> Response {
-        Response(
-            status: .seeOther,
-            headers: [.location: url, .cacheControl: "no-store", HTTPField.Name("Referrer-Policy")!: "no-referrer"])
+    static func redirect(to url: String, headers extra: HTTPFields = [:]) -> Response {
+        var headers: HTTPFields = [
+            .location: url, .cacheControl: "no-store", HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        ]
+        headers.append(contentsOf: extra)
+        return Response(status: .seeOther, headers: headers)
     }
 }

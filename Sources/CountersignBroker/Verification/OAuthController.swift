@@ -26,20 +26,29 @@ struct OAuthController {
         let authorizationEndpoint: String
         let tokenEndpoint: String
         let jwksURI: String
+        let userinfoEndpoint: String
+        let endSessionEndpoint: String
         let backchannelAuthenticationEndpoint: String
         let backchannelTokenDeliveryModesSupported = ["poll", "ping"]
         let backchannelUserCodeParameterSupported = false
         let acrValuesSupported = ApprovalAuthentication.supportedACRs
         let responseTypesSupported = ["code"]
+        let responseModesSupported = ["query"]
+        let promptValuesSupported = OpenIDAuthorization.supportedPrompts
+        let authorizationResponseIssParameterSupported = true
+        let requestParameterSupported = false
+        let requestURIParameterSupported = false
+        let claimsParameterSupported = false
         let grantTypesSupported = ["authorization_code", "refresh_token", CIBAController.grantType]
         let codeChallengeMethodsSupported = ["S256"]
         let tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
         let subjectTypesSupported = ["public"]
         let idTokenSigningAlgValuesSupported = ["ES256"]
-        let scopesSupported = ["openid", "email", "phone"]
+        let scopesSupported = ["openid", "profile", "email", "phone"]
         let claimsSupported = [
-            "iss", "sub", "aud", "exp", "iat", "auth_time", "acr", "amr", "email", "email_verified", "phone_number",
-            "phone_number_verified", "urn:openid:params:jwt:claim:auth_req_id",
+            "iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "sid", "preferred_username", "name",
+            "email", "email_verified", "phone_number", "phone_number_verified",
+            "urn:openid:params:jwt:claim:auth_req_id",
         ]
 
         enum CodingKeys: String, CodingKey {
@@ -47,6 +56,14 @@ struct OAuthController {
             case authorizationEndpoint = "authorization_endpoint"
             case tokenEndpoint = "token_endpoint"
             case jwksURI = "jwks_uri"
+            case userinfoEndpoint = "userinfo_endpoint"
+            case endSessionEndpoint = "end_session_endpoint"
+            case responseModesSupported = "response_modes_supported"
+            case promptValuesSupported = "prompt_values_supported"
+            case authorizationResponseIssParameterSupported = "authorization_response_iss_parameter_supported"
+            case requestParameterSupported = "request_parameter_supported"
+            case requestURIParameterSupported = "request_uri_parameter_supported"
+            case claimsParameterSupported = "claims_parameter_supported"
             case backchannelAuthenticationEndpoint = "backchannel_authentication_endpoint"
             case backchannelTokenDeliveryModesSupported = "backchannel_token_delivery_modes_supported"
             case backchannelUserCodeParameterSupported = "backchannel_user_code_parameter_supported"
@@ -68,6 +85,7 @@ struct OAuthController {
             Discovery(
                 issuer: issuer, authorizationEndpoint: issuer + "/oauth/authorize",
                 tokenEndpoint: issuer + "/oauth/token", jwksURI: issuer + "/.well-known/jwks.json",
+                userinfoEndpoint: issuer + "/oauth/userinfo", endSessionEndpoint: issuer + "/oauth/end-session",
                 backchannelAuthenticationEndpoint: issuer + "/oauth/bc-authorize"),
             headers: [.cacheControl: "public, max-age=300"])
     }
@@ -97,7 +115,7 @@ struct OAuthController {
         let expiresIn: Int
         let refreshToken: String
         let idToken: String
-        let scope = "openid"
+        let scope: String
 
         enum CodingKeys: String, CodingKey {
             case scope
@@ -108,7 +126,8 @@ struct OAuthController {
             case idToken = "id_token"
         }
 
-        init(_ tokens: OAuthTokens) {
+        init(_ tokens: OAuthTokens, scope: String = "openid") {
+            self.scope = scope
             accessToken = tokens.accessToken
             expiresIn = tokens.expiresIn
             refreshToken = tokens.refreshToken
@@ -119,22 +138,30 @@ struct OAuthController {
     @Sendable func token(_ request: Request, context: OAuthClientContext) async throws -> JSONBody<TokenResponse> {
         let form = try context.form(TokenForm.self)
         let tokens: OAuthTokens
+        var scope = "openid"
         switch form.grantType {
-        case "authorization_code": tokens = try await redeem(form, key: context.client.key)
-        case "refresh_token": tokens = try await refresh(form, client: context.client)
+        case "authorization_code": (tokens, scope) = try await redeem(form, client: context.client)
+        case "refresh_token": (tokens, scope) = try await refresh(form, client: context.client)
         case CIBAController.grantType:
             tokens = try await CIBAController(environment: environment).redeem(form.authReqID, client: context.client)
         default:
             throw APIError.oauth(
                 "unsupported_grant_type", "use authorization_code, refresh_token or \(CIBAController.grantType)")
         }
-        return JSONBody(TokenResponse(tokens), headers: .oauthNoStore)
+        return JSONBody(TokenResponse(tokens, scope: scope), headers: .oauthNoStore)
     }
 
-    private func redeem(_ form: TokenForm, key: APIKey) async throws -> OAuthTokens {
+    private func redeem(_ form: TokenForm, client: OAuthClient) async throws -> (OAuthTokens, scope: String) {
         guard let code = form.code, let verifier = form.codeVerifier, let redirectURI = form.redirectURI else {
             throw APIError.oauth("invalid_request", "code, code_verifier and redirect_uri are required")
         }
+        // A sign-in by approval's code starts with its event's id; the
+        // hosted verification page's with its challenge's number.
+        if OpenIDSignIn.parse(code: code) != nil {
+            return try await OpenIDSignInGrant(environment: environment).redeem(
+                code: code, verifier: verifier, redirectURI: redirectURI, client: client)
+        }
+        let key = client.key
         guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
             throw APIError.oauth("invalid_grant", "unknown authorization code")
         }
@@ -148,13 +175,14 @@ struct OAuthController {
         let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(
             apiKeyID: key.id, type: redeemed.identifierType, identifier: redeemed.identifier, now: now)
-        return try await OAuthTokenIssuer(environment: environment)
+        let tokens = try await OAuthTokenIssuer(environment: environment)
             .issue(
                 for: identity, family: CodeRedemption.family(of: redeemed), authTime: redeemed.verifiedAt ?? now,
                 nonce: redeemed.nonce)
+        return (tokens, "openid")
     }
 
-    private func refresh(_ form: TokenForm, client: OAuthClient) async throws -> OAuthTokens {
+    private func refresh(_ form: TokenForm, client: OAuthClient) async throws -> (OAuthTokens, scope: String) {
         guard let presented = form.refreshToken else {
             throw APIError.oauth("invalid_request", "refresh_token is required")
         }
@@ -163,10 +191,13 @@ struct OAuthController {
         else {
             throw APIError.oauth("invalid_grant", "unknown refresh token")
         }
-        // A CIBA grant's client is confidential: its refresh needs the secret too.
-        if record.clientUserID != nil, !client.authenticated {
+        let signsIn = record.familyID.hasPrefix(OpenIDSignIn.familyPrefix)
+        // A CIBA grant's client is confidential: its refresh needs the
+        // secret too. A sign-in's client may be public.
+        if record.clientUserID != nil, !signsIn, !client.authenticated {
             throw APIError.oauth("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
         }
+        if signsIn { try await OpenIDSignInGrant(environment: environment).requireOpen(family: record.familyID) }
         let identity: VerifiedIdentity?
         if record.clientUserID == nil {
             guard let found = try await environment.store.verifiedIdentity(id: record.identityID) else {
@@ -191,11 +222,15 @@ struct OAuthController {
             throw APIError.oauth("invalid_grant", "the refresh token has expired")
         }
         let authTime = rotated.authTime ?? record.createdAt
-        if let identity {
-            return try await issuer.tokens(for: identity, authTime: authTime, refreshToken: secret)
+        if signsIn {
+            return try await OpenIDSignInGrant(environment: environment).refreshed(rotated, secret: secret)
         }
-        return try await issuer.tokens(
+        if let identity {
+            return (try await issuer.tokens(for: identity, authTime: authTime, refreshToken: secret), "openid")
+        }
+        let tokens = try await issuer.tokens(
             user: record.clientUserID ?? "", apiKeyID: record.apiKeyID, authTime: authTime, refreshToken: secret,
             acr: rotated.acr)
+        return (tokens, "openid")
     }
 }

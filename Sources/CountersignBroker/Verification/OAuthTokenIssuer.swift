@@ -79,6 +79,43 @@ struct OAuthTokenIssuer {
             acr: record.acr, authReqID: authReqID)
     }
 
+    /// Access, ID and refresh tokens for a sign-in by approval: a trusted
+    /// device (or a TOTP code) approved `event`, which `signIn` opened.
+    func issue(signIn: OpenIDSignIn, approved event: ApprovalEvent) async throws -> OAuthTokens {
+        let authTime = event.decidedAt ?? environment.now()
+        var (secret, record) = newRefreshToken(
+            apiKeyID: signIn.apiKeyID, identityID: "", clientUserID: event.clientUserID, family: signIn.family)
+        record.authTime = authTime
+        record.acr = ApprovalAuthentication(of: event).acr
+        try await environment.store.insertRefreshToken(record)
+        return try await tokens(
+            signIn: signIn, user: event.clientUserID, authTime: authTime, acr: record.acr, refreshToken: secret,
+            nonce: signIn.nonce)
+    }
+
+    /// Signs the access and ID tokens of a sign-in by approval: the `sub`
+    /// of the app's user, the sign-in's `sid`, and the user name when the
+    /// `profile` scope was granted.
+    func tokens(
+        signIn: OpenIDSignIn, user: String, authTime: Date, acr: String?, refreshToken: String, nonce: String? = nil
+    ) async throws -> OAuthTokens {
+        let now = environment.now()
+        var claims = OAuthTokenClaims(
+            iss: environment.issuer, sub: OpenIDSubject.of(apiKeyID: signIn.apiKeyID, user: user),
+            aud: signIn.apiKeyID, iat: Int(now.timeIntervalSince1970),
+            exp: Int((now + Self.accessTokenLifetime).timeIntervalSince1970), jti: SecretToken.generate(bytes: 16),
+            tokenType: "access_token", clientID: signIn.apiKeyID, scope: signIn.scope, authTime: nil, identifier: nil,
+            identifierType: nil, authMethod: "APPROVAL", acr: acr)
+        claims.sid = signIn.eventID
+        if signIn.scopes.contains("profile") {
+            claims.preferredUsername = user
+            claims.name = user
+        }
+        return try await sign(access: claims, authTime: authTime, refreshToken: refreshToken) {
+            $0.nonce = nonce
+        }
+    }
+
     /// Signs the access and ID tokens of a CIBA grant for `user`.
     func tokens(
         user: String, apiKeyID: String, authTime: Date, refreshToken: String, acr: String? = nil,

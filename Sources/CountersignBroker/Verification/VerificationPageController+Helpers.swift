@@ -52,14 +52,14 @@ extension VerificationPageController {
         func refuse(_ description: String) -> Validation {
             .failed(
                 HostedPage.redirect(
-                    to: Self.errorRedirect(
+                    to: errorRedirect(
                         parameters.redirectURL, error: "invalid_request", description: description,
                         state: parameters.state)))
         }
         guard responseType == "code" else {
             return .failed(
                 HostedPage.redirect(
-                    to: Self.errorRedirect(
+                    to: errorRedirect(
                         parameters.redirectURL, error: "unsupported_response_type",
                         description: "only response_type=code is supported", state: parameters.state)))
         }
@@ -106,7 +106,7 @@ extension VerificationPageController {
             return HostedPage.response(
                 HostedPage.failure(
                     "Too many wrong codes. For your security this verification is closed.",
-                    returnURL: Self.errorRedirect(
+                    returnURL: errorRedirect(
                         challenge.redirectURL, error: "access_denied", description: "too many wrong codes",
                         state: challenge.state)),
                 status: .tooManyRequests)
@@ -121,12 +121,8 @@ extension VerificationPageController {
             codeChallenge: challenge.codeChallenge, state: challenge.state, nonce: challenge.nonce)
     }
 
-    static func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
-        let items = [
-            URLQueryItem(name: "error", value: error), URLQueryItem(name: "error_description", value: description),
-            URLQueryItem(name: "state", value: state),
-        ].filter { $0.value != nil }
-        return RedirectURL.appending(items, to: url) ?? url
+    func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
+        HostedPage.errorRedirect(url, error: error, description: description, state: state, issuer: environment.issuer)
     }
 
     static func minutes(_ seconds: Int) -> String {

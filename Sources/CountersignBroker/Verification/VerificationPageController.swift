@@ -43,6 +43,9 @@ struct VerificationPageController {
     /// The standard OAuth 2.0 entry to the same page (RFC 6749 §4.1.1, RFC 7636).
     @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         let form = request.formQuery
+        if OpenIDAuthorization.signsIn(scope: form["scope"], identifierType: form["identifier_type"]) {
+            return try await SignInPageController(environment: environment).authorize(request, context: context)
+        }
         func query(_ name: String) -> String? { form[name] }
         let parameters = HostedPage.Request(
             apiKey: query("client_id") ?? "", redirectURL: query("redirect_uri") ?? "",
@@ -165,6 +168,7 @@ struct VerificationPageController {
             let items = [
                 URLQueryItem(name: "code", value: authorizationCode), URLQueryItem(name: "state", value: after.state),
                 URLQueryItem(name: "challenge_id", value: String(after.id)),
+                URLQueryItem(name: "iss", value: environment.issuer),
             ].filter { $0.value != nil }
             return HostedPage.redirect(to: RedirectURL.appending(items, to: after.redirectURL) ?? after.redirectURL)
         case .open(let left):
@@ -238,7 +242,7 @@ struct VerificationPageController {
                 HostedPage.failure("This app's redirect URL is not registered.", returnURL: nil), status: .badRequest)
         }
         return HostedPage.redirect(
-            to: Self.errorRedirect(
+            to: errorRedirect(
                 form.redirectURL, error: "access_denied", description: "the user cancelled", state: form.state))
     }
 }

@@ -69,9 +69,12 @@ public struct OpenIDSignIn: Sendable, Equatable {
 /// The `sub` of a person signed in to an app: stable for the app and the
 /// user name, the same in every ID token and userinfo answer, and within
 /// the 255 ASCII characters OpenID Connect allows whatever the user name
-/// is. Two apps see two different values for the same name.
+/// is. Two apps see two different values for the same name. The app id
+/// goes in with its length, so that no other pair of app and name hashes
+/// the same text.
 public enum OpenIDSubject {
     public static func of(apiKeyID: String, user: String) -> String {
-        Base64URL.encode(SHA256.hash(data: Data("countersign sub\u{0}\(apiKeyID)\u{0}\(user)".utf8)))
+        let text = "countersign sub \(apiKeyID.utf8.count):\(apiKeyID)\(user)"
+        return Base64URL.encode(SHA256.hash(data: Data(text.utf8)))
     }
 }

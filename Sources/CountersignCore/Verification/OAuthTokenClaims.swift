@@ -32,6 +32,12 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
     public var amr: [String]?
     /// For a CIBA grant, the `auth_req_id` it answers (CIBA Core §10.3.1).
     public var authReqID: String?
+    /// For a sign-in by approval, its id (``OpenIDSignIn/eventID``), which
+    /// logout ends.
+    public var sid: String?
+    /// For a sign-in with the `profile` scope, the user name typed.
+    public var preferredUsername: String?
+    public var name: String?
 
     public init(
         iss: String, sub: String, aud: String, iat: Int, exp: Int, jti: String, tokenType: String, clientID: String?,
@@ -63,7 +69,8 @@ public struct OAuthTokenClaims: JWTPayload, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce, acr, amr
+        case iss, sub, aud, iat, exp, jti, scope, identifier, email, nonce, acr, amr, sid, name
+        case preferredUsername = "preferred_username"
         case authReqID = "urn:openid:params:jwt:claim:auth_req_id"
         case tokenType = "token_type"
         case clientID = "client_id"

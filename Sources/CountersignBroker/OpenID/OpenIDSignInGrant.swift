@@ -1,0 +1,68 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+/// What a sign-in by approval's authorization code and refresh tokens buy
+/// at the token endpoint.
+struct OpenIDSignInGrant {
+    let environment: BrokerEnvironment
+
+    /// Spends a code for `client` (RFC 6749 §4.1.3, RFC 7636 §4.6): the
+    /// same client and redirect URI as the authorization request, and the
+    /// PKCE verifier of its challenge, confidential client or public. A
+    /// code spent twice may be stolen: what the first bought is revoked.
+    func redeem(code: String, verifier: String, redirectURI: String, client: OAuthClient) async throws
+        -> (OAuthTokens, scope: String)
+    {
+        let unknown = APIError.oauth("invalid_grant", "the authorization code is unknown, expired or already used")
+        guard let parsed = OpenIDSignIn.parse(code: code),
+            let signIn = try await environment.store.openIDSignIn(eventID: parsed.eventID),
+            signIn.apiKeyID == client.key.id
+        else { throw unknown }
+        guard redirectURI == signIn.redirectURI else {
+            throw APIError.oauth("invalid_grant", "redirect_uri must be the one the authorization request named")
+        }
+        guard PKCE.verify(verifier: verifier, challenge: signIn.codeChallenge) else {
+            throw APIError.oauth("invalid_grant", "the code_verifier does not match the code_challenge (S256)")
+        }
+        let now = environment.now()
+        let redeemed: OpenIDSignIn
+        do {
+            redeemed = try await environment.store.redeemOpenIDCode(
+                eventID: signIn.eventID, digest: SecretToken.digest(code), now: now)
+        } catch let error as StoreError where error.code == .conflict || error.code == .notFound {
+            if error.code == .conflict, signIn.redeemedAt != nil {
+                try await environment.store.revokeRefreshTokenFamily(signIn.family, now: now)
+            }
+            throw unknown
+        }
+        guard let event = try await environment.store.event(id: redeemed.eventID), event.status(at: now) == .approved
+        else { throw unknown }
+        return (
+            try await OAuthTokenIssuer(environment: environment).issue(signIn: redeemed, approved: event),
+            redeemed.scope
+        )
+    }
+
+    /// The sign-in of a refresh-token family, unless it was ended.
+    @discardableResult
+    func requireOpen(family: String) async throws -> OpenIDSignIn {
+        let eventID = String(family.dropFirst(OpenIDSignIn.familyPrefix.count))
+        guard let signIn = try await environment.store.openIDSignIn(eventID: eventID), signIn.endedAt == nil else {
+            throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
+        }
+        return signIn
+    }
+
+    /// New tokens for a refresh token of a sign-in that was not ended.
+    func refreshed(_ rotated: RefreshTokenRecord, secret: String) async throws -> (OAuthTokens, scope: String) {
+        let signIn = try await requireOpen(family: rotated.familyID)
+        guard let user = rotated.clientUserID else {
+            throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
+        }
+        let tokens = try await OAuthTokenIssuer(environment: environment).tokens(
+            signIn: signIn, user: user, authTime: rotated.authTime ?? rotated.createdAt, acr: rotated.acr,
+            refreshToken: secret)
+        return (tokens, signIn.scope)
+    }
+}

@@ -1,0 +1,302 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// Sign-in to an OpenID Connect app by approval: `/oauth/authorize` with
+/// `scope=openid` opens this page, which asks for the user name, opens a
+/// pending LOGIN of the app (the client) as a requester at the browser's
+/// address, shows the number to choose on the trusted device, waits, and
+/// sends the browser back to the app with a code, or with an OAuth error.
+///
+/// Until the client and its redirect URI are known to be registered,
+/// errors are shown on the page and never redirected (RFC 6749 §4.1.2.1).
+/// The waiting login is held in an HttpOnly, SameSite=Strict cookie: only
+/// the browser that started it collects its code.
+struct SignInPageController {
+    let environment: BrokerEnvironment
+
+    var cookies: BrowserCookies { BrowserCookies(issuer: environment.issuer) }
+
+    var endpoints: RouteCollection<BrokerRequestContext> {
+        RouteCollection(context: BrokerRequestContext.self)
+            .post("oauth/sign-in", use: start)
+            .get("oauth/sign-in", use: show)
+            .get("oauth/sign-in/status", use: status)
+            .post("oauth/sign-in/code", use: finishWithCode)
+            .post("oauth/sign-in/cancel", use: cancel)
+            .get("oauth/sign-in.js") { _, _ in
+                Response(
+                    status: .ok,
+                    headers: [
+                        .contentType: "text/javascript; charset=utf-8", .cacheControl: "public, max-age=300",
+                        .xContentTypeOptions: "nosniff",
+                    ],
+                    body: .init(byteBuffer: ByteBuffer(string: SignInPage.script)))
+            }
+    }
+
+    /// `GET /oauth/authorize` of a sign-in: the user name form.
+    func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        let query = request.formQuery
+        switch try await check({ query[$0] }) {
+        case .failed(let response): return response
+        case .valid(let key, let authorization):
+            let carried = SignInPage.carried.compactMap { name in query[name].map { (name, $0) } }
+            return HostedPage.response(
+                SignInPage.userNameForm(app: key.name, parameters: carried, userName: authorization.loginHint))
+        }
+    }
+
+    enum Checked {
+        case valid(APIKey, OpenIDAuthorization)
+        case failed(Response)
+    }
+
+    /// The client and redirect URI first (a page if either is wrong), then
+    /// the rest (an OAuth error back at the redirect URI).
+    func check(_ parameter: (String) -> String?) async throws -> Checked {
+        guard let clientID = parameter("client_id"), let key = try await environment.store.apiKey(id: clientID),
+            key.revokedAt == nil
+        else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure("Unknown app: the client_id is not registered here.", returnURL: nil),
+                    status: .badRequest))
+        }
+        let redirectURI = parameter("redirect_uri") ?? ""
+        guard RedirectURL.isAllowed(redirectURI, registered: try await environment.store.redirectURLs(apiKeyID: key.id))
+        else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure(
+                        "The redirect_uri is not registered for this app, so this page will not send you there.",
+                        returnURL: nil),
+                    status: .badRequest))
+        }
+        switch OpenIDAuthorization.check(parameter) {
+        case .failure(let refusal):
+            return .failed(
+                HostedPage.redirect(
+                    to: errorRedirect(
+                        redirectURI, error: refusal.error, description: refusal.description,
+                        state: parameter("state"))))
+        case .success(let authorization):
+            return .valid(key, authorization)
+        }
+    }
+
+    /// The user name was sent: the login is opened, and the browser goes
+    /// on to the waiting page. The answer is the same whether or not the
+    /// name has devices.
+    @Sendable func start(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        try request.requireSameOrigin(environment.origins, "the sign-in form is sent from its own page only")
+        let form = FormQuery(try await request.formBody(context: context))
+        let (key, authorization): (APIKey, OpenIDAuthorization)
+        switch try await check({ form[$0] }) {
+        case .failed(let response): return response
+        case .valid(let validKey, let valid): (key, authorization) = (validKey, valid)
+        }
+        let carried = SignInPage.carried.compactMap { name in form[name].map { (name, $0) } }
+        let user = (form["user"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard ClientUserID.isValid(user) else {
+            return HostedPage.response(
+                SignInPage.userNameForm(
+                    app: key.name, parameters: carried, userName: nil, error: "Enter your user name."),
+                status: .badRequest)
+        }
+        let browser = BrowserSummary.of(userAgent: request.headers[.userAgent] ?? "")
+        let now = environment.now()
+        let opened: PendingEvents.Opened
+        do {
+            opened = try await PendingEvents(environment: environment).open(
+                PendingEvents.Draft(
+                    key: key, user: user, name: EventName.login, ip: context.clientAddress,
+                    details: "Sign in to \(key.name) in a web browser", requesterName: browser,
+                    userVerification: authorization.requiresUserVerification ? .required : nil),
+                by: .requester(address: context.clientAddress), holdsSecret: false
+            ) { event, _ in
+                .signIn(
+                    OpenIDSignIn(
+                        eventID: event.id, apiKeyID: key.id, redirectURI: authorization.redirectURI,
+                        codeChallenge: authorization.codeChallenge, state: authorization.state,
+                        nonce: authorization.nonce, scope: authorization.scope, createdAt: now))
+            }
+        } catch let error as StoreError {
+            let message: String
+            switch error.code {
+            case .limitReached(let retryAfter):
+                message =
+                    "Too many sign-in requests from here or for this user. Try again in \(VerificationPageController.minutes(retryAfter))."
+            case .userProtected(let retryAfter):
+                message =
+                    "Sign-in is paused for this user after a request was reported as not theirs. Try again in \(VerificationPageController.minutes(retryAfter))."
+            default: throw error
+            }
+            let back = errorRedirect(
+                authorization.redirectURI, error: "temporarily_unavailable", description: "too many sign-in requests",
+                state: authorization.state)
+            return HostedPage.response(
+                SignInPage.userNameForm(
+                    app: key.name, parameters: carried, userName: user, error: message, back: back),
+                status: .tooManyRequests)
+        } catch let error as APIError where error.code == "passkeys_unavailable" {
+            return HostedPage.redirect(
+                to: errorRedirect(
+                    authorization.redirectURI, error: "invalid_request",
+                    description: "user verification is required: \(error.message)", state: authorization.state))
+        }
+        let attempt = opened.event.id + "." + opened.requesterToken
+        let maxAge = Int(opened.event.expiresAt.timeIntervalSince(now).rounded(.up)) + 300
+        return HostedPage.redirect(
+            to: "/oauth/sign-in",
+            headers: [.setCookie: cookies.setting(.openIDSignIn, attempt, maxAge: maxAge)])
+    }
+
+    /// The waiting page while the login is pending; once it is decided, the
+    /// way back to the app: with the code, or with the OAuth error.
+    @Sendable func show(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        guard let (event, signIn, key) = try await attempt(request) else { return Self.noAttempt }
+        let now = environment.now()
+        switch OpenIDSignInOutcome.of(event, now: now) {
+        case .waiting:
+            return HostedPage.response(
+                SignInPage.waiting(app: key.name, event: event, now: now, codes: environment.vault != nil),
+                policy: SignInPage.waitingPolicy)
+        case .approved:
+            let secret = SecretToken.generate(bytes: 32)
+            let code = OpenIDSignIn.code(eventID: event.id, secret: secret)
+            do {
+                try await environment.store.issueOpenIDCode(
+                    eventID: event.id, digest: SecretToken.digest(code), expiresAt: now + OpenIDSignIn.codeLifetime)
+            } catch let error as StoreError where error.code == .conflict {
+                return HostedPage.response(
+                    HostedPage.failure("This sign-in was finished already. Start again from the app.", returnURL: nil),
+                    status: .gone, headers: [.setCookie: clearCookie])
+            }
+            let items = [
+                URLQueryItem(name: "code", value: code), URLQueryItem(name: "state", value: signIn.state),
+                URLQueryItem(name: "iss", value: environment.issuer),
+            ].filter { $0.value != nil }
+            return HostedPage.redirect(
+                to: RedirectURL.appending(items, to: signIn.redirectURI) ?? signIn.redirectURI,
+                headers: [.setCookie: clearCookie])
+        case .ended(let message, let description):
+            let back = errorRedirect(
+                signIn.redirectURI, error: "access_denied", description: description, state: signIn.state)
+            return HostedPage.response(
+                SignInPage.ended(message, app: key.name, back: back), headers: [.setCookie: clearCookie])
+        }
+    }
+
+    struct StatusDocument: Encodable, Sendable {
+        let status: String
+    }
+
+    /// The waiting login's status, held up to `?wait=N` seconds until it
+    /// is decided: what the page's script polls.
+    @Sendable func status(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<StatusDocument> {
+        guard let (eventID, secret) = attemptCookie(request) else {
+            throw APIError.notSignedIn("no sign-in is waiting in this browser")
+        }
+        let wait = try request.waitSeconds(max: environment.policy.maxWait)
+        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(eventID)]) : nil
+        let event: ApprovalEvent
+        do {
+            event = try await EventController.event(eventID, heldBy: .requester(secret: secret), in: environment)
+        } catch let error as APIError where error.status == .notFound {
+            throw APIError.notSignedIn("no sign-in is waiting in this browser")
+        }
+        subscription?.claim(holder: "requester/" + event.id)
+        let settled = try await LongPoll(environment: environment).awaitSettled(
+            event, wait: wait, subscription: subscription)
+        return JSONBody(StatusDocument(status: settled.status(at: environment.now()).rawValue))
+    }
+
+    /// No device at hand: a TOTP code from one approves the login.
+    @Sendable func finishWithCode(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        try request.requireSameOrigin(environment.origins, "the code is sent from the sign-in page only")
+        guard let (event, _, key) = try await attempt(request) else { return Self.noAttempt }
+        let form = FormQuery(try await request.formBody(context: context))
+        let code = (form["code"] ?? "").filter { !$0.isWhitespace }
+        func again(_ message: String, _ status: HTTPResponse.Status) -> Response {
+            HostedPage.response(
+                SignInPage.waiting(
+                    app: key.name, event: event, now: environment.now(), codes: environment.vault != nil,
+                    error: message),
+                status: status, policy: SignInPage.waitingPolicy)
+        }
+        guard event.status(at: environment.now()) == .pending else { return HostedPage.redirect(to: "/oauth/sign-in") }
+        if CodeFinishRule.refusal(for: event) == .userVerificationRequired {
+            return again("This sign-in must be approved on a device with its screen lock, not with a code.", .forbidden)
+        }
+        do {
+            _ = try await CodeCheck(environment: environment, logger: context.logger).verify(
+                code, issuer: event.issuer, user: event.clientUserID, event: event)
+        } catch let error as APIError where error.status.code < 500 {
+            return again(Self.sentence(error.message), error.status)
+        }
+        return HostedPage.redirect(to: "/oauth/sign-in")
+    }
+
+    /// The person gives up: the login is withdrawn (the device stops
+    /// asking), and the app hears `access_denied`.
+    @Sendable func cancel(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        try request.requireSameOrigin(environment.origins, "the sign-in is cancelled from its own page only")
+        guard let (event, signIn, _) = try await attempt(request) else { return Self.noAttempt }
+        let now = environment.now()
+        if Withdrawal.evaluate(event, now: now) == .withdraw {
+            _ = try await EventTransitions(environment: environment).withdraw(event, now: now)
+        }
+        return HostedPage.redirect(
+            to: errorRedirect(
+                signIn.redirectURI, error: "access_denied", description: "the user cancelled the sign-in",
+                state: signIn.state),
+            headers: [.setCookie: clearCookie])
+    }
+
+    // MARK: - The attempt
+
+    /// The event id and requester token the attempt cookie holds.
+    private func attemptCookie(_ request: Request) -> (String, String)? {
+        guard let value = cookies.value(.openIDSignIn, in: request.headers), let dot = value.firstIndex(of: ".")
+        else { return nil }
+        return (String(value[..<dot]), String(value[value.index(after: dot)...]))
+    }
+
+    /// The login the browser's cookie holds, its sign-in and app; nil for
+    /// none (no cookie, a wrong token, a login no sign-in opened).
+    private func attempt(_ request: Request) async throws -> (ApprovalEvent, OpenIDSignIn, APIKey)? {
+        guard let (eventID, secret) = attemptCookie(request) else { return nil }
+        let event: ApprovalEvent
+        do {
+            event = try await EventController.event(eventID, heldBy: .requester(secret: secret), in: environment)
+        } catch let error as APIError where error.status == .notFound {
+            return nil
+        }
+        guard let signIn = try await environment.store.openIDSignIn(eventID: event.id),
+            let key = try await environment.store.apiKey(id: signIn.apiKeyID)
+        else { return nil }
+        return (event, signIn, key)
+    }
+
+    private var clearCookie: String { cookies.setting(.openIDSignIn, "", maxAge: 0) }
+
+    private static var noAttempt: Response {
+        HostedPage.response(
+            HostedPage.failure("No sign-in is waiting in this browser. Start again from the app.", returnURL: nil),
+            status: .badRequest)
+    }
+
+    /// An API message as a sentence for the page.
+    private static func sentence(_ message: String) -> String {
+        guard let first = message.first else { return message }
+        return first.uppercased() + message.dropFirst() + "."
+    }
+
+    func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
+        HostedPage.errorRedirect(url, error: error, description: description, state: state, issuer: environment.issuer)
+    }
+}

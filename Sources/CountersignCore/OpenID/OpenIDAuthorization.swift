@@ -1,0 +1,90 @@
+/// The parameters of a sign-in by approval at `/oauth/authorize` (OpenID
+/// Connect Core §3.1.2.1), checked once the client and its redirect URI
+/// are known to be registered: every refusal here goes back to the app as
+/// an OAuth error, with its `state`.
+public struct OpenIDAuthorization: Sendable, Equatable {
+    public var redirectURI: String
+    public var codeChallenge: String
+    public var state: String?
+    public var nonce: String?
+    /// A user name the app suggests (`login_hint`), if it is one.
+    public var loginHint: String?
+    /// The scopes granted: those asked for that the broker gives, `openid` first.
+    public var scope: String
+    /// `acr_values` asked for the passkey class: the device must verify its owner.
+    public var requiresUserVerification: Bool
+
+    /// What the broker gives: `openid`, and the user name as `profile`.
+    public static let supportedScopes = ["openid", "profile"]
+    public static let supportedPrompts = ["none", "login", "consent", "select_account"]
+
+    /// An OAuth error for the app.
+    public struct Refusal: Error, Sendable, Equatable {
+        public let error: String
+        public let description: String
+        public init(_ error: String, _ description: String) {
+            self.error = error
+            self.description = description
+        }
+    }
+
+    /// Which hosted page `/oauth/authorize` opens: email or phone
+    /// verification by a sent code, or sign-in by approval. `identifier_type`
+    /// asks for verification; so does a scope of `email` or `phone` without
+    /// it (as the page did before it signed in by approval); any other
+    /// request with `openid` signs in.
+    public static func signsIn(scope: String?, identifierType: String?) -> Bool {
+        guard identifierType == nil, let scopes = scope?.split(separator: " ") else { return false }
+        return scopes.contains("openid") && !scopes.contains("email") && !scopes.contains("phone")
+    }
+
+    /// The request's parameters, checked in the order OpenID Connect Core
+    /// names them; `parameter` reads one from the query.
+    public static func check(_ parameter: (String) -> String?) -> Result<Self, Refusal> {
+        func refuse(_ description: String) -> Result<Self, Refusal> {
+            .failure(Refusal("invalid_request", description))
+        }
+        guard parameter("response_type") == "code" else {
+            return .failure(Refusal("unsupported_response_type", "only response_type=code is supported"))
+        }
+        guard [nil, "query"].contains(parameter("response_mode")) else {
+            return refuse("only response_mode=query is supported")
+        }
+        if parameter("request") != nil {
+            return .failure(Refusal("request_not_supported", "request objects are not supported"))
+        }
+        if parameter("request_uri") != nil {
+            return .failure(Refusal("request_uri_not_supported", "request_uri is not supported"))
+        }
+        let asked = (parameter("scope") ?? "").split(separator: " ").map(String.init)
+        guard asked.contains("openid") else { return .failure(Refusal("invalid_scope", "scope must include openid")) }
+        let prompts = Set((parameter("prompt") ?? "").split(separator: " ").map(String.init))
+        if prompts.contains("none") {
+            guard prompts.count == 1 else { return refuse("prompt=none cannot be combined with other values") }
+            // Every sign-in is approved on a device: there is never a
+            // session to answer without the person.
+            return .failure(Refusal("login_required", "every sign-in is approved on a trusted device"))
+        }
+        if let maxAge = parameter("max_age"), Int(maxAge).map({ $0 < 0 }) ?? true {
+            return refuse("max_age must be a number of seconds")
+        }
+        guard parameter("code_challenge_method") == PKCE.method else {
+            return refuse("PKCE is required: code_challenge_method must be S256")
+        }
+        guard let challenge = parameter("code_challenge"), PKCE.isValidChallenge(challenge) else {
+            return refuse("code_challenge must be the base64url SHA-256 of a code_verifier (S256)")
+        }
+        let state = parameter("state")
+        let nonce = parameter("nonce")
+        guard (state?.utf8.count ?? 0) <= 512 else { return refuse("state may be at most 512 bytes") }
+        guard (nonce?.utf8.count ?? 0) <= 256 else { return refuse("nonce may be at most 256 bytes") }
+        let granted = supportedScopes.filter(asked.contains)
+        return .success(
+            Self(
+                redirectURI: parameter("redirect_uri") ?? "", codeChallenge: challenge, state: state, nonce: nonce,
+                loginHint: parameter("login_hint").flatMap { ClientUserID.isValid($0) ? $0 : nil },
+                scope: granted.joined(separator: " "),
+                requiresUserVerification: ApprovalAuthentication.requiresUserVerification(
+                    acrValues: parameter("acr_values"))))
+    }
+}

@@ -1,0 +1,122 @@
+import CountersignCore
+import Foundation
+import Testing
+
+@Suite("sign-in by approval: the authorization request's rules")
+struct OpenIDAuthorizationTests {
+    static let challenge = PKCE.challenge(for: PKCE.newVerifier())
+
+    static func check(_ changes: [String: String?] = [:]) -> Result<OpenIDAuthorization, OpenIDAuthorization.Refusal> {
+        var query: [String: String] = [
+            "response_type": "code", "client_id": "ck_app", "redirect_uri": "https://app.example/cb",
+            "scope": "openid profile", "code_challenge": challenge, "code_challenge_method": "S256", "state": "s",
+            "nonce": "n",
+        ]
+        for (name, value) in changes { query[name] = value }
+        return OpenIDAuthorization.check { query[$0] }
+    }
+
+    static func refusal(_ changes: [String: String?]) -> String? {
+        if case .failure(let refusal) = check(changes) { refusal.error } else { nil }
+    }
+
+    @Test("which page answers: sign-in for openid alone, verification when asked for it")
+    func pageChoice() {
+        #expect(OpenIDAuthorization.signsIn(scope: "openid", identifierType: nil))
+        #expect(OpenIDAuthorization.signsIn(scope: "profile openid", identifierType: nil))
+        #expect(!OpenIDAuthorization.signsIn(scope: "openid email", identifierType: nil))
+        #expect(!OpenIDAuthorization.signsIn(scope: "openid phone", identifierType: nil))
+        #expect(!OpenIDAuthorization.signsIn(scope: "openid", identifierType: "EMAIL"))
+        #expect(!OpenIDAuthorization.signsIn(scope: nil, identifierType: nil))
+        #expect(!OpenIDAuthorization.signsIn(scope: "profile", identifierType: nil))
+    }
+
+    @Test("a good request: scopes granted are those given, PKCE and state kept")
+    func valid() throws {
+        let valid = try Self.check(["scope": "openid profile offline_access", "login_hint": "alice"]).get()
+        #expect(valid.scope == "openid profile" && valid.codeChallenge == Self.challenge)
+        #expect(valid.state == "s" && valid.nonce == "n" && valid.loginHint == "alice")
+        #expect(!valid.requiresUserVerification)
+        #expect(try Self.check(["acr_values": ApprovalAuthentication.passkeyACR]).get().requiresUserVerification)
+        #expect(try Self.check(["login_hint": "a/b"]).get().loginHint == nil, "not a user name: not prefilled")
+        #expect(try Self.check(["prompt": "login consent", "max_age": "0"]).get().scope == "openid profile")
+    }
+
+    @Test("each refusal names the error OAuth and OpenID Connect give it")
+    func refusals() {
+        #expect(Self.refusal(["response_type": "token"]) == "unsupported_response_type")
+        #expect(Self.refusal(["response_type": nil]) == "unsupported_response_type")
+        #expect(Self.refusal(["response_mode": "fragment"]) == "invalid_request")
+        #expect(Self.refusal(["request": "eyJ"]) == "request_not_supported")
+        #expect(Self.refusal(["request_uri": "https://x"]) == "request_uri_not_supported")
+        #expect(Self.refusal(["scope": "profile"]) == "invalid_scope")
+        #expect(Self.refusal(["prompt": "none"]) == "login_required", "no session answers without the person")
+        #expect(Self.refusal(["prompt": "none login"]) == "invalid_request")
+        #expect(Self.refusal(["max_age": "-1"]) == "invalid_request")
+        #expect(Self.refusal(["max_age": "soon"]) == "invalid_request")
+        #expect(Self.refusal(["code_challenge_method": nil]) == "invalid_request", "PKCE is required")
+        #expect(Self.refusal(["code_challenge_method": "plain"]) == "invalid_request")
+        #expect(Self.refusal(["code_challenge": nil]) == "invalid_request")
+        #expect(Self.refusal(["code_challenge": "short"]) == "invalid_request")
+        #expect(Self.refusal(["state": String(repeating: "s", count: 513)]) == "invalid_request")
+        #expect(Self.refusal(["nonce": String(repeating: "n", count: 257)]) == "invalid_request")
+    }
+
+    @Test("the sub: stable per app and user name, different across apps, never the name")
+    func subject() {
+        let alice = OpenIDSubject.of(apiKeyID: "ck_a", user: "alice")
+        #expect(alice == OpenIDSubject.of(apiKeyID: "ck_a", user: "alice"))
+        #expect(alice != OpenIDSubject.of(apiKeyID: "ck_b", user: "alice"))
+        #expect(alice != OpenIDSubject.of(apiKeyID: "ck_a", user: "alice2"))
+        #expect(
+            OpenIDSubject.of(apiKeyID: "ck_a\u{0}b", user: "c") != OpenIDSubject.of(apiKeyID: "ck_a", user: "b\u{0}c"))
+        #expect(!alice.contains("alice") && alice.count == 43 && alice.allSatisfy(\.isASCII))
+    }
+
+    @Test("the outcome the page shows and the app hears, for each way a login ends")
+    func outcomes() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        var event = ApprovalEvent(
+            id: "ev_x", createdAt: now, updatedAt: now, issuer: "ck_a", clientUserID: "alice", name: EventName.login,
+            ip: "192.0.2.1", location: "Unknown", method: .trustedDevice, storedStatus: .pending, expiresAt: now + 60,
+            details: nil, requesterName: nil, nonce: "n", matchNumber: "42", wrongMatches: 0,
+            requesterTokenDigest: nil, decidedBy: nil, decidedAt: nil, decision: nil)
+        #expect(OpenIDSignInOutcome.of(event, now: now) == .waiting)
+        guard case .ended(_, let expired) = OpenIDSignInOutcome.of(event, now: now + 60) else {
+            Issue.record("expired")
+            return
+        }
+        #expect(expired.contains("in time"))
+        event.storedStatus = .approved
+        #expect(OpenIDSignInOutcome.of(event, now: now) == .approved)
+        event.storedStatus = .rejected
+        event.storedReason = .fraudReported
+        guard case .ended(let message, _) = OpenIDSignInOutcome.of(event, now: now) else {
+            Issue.record("fraud")
+            return
+        }
+        #expect(message.contains("not yours"))
+        event.storedStatus = .expired
+        event.storedReason = nil
+        event.withdrawnAt = now
+        guard case .ended(let cancelled, _) = OpenIDSignInOutcome.of(event, now: now) else {
+            Issue.record("withdrawn")
+            return
+        }
+        #expect(cancelled.contains("cancelled"))
+    }
+
+    @Test("the browser named for the approver")
+    func browsers() {
+        let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"
+        let chrome =
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"
+        let iphone =
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1"
+        #expect(BrowserSummary.of(userAgent: firefox) == "Firefox on Linux")
+        #expect(BrowserSummary.of(userAgent: chrome) == "Chrome on Linux")
+        #expect(BrowserSummary.of(userAgent: iphone) == "Safari on iPhone")
+        #expect(BrowserSummary.of(userAgent: "") == "A web browser")
+        #expect(BrowserSummary.of(userAgent: "\u{202E}evil") == "A web browser", "nothing of it is shown as sent")
+    }
+}

@@ -1,0 +1,120 @@
+import CountersignCore
+import Foundation
+import Testing
+
+/// Sign-in to an OpenID Connect relying party by approval, against a
+/// relying party written with authlib and joserfc (scripts/oidc-rp-check.py),
+/// with the real broker and a real `device-agent` answering.
+@Suite("end to end: sign in to an OpenID Connect app by approval", .serialized)
+struct OpenIDSignInEndToEndTests {
+    static let redirectURI = "http://127.0.0.1:8765/callback"
+
+    /// A broker whose demo app registered the relying party's redirect URI.
+    static func broker(_ arguments: [String] = []) async throws -> LiveBroker {
+        let broker = try await LiveBroker.start(arguments: arguments)
+        let register = try RunningProcess(
+            "device-broker", ["apikey", "set-redirect-urls", broker.apiKeyID, redirectURI] + broker.storeArguments)
+        #expect(try await register.exitCode(timeout: .seconds(120)) == 0, "\(register.text)")
+        return broker
+    }
+
+    /// The relying party, signing `user` in with `options`.
+    static func relyingParty(_ broker: LiveBroker, user: String = "alice", _ options: [String] = []) throws
+        -> RunningProcess
+    {
+        try RunningProcess(
+            "/usr/bin/env",
+            [
+                "python3", scriptsDirectory.appendingPathComponent("oidc-rp-check.py").path, broker.url,
+                broker.apiKeyID, broker.apiSecret, redirectURI, user,
+            ] + options)
+    }
+
+    /// The JSON object the relying party printed last.
+    static func result(of process: RunningProcess) throws -> [String: Any] {
+        let line = try #require(process.text.split(separator: "\n").last { $0.hasPrefix("{") }, "\(process.text)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    /// The device answers the waiting login: `answer` (y, n or f), then
+    /// the number the page shows.
+    static func answer(
+        _ broker: LiveBroker, _ relyingParty: RunningProcess, device: URL, with answer: String = "y"
+    ) async throws {
+        let number = try await relyingParty.waitFor(#"number: (\d+)"#, timeout: .seconds(120))
+        let agent = try broker.agent(
+            ["approve", "--timeout", "60"], configDirectory: device, stdin: "\(answer)\n\(number)\n")
+        #expect(try await agent.exitCode(timeout: .seconds(120)) == 0, "\(agent.text)")
+    }
+
+    @Test("a confidential client (Basic): approved on a CLI device; ID token, userinfo, refresh, logout")
+    func approvedConfidential() async throws {
+        let broker = try await Self.broker()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let rp = try Self.relyingParty(broker, ["--auth", "basic"])
+        try await Self.answer(broker, rp, device: laptop)
+        #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+        let outcome = try Self.result(of: rp)
+        #expect(outcome["outcome"] as? String == "tokens", "\(outcome)")
+        let claims = try #require(outcome["claims"] as? [String: Any])
+        let sub = OpenIDSubject.of(apiKeyID: broker.apiKeyID, user: "alice")
+        #expect(claims["sub"] as? String == sub, "the sub is the app's, not the user name")
+        #expect(claims["preferred_username"] as? String == "alice")
+        #expect(claims["acr"] as? String == ApprovalAuthentication.deviceACR)
+        #expect(claims["amr"] as? [String] == ["swk"])
+        #expect((claims["sid"] as? String)?.hasPrefix("ev_") == true)
+        #expect(outcome["scope"] as? String == "openid profile")
+        let userinfo = try #require(outcome["userinfo"] as? [String: Any], "\(outcome)")
+        #expect(userinfo["sub"] as? String == sub && userinfo["preferred_username"] as? String == "alice")
+        #expect(outcome["second_redemption"] as? String == "invalid_grant", "a code works once")
+        #expect(
+            outcome["refreshed_sub"] as? String == sub
+                && outcome["refreshed_sid"] as? String == claims["sid"] as? String)
+        #expect(outcome["logout"] as? Int == 303 && outcome["logout_state"] as? String == "bye")
+        #expect(outcome["refresh_after_logout"] as? String == "invalid_grant")
+        #expect(outcome["userinfo_after_logout"] as? Int == 401)
+        #expect(outcome["wrong_redirect"] as? Int == 400 && outcome["wrong_redirect_location"] is NSNull)
+    }
+
+    @Test("a public client (no secret, PKCE alone) and a confidential one by post both sign in")
+    func publicAndPost() async throws {
+        let broker = try await Self.broker()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        for auth in ["none", "post"] {
+            let rp = try Self.relyingParty(broker, ["--auth", auth])
+            try await Self.answer(broker, rp, device: laptop)
+            #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+            let outcome = try Self.result(of: rp)
+            #expect(outcome["outcome"] as? String == "tokens", "\(auth): \(outcome)")
+            #expect(outcome["refresh_after_logout"] as? String == "invalid_grant", "\(auth): \(outcome)")
+        }
+    }
+
+    @Test("refused on the device, reported as not mine, or unanswered: access_denied with state and iss")
+    func refusals() async throws {
+        let broker = try await Self.broker(["--approval-window", "4s"])
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        for (answer, words) in [("n", "refused on your device"), ("f", "reported on your device as not yours")] {
+            let rp = try Self.relyingParty(broker)
+            try await Self.answer(broker, rp, device: laptop, with: answer)
+            #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+            let outcome = try Self.result(of: rp)
+            #expect(outcome["outcome"] as? String == "error" && outcome["error"] as? String == "access_denied")
+            #expect((outcome["page"] as? String)?.contains(words) == true, "\(outcome)")
+            if answer == "f" {
+                // A fraud report pauses the user's sign-ins: the form says so.
+                break
+            }
+        }
+        // Nobody answers bob's sign-in in its window.
+        let rp = try Self.relyingParty(broker, user: "bob")
+        #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+        let outcome = try Self.result(of: rp)
+        #expect(outcome["outcome"] as? String == "error" && outcome["error"] as? String == "access_denied")
+        #expect(outcome["status"] as? String == "expired")
+        #expect((outcome["page"] as? String)?.contains("in time") == true, "\(outcome)")
+    }
+}
