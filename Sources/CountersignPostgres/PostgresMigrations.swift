@@ -337,7 +337,8 @@ enum PostgresMigrations {
         ),
         // A relying party's sign-in by approval: its authorization request,
         // kept with the pending login it opened, then the code the approval
-        // earned; kept while its refresh tokens may live.
+        // earned; kept while its refresh tokens may live. And the scopes an
+        // app registered for sign-in.
         (
             "v23-openid-sign-ins",
             [
@@ -349,6 +350,10 @@ enum PostgresMigrations {
                     redeemed_at double precision, ended_at double precision)
                 """,
                 "CREATE INDEX openid_sign_ins_created ON openid_sign_ins (created_at)",
+                """
+                CREATE TABLE openid_clients (
+                    api_key_id text PRIMARY KEY, scopes text NOT NULL, updated_at double precision NOT NULL)
+                """,
             ]
         ),
     ]

@@ -5,6 +5,34 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
+    public func setOpenIDScopes(_ scopes: [String]?, apiKeyID: String, now: Date) async throws {
+        let logger = logger
+        try await write { db in
+            guard
+                try await db.row(
+                    "SELECT 1 FROM api_keys WHERE id = \(apiKeyID) AND revoked_at IS NULL", logger: logger) != nil
+            else { throw StoreError(.notFound, "no such API key") }
+            if let scopes {
+                try await db.run(
+                    """
+                    INSERT INTO openid_clients (api_key_id, scopes, updated_at)
+                    VALUES (\(apiKeyID), \(scopes.joined(separator: " ")), \(now.seconds))
+                    ON CONFLICT (api_key_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at
+                    """, logger: logger)
+            } else {
+                try await db.run("DELETE FROM openid_clients WHERE api_key_id = \(apiKeyID)", logger: logger)
+            }
+        }
+    }
+
+    public func openIDScopes(apiKeyID: String) async throws -> [String]? {
+        let logger = logger
+        return try await read { db in
+            try await db.row("SELECT scopes FROM openid_clients WHERE api_key_id = \(apiKeyID)", logger: logger)
+                .map { try $0.value("scopes", as: String.self).split(separator: " ").map(String.init) }
+        }
+    }
+
     static func insert(_ signIn: OpenIDSignIn, into db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """

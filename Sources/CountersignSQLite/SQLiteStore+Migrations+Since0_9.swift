@@ -91,6 +91,7 @@ extension SQLiteStore {
             // A relying party's sign-in by approval: its authorization
             // request, kept with the pending login it opened, then the code
             // the approval earned; kept while its refresh tokens may live.
+            // And the scopes an app registered for sign-in.
             try db.execute(
                 sql: """
                     CREATE TABLE openid_sign_ins (
@@ -108,6 +109,11 @@ extension SQLiteStore {
                         ended_at REAL
                     );
                     CREATE INDEX openid_sign_ins_created ON openid_sign_ins(created_at);
+                    CREATE TABLE openid_clients (
+                        api_key_id TEXT PRIMARY KEY NOT NULL,
+                        scopes TEXT NOT NULL,
+                        updated_at REAL NOT NULL
+                    );
                     """)
         }
     }

@@ -4,6 +4,34 @@ public import Foundation
 import GRDB
 
 extension SQLiteStore {
+    public func setOpenIDScopes(_ scopes: [String]?, apiKeyID: String, now: Date) async throws {
+        try await write { db in
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [apiKeyID])
+                    != nil
+            else { throw StoreError(.notFound, "no such API key") }
+            if let scopes {
+                try db.execute(
+                    sql: """
+                        INSERT INTO openid_clients (api_key_id, scopes, updated_at) VALUES (?, ?, ?)
+                        ON CONFLICT (api_key_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at
+                        """, arguments: [apiKeyID, scopes.joined(separator: " "), now.timeIntervalSince1970])
+            } else {
+                try db.execute(sql: "DELETE FROM openid_clients WHERE api_key_id = ?", arguments: [apiKeyID])
+            }
+        }
+    }
+
+    public func openIDScopes(apiKeyID: String) async throws -> [String]? {
+        try read { db in
+            try String.fetchOne(
+                db, sql: "SELECT scopes FROM openid_clients WHERE api_key_id = ?", arguments: [apiKeyID]
+            )
+            .map { $0.split(separator: " ").map(String.init) }
+        }
+    }
+
     static func insert(_ signIn: OpenIDSignIn, into db: Database) throws {
         try db.execute(
             sql: """

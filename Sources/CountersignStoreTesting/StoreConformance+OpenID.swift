@@ -4,6 +4,21 @@ import Foundation
 
 extension StoreConformance {
     static let openIDCases: [Case] = [
+        Case(name: "OpenID clients: an app's sign-in scopes, set, replaced and removed; none for unknown keys") {
+            store in
+            try await store.insertAPIKey(
+                APIKey(id: "ck_app", name: "demo", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0))
+            try check(try await store.openIDScopes(apiKeyID: "ck_app") == nil, "none registered at first")
+            try await store.setOpenIDScopes(["openid", "profile"], apiKeyID: "ck_app", now: Fixture.t0)
+            try check(try await store.openIDScopes(apiKeyID: "ck_app") == ["openid", "profile"], "as registered")
+            try await store.setOpenIDScopes(["openid", "email"], apiKeyID: "ck_app", now: Fixture.t0 + 1)
+            try check(try await store.openIDScopes(apiKeyID: "ck_app") == ["openid", "email"], "replaced")
+            try await store.setOpenIDScopes(nil, apiKeyID: "ck_app", now: Fixture.t0 + 2)
+            try check(try await store.openIDScopes(apiKeyID: "ck_app") == nil, "removed")
+            try await checkThrows(.notFound, "an unknown key") {
+                try await store.setOpenIDScopes(["openid"], apiKeyID: "ck_unknown", now: Fixture.t0)
+            }
+        },
         Case(name: "OpenID sign-in: commits with its event; one code, spent once; ending revokes its refresh tokens") {
             store in
             _ = try await Fixture.enrolled(in: store)

@@ -11,7 +11,7 @@ extension DeviceBroker {
             abstract: "Manage the API keys apps use.",
             subcommands: [
                 Create.self, List.self, SetRedirectURLs.self, SetWebhook.self, SetCIBAPing.self,
-                SetUserVerification.self, Rotate.self, Revoke.self, Audit.self,
+                SetUserVerification.self, SetOpenIDScopes.self, Rotate.self, Revoke.self, Audit.self,
             ])
     }
 }

@@ -6,37 +6,66 @@ import Testing
 struct OpenIDAuthorizationTests {
     static let challenge = PKCE.challenge(for: PKCE.newVerifier())
 
-    static func check(_ changes: [String: String?] = [:]) -> Result<OpenIDAuthorization, OpenIDAuthorization.Refusal> {
+    static func check(_ changes: [String: String?] = [:], allowed: [String] = OpenIDAuthorization.defaultScopes)
+        -> Result<OpenIDAuthorization, OpenIDAuthorization.Refusal>
+    {
         var query: [String: String] = [
             "response_type": "code", "client_id": "ck_app", "redirect_uri": "https://app.example/cb",
             "scope": "openid profile", "code_challenge": challenge, "code_challenge_method": "S256", "state": "s",
             "nonce": "n",
         ]
         for (name, value) in changes { query[name] = value }
-        return OpenIDAuthorization.check { query[$0] }
+        return OpenIDAuthorization.check({ query[$0] }, allowed: allowed)
     }
 
     static func refusal(_ changes: [String: String?]) -> String? {
         if case .failure(let refusal) = check(changes) { refusal.error } else { nil }
     }
 
-    @Test("which page answers: sign-in for openid alone, verification when asked for it")
+    @Test("which page answers: sign-in for openid alone or a registered app, verification when asked for it")
     func pageChoice() {
-        #expect(OpenIDAuthorization.signsIn(scope: "openid", identifierType: nil))
-        #expect(OpenIDAuthorization.signsIn(scope: "profile openid", identifierType: nil))
-        #expect(!OpenIDAuthorization.signsIn(scope: "openid email", identifierType: nil))
-        #expect(!OpenIDAuthorization.signsIn(scope: "openid phone", identifierType: nil))
-        #expect(!OpenIDAuthorization.signsIn(scope: "openid", identifierType: "EMAIL"))
-        #expect(!OpenIDAuthorization.signsIn(scope: nil, identifierType: nil))
-        #expect(!OpenIDAuthorization.signsIn(scope: "profile", identifierType: nil))
+        func signsIn(_ scope: String?, _ type: String? = nil, registered: [String]? = nil) -> Bool {
+            OpenIDAuthorization.signsIn(scope: scope, identifierType: type, registered: registered)
+        }
+        #expect(signsIn("openid") && signsIn("profile openid"))
+        #expect(!signsIn("openid email") && !signsIn("openid phone"), "the verification page, as before")
+        #expect(signsIn("openid email profile", registered: ["openid", "email"]), "a registered app signs in")
+        #expect(!signsIn("openid", "EMAIL") && !signsIn("openid", "EMAIL", registered: ["openid"]))
+        #expect(!signsIn(nil) && !signsIn("profile") && !signsIn("email", registered: ["openid"]))
+    }
+
+    @Test("the scopes an app may register")
+    func registering() {
+        #expect(OpenIDAuthorization.problem(registering: ["openid", "profile", "email"]) == nil)
+        #expect(OpenIDAuthorization.problem(registering: ["openid"]) == nil)
+        #expect(OpenIDAuthorization.problem(registering: ["profile"]) != nil, "openid is required")
+        #expect(OpenIDAuthorization.problem(registering: ["openid", "phone"]) != nil, "not one the broker gives")
+        #expect(OpenIDAuthorization.problem(registering: ["openid", "openid"]) != nil)
+    }
+
+    @Test("the user name's claims: profile always, email only when it is one")
+    func nameClaims() {
+        func claims(_ scope: String, _ user: String) -> (String?, String?) {
+            let signIn = OpenIDSignIn(
+                eventID: "ev_x", apiKeyID: "ck_a", redirectURI: "https://a/cb", codeChallenge: "c", state: nil,
+                nonce: nil, scope: scope, createdAt: Date())
+            return signIn.nameClaims(user: user)
+        }
+        #expect(claims("openid", "alice") == (nil, nil))
+        #expect(claims("openid profile", "alice") == ("alice", nil))
+        #expect(claims("openid email", "alice") == (nil, nil), "not an email address")
+        #expect(claims("openid profile email", "alice@example.com") == ("alice@example.com", "alice@example.com"))
+        #expect(claims("openid email", "Alice@Example.com") == (nil, nil), "only as it is written, lower case")
     }
 
     @Test("a good request: scopes granted are those given, PKCE and state kept")
     func valid() throws {
-        let valid = try Self.check(["scope": "openid profile offline_access", "login_hint": "alice"]).get()
-        #expect(valid.scope == "openid profile" && valid.codeChallenge == Self.challenge)
+        let valid = try Self.check(["scope": "openid profile email offline_access", "login_hint": "alice"]).get()
+        #expect(valid.scope == "openid profile" && valid.codeChallenge == Self.challenge, "email is not by default")
         #expect(valid.state == "s" && valid.nonce == "n" && valid.loginHint == "alice")
         #expect(!valid.requiresUserVerification)
+        let registered = try Self.check(["scope": "openid profile email"], allowed: ["openid", "email"]).get()
+        #expect(registered.scope == "openid email", "what was asked and registered")
         #expect(try Self.check(["acr_values": ApprovalAuthentication.passkeyACR]).get().requiresUserVerification)
         #expect(try Self.check(["login_hint": "a/b"]).get().loginHint == nil, "not a user name: not prefilled")
         #expect(try Self.check(["prompt": "login consent", "max_age": "0"]).get().scope == "openid profile")

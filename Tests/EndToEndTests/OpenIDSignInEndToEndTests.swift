@@ -92,6 +92,38 @@ struct OpenIDSignInEndToEndTests {
         }
     }
 
+    @Test("an app that registered openid profile email signs in with the scope most apps ask for")
+    func registeredScopes() async throws {
+        let broker = try await Self.broker()
+        defer { broker.stop() }
+        let user = "alice@example.com"
+        let register = try RunningProcess(
+            "device-broker",
+            ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "profile", "email"] + broker.storeArguments)
+        #expect(try await register.exitCode(timeout: .seconds(120)) == 0, "\(register.text)")
+        #expect(register.text.contains("signs in by approval with openid profile email"), "\(register.text)")
+        let laptop = try await broker.enrollMachine(user: user, name: "laptop")
+        let rp = try Self.relyingParty(broker, user: user, ["--scope", "openid email profile"])
+        let number = try await rp.waitFor(#"number: (\d+)"#, timeout: .seconds(120))
+        let agent = try broker.agent(
+            ["approve", "--timeout", "60"], configDirectory: laptop, user: user, stdin: "y\n\(number)\n")
+        #expect(try await agent.exitCode(timeout: .seconds(120)) == 0, "\(agent.text)")
+        #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+        let outcome = try Self.result(of: rp)
+        #expect(outcome["scope"] as? String == "openid profile email", "\(outcome)")
+        let claims = try #require(outcome["claims"] as? [String: Any], "\(outcome)")
+        #expect(claims["email"] as? String == user && claims["email_verified"] as? Bool == false)
+        let userinfo = try #require(outcome["userinfo"] as? [String: Any], "\(outcome)")
+        #expect(userinfo["email"] as? String == user && userinfo["preferred_username"] as? String == user)
+
+        // An unknown scope is refused at the command line, and nothing changes.
+        let wrong = try RunningProcess(
+            "device-broker",
+            ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "phone"] + broker.storeArguments)
+        #expect(try await wrong.exitCode(timeout: .seconds(120)) != 0)
+        #expect(wrong.text.contains("phone is not a scope the broker gives"), "\(wrong.text)")
+    }
+
     @Test("refused on the device, reported as not mine, or unanswered: access_denied with state and iss")
     func refusals() async throws {
         let broker = try await Self.broker(["--approval-window", "4s"])

@@ -76,7 +76,8 @@ struct SignInPageController {
                         returnURL: nil),
                     status: .badRequest))
         }
-        switch OpenIDAuthorization.check(parameter) {
+        let allowed = try await environment.store.openIDScopes(apiKeyID: key.id) ?? OpenIDAuthorization.defaultScopes
+        switch OpenIDAuthorization.check(parameter, allowed: allowed) {
         case .failure(let refusal):
             return .failed(
                 HostedPage.redirect(

@@ -107,10 +107,11 @@ struct OAuthTokenIssuer {
             tokenType: "access_token", clientID: signIn.apiKeyID, scope: signIn.scope, authTime: nil, identifier: nil,
             identifierType: nil, authMethod: "APPROVAL", acr: acr)
         claims.sid = signIn.eventID
-        if signIn.scopes.contains("profile") {
-            claims.preferredUsername = user
-            claims.name = user
-        }
+        let (username, email) = signIn.nameClaims(user: user)
+        claims.preferredUsername = username
+        claims.name = username
+        claims.email = email
+        claims.emailVerified = email.map { _ in false }
         return try await sign(access: claims, authTime: authTime, refreshToken: refreshToken) {
             $0.nonce = nonce
         }

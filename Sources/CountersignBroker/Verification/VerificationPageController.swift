@@ -43,7 +43,13 @@ struct VerificationPageController {
     /// The standard OAuth 2.0 entry to the same page (RFC 6749 §4.1.1, RFC 7636).
     @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         let form = request.formQuery
-        if OpenIDAuthorization.signsIn(scope: form["scope"], identifierType: form["identifier_type"]) {
+        var registered: [String]?
+        if let clientID = form["client_id"] {
+            registered = try await environment.store.openIDScopes(apiKeyID: clientID)
+        }
+        if OpenIDAuthorization.signsIn(
+            scope: form["scope"], identifierType: form["identifier_type"], registered: registered)
+        {
             return try await SignInPageController(environment: environment).authorize(request, context: context)
         }
         func query(_ name: String) -> String? { form[name] }

@@ -14,8 +14,11 @@ public struct OpenIDAuthorization: Sendable, Equatable {
     /// `acr_values` asked for the passkey class: the device must verify its owner.
     public var requiresUserVerification: Bool
 
-    /// What the broker gives: `openid`, and the user name as `profile`.
-    public static let supportedScopes = ["openid", "profile"]
+    /// What the broker gives: `openid`, the user name as `profile`, and as
+    /// `email` when it is an email address.
+    public static let supportedScopes = ["openid", "profile", "email"]
+    /// What an app gets until `device-broker apikey set-openid-scopes` says.
+    public static let defaultScopes = ["openid", "profile"]
     public static let supportedPrompts = ["none", "login", "consent", "select_account"]
 
     /// An OAuth error for the app.
@@ -30,17 +33,34 @@ public struct OpenIDAuthorization: Sendable, Equatable {
 
     /// Which hosted page `/oauth/authorize` opens: email or phone
     /// verification by a sent code, or sign-in by approval. `identifier_type`
-    /// asks for verification; so does a scope of `email` or `phone` without
-    /// it (as the page did before it signed in by approval); any other
-    /// request with `openid` signs in.
-    public static func signsIn(scope: String?, identifierType: String?) -> Bool {
-        guard identifierType == nil, let scopes = scope?.split(separator: " ") else { return false }
-        return scopes.contains("openid") && !scopes.contains("email") && !scopes.contains("phone")
+    /// asks for verification. Without it, a request with `openid` signs in
+    /// to an app that registered its sign-in scopes (`registered`); to any
+    /// other app, one that also asks for `email` or `phone` verifies them
+    /// (as the page did before it signed in by approval).
+    public static func signsIn(scope: String?, identifierType: String?, registered: [String]?) -> Bool {
+        guard identifierType == nil, let scopes = scope?.split(separator: " "), scopes.contains("openid") else {
+            return false
+        }
+        return registered != nil || (!scopes.contains("email") && !scopes.contains("phone"))
+    }
+
+    /// Why an app cannot register `scopes` for sign-in, or nil: each one the
+    /// broker gives, `openid` among them, none twice.
+    public static func problem(registering scopes: [String]) -> String? {
+        if let unknown = scopes.first(where: { !supportedScopes.contains($0) }) {
+            return "\(unknown) is not a scope the broker gives (\(supportedScopes.joined(separator: ", ")))"
+        }
+        guard scopes.contains("openid") else { return "the scopes must include openid" }
+        guard Set(scopes).count == scopes.count else { return "a scope is given twice" }
+        return nil
     }
 
     /// The request's parameters, checked in the order OpenID Connect Core
-    /// names them; `parameter` reads one from the query.
-    public static func check(_ parameter: (String) -> String?) -> Result<Self, Refusal> {
+    /// names them; `parameter` reads one from the query. The scopes granted
+    /// are those asked for that the app may have (`allowed`).
+    public static func check(_ parameter: (String) -> String?, allowed: [String] = defaultScopes)
+        -> Result<Self, Refusal>
+    {
         func refuse(_ description: String) -> Result<Self, Refusal> {
             .failure(Refusal("invalid_request", description))
         }
@@ -78,7 +98,7 @@ public struct OpenIDAuthorization: Sendable, Equatable {
         let nonce = parameter("nonce")
         guard (state?.utf8.count ?? 0) <= 512 else { return refuse("state may be at most 512 bytes") }
         guard (nonce?.utf8.count ?? 0) <= 256 else { return refuse("nonce may be at most 256 bytes") }
-        let granted = supportedScopes.filter(asked.contains)
+        let granted = supportedScopes.filter { asked.contains($0) && allowed.contains($0) }
         return .success(
             Self(
                 redirectURI: parameter("redirect_uri") ?? "", codeChallenge: challenge, state: state, nonce: nonce,

@@ -56,6 +56,16 @@ public struct OpenIDSignIn: Sendable, Equatable {
     /// The scopes granted, one by one.
     public var scopes: [String] { scope.split(separator: " ").map(String.init) }
 
+    /// The claims of the user name the granted scopes give, in the ID
+    /// token and userinfo: `preferred_username` and `name` for `profile`;
+    /// for `email`, the user name when it is an email address (unverified:
+    /// nobody proved the mailbox; the operator named the user).
+    public func nameClaims(user: String) -> (username: String?, email: String?) {
+        let username = scopes.contains("profile") ? user : nil
+        let email = scopes.contains("email") && IdentifierType.email.normalize(user) == user ? user : nil
+        return (username, email)
+    }
+
     /// `<event id>.<secret>`: the id finds the row, the secret (256 random
     /// bits, stored as its digest) is the proof.
     public static func code(eventID: String, secret: String) -> String { "\(eventID).\(secret)" }
