@@ -14,7 +14,12 @@ non-zero on any check that fails.
 
     oidc-rp-check.py BROKER_URL CLIENT_ID CLIENT_SECRET REDIRECT_URI USER
         [--auth basic|post|none] [--scope "openid profile"] [--acr-values ACR]
-        [--max-age SECONDS]
+        [--max-age SECONDS] [--authorize-by-post] [--spend-code-twice]
+
+--authorize-by-post sends the authorization request as a form (OpenID
+Connect Core §3.1.2.1); --spend-code-twice redeems the code a second time
+at once, as a thief would, and checks that the tokens the first redemption
+bought stop working.
 """
 import sys
 
@@ -45,6 +50,8 @@ parser.add_argument("--auth", choices=["basic", "post", "none"], default="basic"
 parser.add_argument("--scope", default="openid profile")
 parser.add_argument("--acr-values")
 parser.add_argument("--max-age", type=int)
+parser.add_argument("--authorize-by-post", action="store_true")
+parser.add_argument("--spend-code-twice", action="store_true")
 arguments = parser.parse_args()
 broker = arguments.broker
 result = {}
@@ -84,7 +91,11 @@ url, state = client.create_authorization_url(
 # The person's browser at the hosted page: the user name form, then the
 # waiting page with the number.
 browser = requests.Session()
-page = browser.get(url, timeout=10)
+if arguments.authorize_by_post:
+    endpoint, _, query = url.partition("?")
+    page = browser.post(endpoint, data=dict(urllib.parse.parse_qsl(query)), timeout=10)
+else:
+    page = browser.get(url, timeout=10)
 check(page.status_code == 200, f"the authorization request opens the page ({page.status_code})")
 fields = {name: html.unescape(value) for name, value in
           re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text)}
@@ -136,6 +147,22 @@ result["scope"] = token.get("scope")
 
 info = client.get(meta["userinfo_endpoint"], timeout=10)
 result["userinfo"] = info.json() if info.ok else info.status_code
+by_body = requests.post(meta["userinfo_endpoint"], data={"access_token": token["access_token"]}, timeout=10)
+result["userinfo_by_body"] = by_body.json().get("sub") if by_body.ok else by_body.status_code
+
+if arguments.spend_code_twice:
+    # The code again, as a thief would: refused, and what it bought ends.
+    second = requests.post(meta["token_endpoint"], data={
+        "grant_type": "authorization_code", "code": returned["code"], "redirect_uri": arguments.redirect_uri,
+        "code_verifier": verifier, "client_id": arguments.client_id}, timeout=10)
+    result["second_redemption"] = second.json().get("error")
+    result["userinfo_after_reuse"] = requests.get(meta["userinfo_endpoint"], timeout=10, headers={
+        "Authorization": "Bearer " + token["access_token"]}).status_code
+    result["refresh_after_reuse"] = requests.post(meta["token_endpoint"], data={
+        "grant_type": "refresh_token", "refresh_token": token["refresh_token"],
+        "client_id": arguments.client_id}, timeout=10).json().get("error")
+    print(json.dumps(result, sort_keys=True), flush=True)
+    sys.exit(0)
 
 refreshed = client.refresh_token(meta["token_endpoint"], refresh_token=token["refresh_token"])
 again = jwt.decode(refreshed["id_token"], keys, algorithms=["ES256"]).claims

@@ -67,6 +67,7 @@ struct OpenIDSignInEndToEndTests {
         #expect(outcome["scope"] as? String == "openid profile")
         let userinfo = try #require(outcome["userinfo"] as? [String: Any], "\(outcome)")
         #expect(userinfo["sub"] as? String == sub && userinfo["preferred_username"] as? String == "alice")
+        #expect(outcome["userinfo_by_body"] as? String == sub, "RFC 6750 §2.2, the token in a form: \(outcome)")
         #expect(outcome["second_redemption"] as? String == "invalid_grant", "a code works once")
         #expect(
             outcome["refreshed_sub"] as? String == sub
@@ -82,14 +83,30 @@ struct OpenIDSignInEndToEndTests {
         let broker = try await Self.broker()
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
-        for auth in ["none", "post"] {
-            let rp = try Self.relyingParty(broker, ["--auth", auth])
+        // The second asks by POST, which OpenID Connect Core §3.1.2.1 requires too.
+        for (auth, options) in [("none", []), ("post", ["--authorize-by-post"])] {
+            let rp = try Self.relyingParty(broker, ["--auth", auth] + options)
             try await Self.answer(broker, rp, device: laptop)
             #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
             let outcome = try Self.result(of: rp)
             #expect(outcome["outcome"] as? String == "tokens", "\(auth): \(outcome)")
             #expect(outcome["refresh_after_logout"] as? String == "invalid_grant", "\(auth): \(outcome)")
         }
+    }
+
+    @Test("a code spent twice: refused, and the sign-in it bought ends, its access token with it")
+    func codeSpentTwice() async throws {
+        let broker = try await Self.broker()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let rp = try Self.relyingParty(broker, ["--spend-code-twice"])
+        try await Self.answer(broker, rp, device: laptop)
+        #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+        let outcome = try Self.result(of: rp)
+        #expect(outcome["outcome"] as? String == "tokens", "\(outcome)")
+        #expect(outcome["second_redemption"] as? String == "invalid_grant")
+        #expect(outcome["userinfo_after_reuse"] as? Int == 401, "\(outcome)")
+        #expect(outcome["refresh_after_reuse"] as? String == "invalid_grant", "\(outcome)")
     }
 
     @Test("an app that registered openid profile email signs in with the scope most apps ask for")

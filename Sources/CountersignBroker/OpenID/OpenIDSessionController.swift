@@ -46,16 +46,33 @@ struct OpenIDSessionController {
         return error
     }
 
-    @Sendable func userInfo(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<UserInfo> {
-        guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") else {
+    /// The access token, in the `Authorization` header or (RFC 6750 §2.2) as
+    /// `access_token` in a POST form; never both.
+    private func accessToken(_ request: Request, context: BrokerRequestContext) async throws -> String {
+        let header = request.headers[.authorization].flatMap {
+            $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil
+        }
+        let isForm =
+            request.method == .post
+            && request.headers[.contentType].flatMap(MediaType.init(from:))?.isType(.applicationUrlEncoded) == true
+        let body = isForm ? FormQuery(try await request.formBody(context: context))["access_token"] : nil
+        switch (header, body) {
+        case (let token?, nil), (nil, let token?): return token
+        case (.some, .some):
+            throw APIError.oauth("invalid_request", "send the access token once, not in both the header and the body")
+        case (nil, nil):
             var error = APIError.oauth(
                 "invalid_request", "send the access token as a Bearer token", status: .unauthorized)
             error.headers[.wwwAuthenticate] = #"Bearer realm="countersign""#
             throw error
         }
+    }
+
+    @Sendable func userInfo(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<UserInfo> {
+        let token = try await accessToken(request, context: context)
         let claims: OAuthTokenClaims
         do {
-            claims = try await environment.keys.verify(String(authorization.dropFirst(7)), as: OAuthTokenClaims.self)
+            claims = try await environment.keys.verify(token, as: OAuthTokenClaims.self)
         } catch {
             throw Self.invalidToken("the access token is not valid, or has expired")
         }

@@ -10,7 +10,7 @@ struct OpenIDSignInGrant {
     /// Spends a code for `client` (RFC 6749 §4.1.3, RFC 7636 §4.6): the
     /// same client and redirect URI as the authorization request, and the
     /// PKCE verifier of its challenge, confidential client or public. A
-    /// code spent twice may be stolen: what the first bought is revoked.
+    /// code spent twice may be stolen: the sign-in it bought is ended.
     func redeem(code: String, verifier: String, redirectURI: String, client: OAuthClient) async throws
         -> (OAuthTokens, scope: String)
     {
@@ -31,8 +31,10 @@ struct OpenIDSignInGrant {
             redeemed = try await environment.store.redeemOpenIDCode(
                 eventID: signIn.eventID, digest: SecretToken.digest(code), now: now)
         } catch let error as StoreError where error.code == .conflict || error.code == .notFound {
+            // Spent twice, the code may be stolen: the sign-in it bought is
+            // ended, its refresh and access tokens with it (RFC 6749 §4.1.2).
             if error.code == .conflict, signIn.redeemedAt != nil {
-                try await environment.store.revokeRefreshTokenFamily(signIn.family, now: now)
+                try await environment.store.endOpenIDSignIn(eventID: signIn.eventID, now: now)
             }
             throw unknown
         }

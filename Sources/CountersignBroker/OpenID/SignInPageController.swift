@@ -38,9 +38,9 @@ struct SignInPageController {
             }
     }
 
-    /// `GET /oauth/authorize` of a sign-in: the user name form.
-    func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        let query = request.formQuery
+    /// `/oauth/authorize` of a sign-in, its parameters `query`: the user
+    /// name form.
+    func authorize(_ query: FormQuery) async throws -> Response {
         switch try await check({ query[$0] }) {
         case .failed(let response): return response
         case .valid(let key, let authorization):

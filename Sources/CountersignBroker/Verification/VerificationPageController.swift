@@ -19,6 +19,7 @@ struct VerificationPageController {
         RouteCollection(context: BrokerRequestContext.self)
             .get("app", use: start)
             .get("oauth/authorize", use: authorize)
+            .post("oauth/authorize", use: authorize)
             .post("app/code", use: sendCode)
             .post("app/verify", use: verify)
             .post("app/resend", use: resend)
@@ -40,9 +41,11 @@ struct VerificationPageController {
         }
     }
 
-    /// The standard OAuth 2.0 entry to the same page (RFC 6749 §4.1.1, RFC 7636).
+    /// The standard OAuth 2.0 entry to the same page (RFC 6749 §4.1.1, RFC 7636),
+    /// or to sign-in by approval; by GET, or by POST with the parameters as
+    /// a form (OpenID Connect Core §3.1.2.1).
     @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        let form = request.formQuery
+        let form = request.method == .post ? FormQuery(try await request.formBody(context: context)) : request.formQuery
         var registered: [String]?
         if let clientID = form["client_id"] {
             registered = try await environment.store.openIDScopes(apiKeyID: clientID)
@@ -50,7 +53,7 @@ struct VerificationPageController {
         if OpenIDAuthorization.signsIn(
             scope: form["scope"], identifierType: form["identifier_type"], registered: registered)
         {
-            return try await SignInPageController(environment: environment).authorize(request, context: context)
+            return try await SignInPageController(environment: environment).authorize(form)
         }
         func query(_ name: String) -> String? { form[name] }
         let parameters = HostedPage.Request(
