@@ -14,7 +14,7 @@ non-zero on any check that fails.
 
     oidc-rp-check.py BROKER_URL CLIENT_ID CLIENT_SECRET REDIRECT_URI USER
         [--auth basic|post|none] [--scope "openid profile"] [--acr-values ACR]
-        [--max-age SECONDS] [--authorize-by-post] [--spend-code-twice]
+        [--max-age SECONDS] [--authorize-by-post] [--spend-code-twice] [--no-nonce]
 
 --authorize-by-post sends the authorization request as a form (OpenID
 Connect Core §3.1.2.1); --spend-code-twice redeems the code a second time
@@ -52,6 +52,7 @@ parser.add_argument("--acr-values")
 parser.add_argument("--max-age", type=int)
 parser.add_argument("--authorize-by-post", action="store_true")
 parser.add_argument("--spend-code-twice", action="store_true")
+parser.add_argument("--no-nonce", action="store_true")
 arguments = parser.parse_args()
 broker = arguments.broker
 result = {}
@@ -79,14 +80,13 @@ client = OAuth2Session(
     arguments.client_id, arguments.client_secret if arguments.auth != "none" else None,
     redirect_uri=arguments.redirect_uri, scope=arguments.scope, code_challenge_method="S256",
     token_endpoint_auth_method=methods[arguments.auth])
-verifier, nonce = generate_token(64), generate_token(24)
-extra = {}
+verifier, nonce = generate_token(64), None if arguments.no_nonce else generate_token(24)
+extra = {} if nonce is None else {"nonce": nonce}
 if arguments.acr_values:
     extra["acr_values"] = arguments.acr_values
 if arguments.max_age is not None:
     extra["max_age"] = str(arguments.max_age)
-url, state = client.create_authorization_url(
-    meta["authorization_endpoint"], code_verifier=verifier, nonce=nonce, **extra)
+url, state = client.create_authorization_url(meta["authorization_endpoint"], code_verifier=verifier, **extra)
 
 # The person's browser at the hosted page: the user name form, then the
 # waiting page with the number.
@@ -139,14 +139,18 @@ id_token = jwt.decode(token["id_token"], keys, algorithms=["ES256"])
 claims = id_token.claims
 jwt.JWTClaimsRegistry(
     iss={"essential": True, "value": broker}, aud={"essential": True, "value": arguments.client_id},
-    sub={"essential": True}, nonce={"essential": True, "value": nonce},
+    sub={"essential": True}, nonce={"essential": nonce is not None, "value": nonce},
     auth_time={"essential": True}, sid={"essential": True}).validate(claims)
+check(nonce is not None or "nonce" not in claims, "no nonce asked, none given")
 result["outcome"] = "tokens"
 result["claims"] = claims
 result["scope"] = token.get("scope")
 
 info = client.get(meta["userinfo_endpoint"], timeout=10)
 result["userinfo"] = info.json() if info.ok else info.status_code
+by_header = requests.post(meta["userinfo_endpoint"], headers={"Authorization": "Bearer " + token["access_token"]},
+                          timeout=10)
+result["userinfo_by_post_header"] = by_header.json().get("sub") if by_header.ok else by_header.status_code
 by_body = requests.post(meta["userinfo_endpoint"], data={"access_token": token["access_token"]}, timeout=10)
 result["userinfo_by_body"] = by_body.json().get("sub") if by_body.ok else by_body.status_code
 
@@ -192,7 +196,7 @@ result["second_redemption"] = second.json().get("error")
 
 # A redirect URI the app did not register: a page, never a redirect.
 wrong, _ = client.create_authorization_url(
-    meta["authorization_endpoint"], redirect_uri="https://elsewhere.example/cb", code_verifier=verifier, nonce=nonce)
+    meta["authorization_endpoint"], redirect_uri="https://elsewhere.example/cb", code_verifier=verifier)
 refused = requests.get(wrong, allow_redirects=False, timeout=10)
 result["wrong_redirect"] = refused.status_code
 result["wrong_redirect_location"] = refused.headers.get("Location")

@@ -67,6 +67,7 @@ struct OpenIDSignInEndToEndTests {
         #expect(outcome["scope"] as? String == "openid profile")
         let userinfo = try #require(outcome["userinfo"] as? [String: Any], "\(outcome)")
         #expect(userinfo["sub"] as? String == sub && userinfo["preferred_username"] as? String == "alice")
+        #expect(outcome["userinfo_by_post_header"] as? String == sub, "userinfo by POST: \(outcome)")
         #expect(outcome["userinfo_by_body"] as? String == sub, "RFC 6750 §2.2, the token in a form: \(outcome)")
         #expect(outcome["second_redemption"] as? String == "invalid_grant", "a code works once")
         #expect(
@@ -83,8 +84,9 @@ struct OpenIDSignInEndToEndTests {
         let broker = try await Self.broker()
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
-        // The second asks by POST, which OpenID Connect Core §3.1.2.1 requires too.
-        for (auth, options) in [("none", []), ("post", ["--authorize-by-post"])] {
+        // The first sends no nonce (optional in the code flow); the second
+        // asks by POST, which OpenID Connect Core §3.1.2.1 requires too.
+        for (auth, options) in [("none", ["--no-nonce"]), ("post", ["--authorize-by-post"])] {
             let rp = try Self.relyingParty(broker, ["--auth", auth] + options)
             try await Self.answer(broker, rp, device: laptop)
             #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
