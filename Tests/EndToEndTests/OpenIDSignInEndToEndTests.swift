@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import CountersignCore
 import Foundation
+import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Sign-in to an OpenID Connect relying party by approval, against a
@@ -10,8 +13,8 @@ struct OpenIDSignInEndToEndTests {
     static let redirectURI = "http://127.0.0.1:8765/callback"
 
     /// A broker whose demo app registered the relying party's redirect URI.
-    static func broker(_ arguments: [String] = []) async throws -> LiveBroker {
-        let broker = try await LiveBroker.start(arguments: arguments)
+    static func broker(_ arguments: [String] = [], database: String? = nil) async throws -> LiveBroker {
+        let broker = try await LiveBroker.start(arguments: arguments, database: database)
         let register = try RunningProcess(
             "device-broker", ["apikey", "set-redirect-urls", broker.apiKeyID, redirectURI] + broker.storeArguments)
         #expect(try await register.exitCode(timeout: .seconds(120)) == 0, "\(register.text)")
@@ -141,6 +144,48 @@ struct OpenIDSignInEndToEndTests {
             ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "phone"] + broker.storeArguments)
         #expect(try await wrong.exitCode(timeout: .seconds(120)) != 0)
         #expect(wrong.text.contains("phone is not a scope the broker gives"), "\(wrong.text)")
+    }
+
+    @Test("the database away: the page says to try again (503, HTML); back, the sign-in works")
+    func storeOutage() async throws {
+        let cluster = try await ThrowawayCluster.start()
+        let outcome = await Result {
+            let broker = try await Self.broker(database: cluster.url)
+            defer { broker.stop() }
+            let laptop = try await broker.enrollMachine(name: "laptop")
+            var authorize = URLComponents(string: broker.url + "/oauth/authorize")!
+            authorize.queryItems = [
+                .init(name: "response_type", value: "code"), .init(name: "client_id", value: broker.apiKeyID),
+                .init(name: "redirect_uri", value: Self.redirectURI), .init(name: "scope", value: "openid"),
+                .init(name: "code_challenge", value: PKCE.challenge(for: PKCE.newVerifier())),
+                .init(name: "code_challenge_method", value: "S256"),
+            ]
+            try await cluster.halt()
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: authorize.string!), timeout: .seconds(60))
+            let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
+            #expect(response.status.code == 503, "\(response.status)")
+            #expect(response.headers.first(name: "Content-Type")?.hasPrefix("text/html") == true)
+            #expect(response.headers.first(name: "Retry-After") != nil)
+            #expect(body.contains("try again in a few seconds"), "\(body)")
+            try await cluster.resume()
+
+            // The page answers again once the store does; the sign-in completes.
+            var patience = WaitBudget(.seconds(90))
+            while patience.left() {
+                let again = try await HTTPClient.shared.execute(
+                    HTTPClientRequest(url: authorize.string!), timeout: .seconds(60))
+                _ = try await again.body.collect(upTo: 1 << 20)
+                if again.status.code == 200 { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let rp = try Self.relyingParty(broker)
+            try await Self.answer(broker, rp, device: laptop)
+            #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+            #expect(try Self.result(of: rp)["outcome"] as? String == "tokens")
+        }
+        await cluster.remove()
+        try outcome.get()
     }
 
     @Test("refused on the device, reported as not mine, or unanswered: access_denied with state and iss")

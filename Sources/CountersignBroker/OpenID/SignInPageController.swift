@@ -22,11 +22,19 @@ struct SignInPageController {
 
     var endpoints: RouteCollection<BrokerRequestContext> {
         RouteCollection(context: BrokerRequestContext.self)
-            .post("oauth/sign-in", use: start)
-            .get("oauth/sign-in", use: show)
+            .post("oauth/sign-in") { request, context in
+                try await HostedPage.answering(context) { try await start(request, context: context) }
+            }
+            .get("oauth/sign-in") { request, context in
+                try await HostedPage.answering(context) { try await show(request, context: context) }
+            }
             .get("oauth/sign-in/status", use: status)
-            .post("oauth/sign-in/code", use: finishWithCode)
-            .post("oauth/sign-in/cancel", use: cancel)
+            .post("oauth/sign-in/code") { request, context in
+                try await HostedPage.answering(context) { try await finishWithCode(request, context: context) }
+            }
+            .post("oauth/sign-in/cancel") { request, context in
+                try await HostedPage.answering(context) { try await cancel(request, context: context) }
+            }
             .get("oauth/sign-in.js") { _, _ in
                 Response(
                     status: .ok,
@@ -237,7 +245,7 @@ struct SignInPageController {
             _ = try await CodeCheck(environment: environment, logger: context.logger).verify(
                 code, issuer: event.issuer, user: event.clientUserID, event: event)
         } catch let error as APIError where error.status.code < 500 {
-            return again(Self.sentence(error.message), error.status)
+            return again(HostedPage.sentence(error.message), error.status)
         }
         return HostedPage.redirect(to: "/oauth/sign-in")
     }
@@ -291,12 +299,7 @@ struct SignInPageController {
             status: .badRequest)
     }
 
-    /// An API message as a sentence for the page.
-    private static func sentence(_ message: String) -> String {
-        guard let first = message.first else { return message }
-        return first.uppercased() + message.dropFirst() + "."
-    }
-
+    /// The redirect URI with an OAuth error, `state` and `iss`.
     func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
         HostedPage.errorRedirect(url, error: error, description: description, state: state, issuer: environment.issuer)
     }

@@ -185,6 +185,30 @@ enum HostedPage {
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 
+    /// Runs a step of a hosted page: an error it throws is answered with a
+    /// page a person can read, not the API's JSON. The store away (a
+    /// database restarting) says to try again shortly, with `Retry-After`.
+    static func answering(
+        _ context: some RequestContext, _ step: () async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await step()
+        } catch {
+            let refusal = ErrorMapper.apiError(for: error, context: context)
+            let message =
+                refusal.status.code >= 500
+                ? "Signing in is unavailable for a moment. Please try again in a few seconds."
+                : sentence(refusal.message)
+            return response(failure(message, returnURL: nil), status: refusal.status, headers: refusal.headers)
+        }
+    }
+
+    /// An API message as a sentence for a page.
+    static func sentence(_ message: String) -> String {
+        guard let first = message.first else { return message }
+        return first.uppercased() + message.dropFirst() + (message.hasSuffix(".") ? "" : ".")
+    }
+
     /// The redirect URL with an OAuth error (RFC 6749 §4.1.2.1), the
     /// `state`, and the issuer (RFC 9207), which tells a client talking to
     /// several providers which one answered.

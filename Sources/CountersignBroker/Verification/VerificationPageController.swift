@@ -18,8 +18,12 @@ struct VerificationPageController {
     var endpoints: RouteCollection<BrokerRequestContext> {
         RouteCollection(context: BrokerRequestContext.self)
             .get("app", use: start)
-            .get("oauth/authorize", use: authorize)
-            .post("oauth/authorize", use: authorize)
+            .get("oauth/authorize") { request, context in
+                try await HostedPage.answering(context) { try await authorize(request, context: context) }
+            }
+            .post("oauth/authorize") { request, context in
+                try await HostedPage.answering(context) { try await authorize(request, context: context) }
+            }
             .post("app/code", use: sendCode)
             .post("app/verify", use: verify)
             .post("app/resend", use: resend)
