@@ -102,7 +102,21 @@ struct WebhookController {
 
     struct SetRequest: Decodable {
         let url: String
+        /// Left out: every type. `null` is refused, as the schema says.
         let types: [String]?
+
+        enum CodingKeys: String, CodingKey { case url, types }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            url = try container.decode(String.self, forKey: .url)
+            if container.contains(.types), try container.decodeNil(forKey: .types) {
+                throw DecodingError.valueNotFound(
+                    [String].self,
+                    .init(codingPath: [CodingKeys.types], debugDescription: "types is a list, not null"))
+            }
+            types = try container.decodeIfPresent([String].self, forKey: .types)
+        }
     }
 
     struct RotateRequest: Decodable {
