@@ -99,21 +99,25 @@ else:
 check(page.status_code == 200, f"the authorization request opens the page ({page.status_code})")
 fields = {name: html.unescape(value) for name, value in
           re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text)}
+# As a browser posts a form of a page whose referrer policy is no-referrer
+# (Origin: null), its own page (Sec-Fetch-Site: same-origin).
 started = browser.post(broker + "/oauth/sign-in", data=dict(fields, user=arguments.user),
-                       headers={"Origin": broker}, timeout=10)
+                       headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"}, timeout=10)
 check(started.status_code == 200, f"the user name starts the sign-in ({started.status_code}: {started.text[:300]})")
 number = re.search(r'<p class="number" id="number">(\d+)</p>', started.text)
 check(number is not None, "the waiting page shows the number")
 print(f"number: {number.group(1)}", flush=True)
+waiting = query_of(started.url).get("id")
+check(waiting is not None and waiting.startswith("ev_"), "the waiting page names its sign-in")
 
 # Waiting, as the page's script does, then the page's next step.
 status = "pending"
 while status == "pending":
-    polled = browser.get(broker + "/oauth/sign-in/status", params={"wait": "25"}, timeout=60)
+    polled = browser.get(broker + "/oauth/sign-in/status", params={"wait": "25", "id": waiting}, timeout=60)
     check(polled.status_code == 200, f"the status poll answers ({polled.status_code})")
     status = polled.json()["status"]
 result["status"] = status
-answer = browser.get(broker + "/oauth/sign-in", allow_redirects=False, timeout=10)
+answer = browser.get(broker + "/oauth/sign-in", params={"id": waiting}, allow_redirects=False, timeout=10)
 if answer.status_code == 303:
     back = answer.headers["Location"]
 else:

@@ -42,6 +42,22 @@ public struct PendingLimits: Sendable, Equatable {
     }
 }
 
+extension PendingLimits {
+    /// The limits a sign-in at one of the broker's own pages (the
+    /// console's, an OpenID Connect app's) is held to: those of its address
+    /// (a requester's pending events and its rate there) and a running
+    /// fraud protection, but not the per-user ones, which anyone anywhere
+    /// could fill by asking for someone's name again and again, keeping
+    /// them from signing in for an hour. Number matching and "this wasn't
+    /// me" answer the prompts such asking makes.
+    public var forSignInPage: PendingLimits {
+        var limits = self
+        limits.perUserFromRequesters = .max
+        limits.requestsPerUser = .max
+        return limits
+    }
+}
+
 /// The rule on opening one more pending event: the stores read the open
 /// ones it is counted with (each list the expiry times of still-pending
 /// events) and ask.

@@ -347,7 +347,8 @@ enum PostgresMigrations {
                     event_id text PRIMARY KEY, api_key_id text NOT NULL, redirect_uri text NOT NULL,
                     code_challenge text NOT NULL, state text, nonce text, scope text NOT NULL,
                     created_at double precision NOT NULL, code_digest bytea, code_expires_at double precision,
-                    redeemed_at double precision, ended_at double precision)
+                    redeemed_at double precision, ended_at double precision,
+                    confidential boolean NOT NULL DEFAULT false)
                 """,
                 "CREATE INDEX openid_sign_ins_created ON openid_sign_ins (created_at)",
                 """

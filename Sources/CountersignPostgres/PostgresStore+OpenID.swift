@@ -37,10 +37,11 @@ extension PostgresStore {
         try await db.run(
             """
             INSERT INTO openid_sign_ins (event_id, api_key_id, redirect_uri, code_challenge, state, nonce, scope,
-                created_at, code_digest, code_expires_at, redeemed_at, ended_at)
+                created_at, code_digest, code_expires_at, redeemed_at, ended_at, confidential)
             VALUES (\(signIn.eventID), \(signIn.apiKeyID), \(signIn.redirectURI), \(signIn.codeChallenge),
                 \(signIn.state), \(signIn.nonce), \(signIn.scope), \(signIn.createdAt.seconds), \(signIn.codeDigest),
-                \(signIn.codeExpiresAt?.seconds), \(signIn.redeemedAt?.seconds), \(signIn.endedAt?.seconds))
+                \(signIn.codeExpiresAt?.seconds), \(signIn.redeemedAt?.seconds), \(signIn.endedAt?.seconds),
+                \(signIn.confidential))
             """, logger: logger)
     }
 
@@ -58,7 +59,7 @@ extension PostgresStore {
                 state: try $0.value("state"), nonce: try $0.value("nonce"), scope: try $0.value("scope"),
                 createdAt: try $0.date("created_at"), codeDigest: try $0.value("code_digest"),
                 codeExpiresAt: try $0.optionalDate("code_expires_at"), redeemedAt: try $0.optionalDate("redeemed_at"),
-                endedAt: try $0.optionalDate("ended_at"))
+                endedAt: try $0.optionalDate("ended_at"), confidential: try $0.value("confidential"))
         }
     }
 
@@ -78,42 +79,54 @@ extension PostgresStore {
             let updated = try await db.run(
                 """
                 UPDATE openid_sign_ins SET code_digest = \(digest), code_expires_at = \(expiresAt.seconds)
-                WHERE event_id = \(eventID) AND code_digest IS NULL RETURNING 1
+                WHERE event_id = \(eventID) AND redeemed_at IS NULL AND ended_at IS NULL RETURNING 1
                 """, logger: logger)
-            guard updated == 1 else { throw StoreError(.conflict, "the sign-in has its code already") }
+            guard updated == 1 else { throw StoreError(.conflict, "the sign-in's code was spent") }
         }
     }
 
-    public func redeemOpenIDCode(eventID: String, digest: Data, now: Date) async throws -> OpenIDSignIn {
+    public func redeemOpenIDCode(eventID: String, digest: Data, confidential: Bool, now: Date) async throws
+        -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
+    {
         let logger = logger
         return try await write { db in
-            guard var signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger),
-                signIn.codeDigest == digest
-            else { throw StoreError(.notFound, "no such authorization code") }
-            guard signIn.redeemedAt == nil, signIn.endedAt == nil, let expiry = signIn.codeExpiresAt, now < expiry
-            else { throw StoreError(.conflict, "the authorization code was used, or has expired") }
-            try await db.run(
-                "UPDATE openid_sign_ins SET redeemed_at = \(now.seconds) WHERE event_id = \(eventID)", logger: logger)
-            signIn.redeemedAt = now
-            return signIn
+            var signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger)
+            let verdict = OpenIDCodeRule.decide(signIn, digest: digest, now: now)
+            switch verdict {
+            case .spend:
+                try await db.run(
+                    """
+                    UPDATE openid_sign_ins SET redeemed_at = \(now.seconds), confidential = \(confidential)
+                    WHERE event_id = \(eventID)
+                    """, logger: logger)
+                signIn?.redeemedAt = now
+                signIn?.confidential = confidential
+            case .replayed:
+                if try await Self.end(eventID: eventID, now: now, in: db, logger: logger) { signIn?.endedAt = now }
+            case .unknown, .expired, .ended:
+                break
+            }
+            return (verdict, signIn)
         }
     }
 
     public func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool {
         let logger = logger
-        return try await write { db in
-            let ended = try await db.run(
-                """
-                UPDATE openid_sign_ins SET ended_at = \(now.seconds)
-                WHERE event_id = \(eventID) AND ended_at IS NULL RETURNING 1
-                """, logger: logger)
-            guard ended == 1 else { return false }
-            try await db.run(
-                """
-                UPDATE refresh_tokens SET revoked_at = \(now.seconds)
-                WHERE family_id = \(OpenIDSignIn.familyPrefix + eventID) AND revoked_at IS NULL
-                """, logger: logger)
-            return true
-        }
+        return try await write { db in try await Self.end(eventID: eventID, now: now, in: db, logger: logger) }
+    }
+
+    private static func end(eventID: String, now: Date, in db: PostgresSession, logger: Logger) async throws -> Bool {
+        let ended = try await db.run(
+            """
+            UPDATE openid_sign_ins SET ended_at = \(now.seconds)
+            WHERE event_id = \(eventID) AND ended_at IS NULL RETURNING 1
+            """, logger: logger)
+        guard ended == 1 else { return false }
+        try await db.run(
+            """
+            UPDATE refresh_tokens SET revoked_at = \(now.seconds)
+            WHERE family_id = \(OpenIDSignIn.familyPrefix + eventID) AND revoked_at IS NULL
+            """, logger: logger)
+        return true
     }
 }

@@ -106,7 +106,8 @@ extension SQLiteStore {
                         code_digest BLOB,
                         code_expires_at REAL,
                         redeemed_at REAL,
-                        ended_at REAL
+                        ended_at REAL,
+                        confidential INTEGER NOT NULL DEFAULT 0
                     );
                     CREATE INDEX openid_sign_ins_created ON openid_sign_ins(created_at);
                     CREATE TABLE openid_clients (

@@ -36,14 +36,14 @@ extension SQLiteStore {
         try db.execute(
             sql: """
                 INSERT INTO openid_sign_ins (event_id, api_key_id, redirect_uri, code_challenge, state, nonce, scope,
-                    created_at, code_digest, code_expires_at, redeemed_at, ended_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    created_at, code_digest, code_expires_at, redeemed_at, ended_at, confidential)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 signIn.eventID, signIn.apiKeyID, signIn.redirectURI, signIn.codeChallenge, signIn.state, signIn.nonce,
                 signIn.scope, signIn.createdAt.timeIntervalSince1970, signIn.codeDigest,
                 signIn.codeExpiresAt?.timeIntervalSince1970, signIn.redeemedAt?.timeIntervalSince1970,
-                signIn.endedAt?.timeIntervalSince1970,
+                signIn.endedAt?.timeIntervalSince1970, signIn.confidential,
             ])
     }
 
@@ -55,7 +55,8 @@ extension SQLiteStore {
                 createdAt: Date(timeIntervalSince1970: $0["created_at"]), codeDigest: $0["code_digest"],
                 codeExpiresAt: ($0["code_expires_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                 redeemedAt: ($0["redeemed_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                endedAt: ($0["ended_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+                endedAt: ($0["ended_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                confidential: $0["confidential"])
         }
     }
 
@@ -71,37 +72,46 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     UPDATE openid_sign_ins SET code_digest = ?, code_expires_at = ?
-                    WHERE event_id = ? AND code_digest IS NULL
+                    WHERE event_id = ? AND redeemed_at IS NULL AND ended_at IS NULL
                     """, arguments: [digest, expiresAt.timeIntervalSince1970, eventID])
-            guard db.changesCount == 1 else { throw StoreError(.conflict, "the sign-in has its code already") }
+            guard db.changesCount == 1 else { throw StoreError(.conflict, "the sign-in's code was spent") }
         }
     }
 
-    public func redeemOpenIDCode(eventID: String, digest: Data, now: Date) async throws -> OpenIDSignIn {
+    public func redeemOpenIDCode(eventID: String, digest: Data, confidential: Bool, now: Date) async throws
+        -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
+    {
         try await write { db in
-            guard var signIn = try Self.openIDSignIn(eventID: eventID, in: db), signIn.codeDigest == digest else {
-                throw StoreError(.notFound, "no such authorization code")
+            var signIn = try Self.openIDSignIn(eventID: eventID, in: db)
+            let verdict = OpenIDCodeRule.decide(signIn, digest: digest, now: now)
+            switch verdict {
+            case .spend:
+                try db.execute(
+                    sql: "UPDATE openid_sign_ins SET redeemed_at = ?, confidential = ? WHERE event_id = ?",
+                    arguments: [now.timeIntervalSince1970, confidential, eventID])
+                signIn?.redeemedAt = now
+                signIn?.confidential = confidential
+            case .replayed:
+                if try Self.end(eventID: eventID, now: now, in: db) { signIn?.endedAt = now }
+            case .unknown, .expired, .ended:
+                break
             }
-            guard signIn.redeemedAt == nil, signIn.endedAt == nil, let expiry = signIn.codeExpiresAt, now < expiry
-            else { throw StoreError(.conflict, "the authorization code was used, or has expired") }
-            try db.execute(
-                sql: "UPDATE openid_sign_ins SET redeemed_at = ? WHERE event_id = ?",
-                arguments: [now.timeIntervalSince1970, eventID])
-            signIn.redeemedAt = now
-            return signIn
+            return (verdict, signIn)
         }
     }
 
     public func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool {
-        try await write { db in
-            try db.execute(
-                sql: "UPDATE openid_sign_ins SET ended_at = ? WHERE event_id = ? AND ended_at IS NULL",
-                arguments: [now.timeIntervalSince1970, eventID])
-            guard db.changesCount == 1 else { return false }
-            try db.execute(
-                sql: "UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
-                arguments: [now.timeIntervalSince1970, OpenIDSignIn.familyPrefix + eventID])
-            return true
-        }
+        try await write { db in try Self.end(eventID: eventID, now: now, in: db) }
+    }
+
+    private static func end(eventID: String, now: Date, in db: Database) throws -> Bool {
+        try db.execute(
+            sql: "UPDATE openid_sign_ins SET ended_at = ? WHERE event_id = ? AND ended_at IS NULL",
+            arguments: [now.timeIntervalSince1970, eventID])
+        guard db.changesCount == 1 else { return false }
+        try db.execute(
+            sql: "UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
+            arguments: [now.timeIntervalSince1970, OpenIDSignIn.familyPrefix + eventID])
+        return true
     }
 }

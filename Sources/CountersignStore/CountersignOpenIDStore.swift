@@ -21,13 +21,17 @@ public protocol CountersignOpenIDStore: Sendable {
     func openIDScopes(apiKeyID: String) async throws -> [String]?
     /// The sign-in of this event, or nil.
     func openIDSignIn(eventID: String) async throws -> OpenIDSignIn?
-    /// Gives the sign-in its authorization code (by digest), once: `notFound`
-    /// for no sign-in, `conflict` if it has a code already.
+    /// Gives the sign-in a new authorization code (by digest), replacing
+    /// one not spent yet (a reloaded page asks again): `notFound` for no
+    /// sign-in, `conflict` once a code was spent or the sign-in ended.
     func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws
-    /// Spends the code once and returns the sign-in: `notFound` if the
-    /// sign-in has no code with this digest; `conflict` if it was spent
-    /// before, has expired or the sign-in was ended (nothing changes).
-    func redeemOpenIDCode(eventID: String, digest: Data, now: Date) async throws -> OpenIDSignIn
+    /// Spends the code as ``OpenIDCodeRule`` decides, in one transaction:
+    /// `spend` marks it spent (and whether the client authenticated,
+    /// `confidential`); `replayed` ends the sign-in and revokes its refresh
+    /// tokens; the others change nothing. Returns the verdict and the
+    /// sign-in as it then stands.
+    func redeemOpenIDCode(eventID: String, digest: Data, confidential: Bool, now: Date) async throws
+        -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
     /// Ends the sign-in and revokes every refresh token of its family, in
     /// one transaction; false if it was ended before or does not exist.
     @discardableResult

@@ -19,7 +19,7 @@ extension StoreConformance {
                 try await store.setOpenIDScopes(["openid"], apiKeyID: "ck_unknown", now: Fixture.t0)
             }
         },
-        Case(name: "OpenID sign-in: commits with its event; one code, spent once; ending revokes its refresh tokens") {
+        Case(name: "OpenID sign-in: commits with its event; a code spent once, a replay ends it; ending revokes") {
             store in
             _ = try await Fixture.enrolled(in: store)
             let event = Fixture.event()
@@ -47,50 +47,77 @@ extension StoreConformance {
             try await checkThrows(.notFound, "no code for a sign-in that does not exist") {
                 try await store.issueOpenIDCode(eventID: "ev_unknown", digest: Data([1]), expiresAt: Fixture.t0 + 120)
             }
+            // A reloaded page asks again: the newer code replaces the older.
+            try await store.issueOpenIDCode(eventID: event.id, digest: Data([3]), expiresAt: Fixture.t0 + 120)
             try await store.issueOpenIDCode(eventID: event.id, digest: Data([1, 2]), expiresAt: Fixture.t0 + 120)
-            try await checkThrows(.conflict, "a sign-in has one code") {
-                try await store.issueOpenIDCode(eventID: event.id, digest: Data([3]), expiresAt: Fixture.t0 + 120)
+            func redeem(_ digest: [UInt8], at seconds: TimeInterval, confidential: Bool = true) async throws
+                -> OpenIDCodeRule.Verdict
+            {
+                let (verdict, _) = try await store.redeemOpenIDCode(
+                    eventID: event.id, digest: Data(digest), confidential: confidential, now: Fixture.t0 + seconds)
+                return verdict
             }
-            try await checkThrows(.notFound, "another code is unknown") {
-                _ = try await store.redeemOpenIDCode(eventID: event.id, digest: Data([3]), now: Fixture.t0 + 1)
-            }
-            try await checkThrows(.conflict, "an expired code buys nothing") {
-                _ = try await store.redeemOpenIDCode(eventID: event.id, digest: Data([1, 2]), now: Fixture.t0 + 120)
-            }
-            // Two token requests at once: one gets the sign-in.
-            async let one = Result {
-                try await store.redeemOpenIDCode(eventID: event.id, digest: Data([1, 2]), now: Fixture.t0 + 5)
-            }
-            async let two = Result {
-                try await store.redeemOpenIDCode(eventID: event.id, digest: Data([1, 2]), now: Fixture.t0 + 5)
-            }
-            let spent = [await one, await two].compactMap { try? $0.get() }
-            try check(spent.count == 1 && spent.first?.redeemedAt == Fixture.t0 + 5, "spent once: \(spent)")
+            try check(try await redeem([3], at: 1) == .unknown, "the replaced code is unknown")
             try check(
-                try await store.openIDSignIn(eventID: event.id)?.redeemedAt == Fixture.t0 + 5, "marked redeemed")
+                try await store.redeemOpenIDCode(
+                    eventID: "ev_unknown", digest: Data([1, 2]), confidential: false, now: Fixture.t0
+                ).0 == .unknown, "no such sign-in")
+            try check(try await redeem([1, 2], at: 120) == .expired, "an expired code buys nothing")
+            try check(try await store.openIDSignIn(eventID: event.id)?.redeemedAt == nil, "and changes nothing")
+            // Two token requests at once: one spends it, the other is a replay.
+            async let one = redeem([1, 2], at: 5)
+            async let two = redeem([1, 2], at: 5)
+            let verdicts = [try await one, try await two]
+            try check(verdicts.contains(.spend) && verdicts.contains(.replayed), "\(verdicts)")
+            let spent = try await store.openIDSignIn(eventID: event.id)
+            try check(spent?.redeemedAt == Fixture.t0 + 5 && spent?.confidential == true, "marked spent: \(spent!)")
+            try check(spent?.endedAt == Fixture.t0 + 5, "the replay ended the sign-in")
+            try check(try await redeem([1, 2], at: 6) == .replayed, "spent is spent")
+            try await checkThrows(.conflict, "no new code once one was spent") {
+                try await store.issueOpenIDCode(eventID: event.id, digest: Data([4]), expiresAt: Fixture.t0 + 120)
+            }
 
-            let family = signIn.family
+            // Ending: a second sign-in, its refresh tokens revoked with it.
+            let other = Fixture.event()
+            var otherSignIn = signIn
+            otherSignIn.eventID = other.id
+            try await store.insertPendingEvent(
+                other, by: .backend, limits: PendingLimits(perUser: 3), announcing: [],
+                attached: .signIn(otherSignIn), now: Fixture.t0)
+            try await store.issueOpenIDCode(eventID: other.id, digest: Data([5]), expiresAt: Fixture.t0 + 120)
+            try check(
+                try await store.redeemOpenIDCode(
+                    eventID: other.id, digest: Data([5]), confidential: false, now: Fixture.t0
+                )
+                .0 == .spend, "spent by a public client")
+            try check(try await store.openIDSignIn(eventID: other.id)?.confidential == false, "public")
             try await store.insertRefreshToken(
                 RefreshTokenRecord(
-                    digest: Data([9]), familyID: family, apiKeyID: "ck_app", identityID: "", createdAt: Fixture.t0,
-                    expiresAt: Fixture.t0 + 86400, clientUserID: "alice"))
+                    digest: Data([9]), familyID: otherSignIn.family, apiKeyID: "ck_app", identityID: "",
+                    createdAt: Fixture.t0, expiresAt: Fixture.t0 + 86400, clientUserID: "alice"))
             try await store.insertRefreshToken(
                 RefreshTokenRecord(
                     digest: Data([8]), familyID: "oidc:ev_other", apiKeyID: "ck_app", identityID: "",
                     createdAt: Fixture.t0, expiresAt: Fixture.t0 + 86400, clientUserID: "alice"))
-            try check(try await store.endOpenIDSignIn(eventID: event.id, now: Fixture.t0 + 10), "ended")
-            try check(!(try await store.endOpenIDSignIn(eventID: event.id, now: Fixture.t0 + 11)), "ended once")
+            try check(try await store.endOpenIDSignIn(eventID: other.id, now: Fixture.t0 + 10), "ended")
+            try check(!(try await store.endOpenIDSignIn(eventID: other.id, now: Fixture.t0 + 11)), "ended once")
             try check(!(try await store.endOpenIDSignIn(eventID: "ev_unknown", now: Fixture.t0 + 11)), "unknown")
             try check(
-                try await store.openIDSignIn(eventID: event.id)?.endedAt == Fixture.t0 + 10, "the end is kept")
+                try await store.openIDSignIn(eventID: other.id)?.endedAt == Fixture.t0 + 10, "the end is kept")
             try check(
                 try await store.refreshToken(digest: Data([9]))?.revokedAt == Fixture.t0 + 10, "its tokens revoked")
             try check(
                 try await store.refreshToken(digest: Data([8]))?.revokedAt == nil, "another sign-in's tokens live")
+            try check(
+                try await store.redeemOpenIDCode(
+                    eventID: other.id, digest: Data([5]), confidential: false, now: Fixture.t0 + 12
+                )
+                .0 == .replayed, "a spent code of an ended sign-in is still a replay")
 
             // Kept while a refresh token of it lives, then collected.
             _ = try await store.garbageCollect(now: Fixture.t0 + 2 * 86400, eventsEndedBefore: Fixture.t0 + 86400)
             try check(try await store.openIDSignIn(eventID: event.id) == nil, "collected with its tokens gone")
+            try check(try await store.openIDSignIn(eventID: other.id) == nil, "both")
         },
         Case(name: "OpenID sign-in: kept while a refresh token of it lives") { store in
             _ = try await Fixture.enrolled(in: store)

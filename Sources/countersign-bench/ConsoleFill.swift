@@ -523,7 +523,7 @@ struct HistoryFiller {
             requesterTokenDigest: SecretToken.digest(SecretToken.generate(bytes: 32)), newDevice: nil, now: asked,
             window: 60)
         try await store.insertPendingEvent(
-            login, by: .requester(address: address), limits: PendingLimits().forConsoleSignIn, announcing: [],
+            login, by: .requester(address: address), limits: PendingLimits().forSignInPage, announcing: [],
             now: asked)
         let approvedAt = asked + 10
         let jws = try await DecisionProof.make(

@@ -6,7 +6,7 @@ import Testing
 struct OpenIDAuthorizationTests {
     static let challenge = PKCE.challenge(for: PKCE.newVerifier())
 
-    static func check(_ changes: [String: String?] = [:], allowed: [String] = OpenIDAuthorization.defaultScopes)
+    static func check(_ changes: [String: String?] = [:], allowed: [String] = ["openid", "profile"])
         -> Result<OpenIDAuthorization, OpenIDAuthorization.Refusal>
     {
         var query: [String: String] = [
@@ -22,16 +22,10 @@ struct OpenIDAuthorizationTests {
         if case .failure(let refusal) = check(changes) { refusal.error } else { nil }
     }
 
-    @Test("which page answers: sign-in for openid alone or a registered app, verification when asked for it")
+    @Test("which page answers is the app's choice, never the request's")
     func pageChoice() {
-        func signsIn(_ scope: String?, _ type: String? = nil, registered: [String]? = nil) -> Bool {
-            OpenIDAuthorization.signsIn(scope: scope, identifierType: type, registered: registered)
-        }
-        #expect(signsIn("openid") && signsIn("profile openid"))
-        #expect(!signsIn("openid email") && !signsIn("openid phone"), "the verification page, as before")
-        #expect(signsIn("openid email profile", registered: ["openid", "email"]), "a registered app signs in")
-        #expect(!signsIn("openid", "EMAIL") && !signsIn("openid", "EMAIL", registered: ["openid"]))
-        #expect(!signsIn(nil) && !signsIn("profile") && !signsIn("email", registered: ["openid"]))
+        #expect(OpenIDAuthorization.signsIn(registered: ["openid"]))
+        #expect(!OpenIDAuthorization.signsIn(registered: nil))
     }
 
     @Test("the scopes an app may register")
@@ -74,7 +68,7 @@ struct OpenIDAuthorizationTests {
     @Test("each refusal names the error OAuth and OpenID Connect give it")
     func refusals() {
         #expect(Self.refusal(["response_type": "token"]) == "unsupported_response_type")
-        #expect(Self.refusal(["response_type": nil]) == "unsupported_response_type")
+        #expect(Self.refusal(["response_type": nil]) == "invalid_request", "RFC 6749 §4.1.2.1: missing")
         #expect(Self.refusal(["response_mode": "fragment"]) == "invalid_request")
         #expect(Self.refusal(["request": "eyJ"]) == "request_not_supported")
         #expect(Self.refusal(["request_uri": "https://x"]) == "request_uri_not_supported")
@@ -98,7 +92,8 @@ struct OpenIDAuthorizationTests {
         #expect(alice != OpenIDSubject.of(apiKeyID: "ck_b", user: "alice"))
         #expect(alice != OpenIDSubject.of(apiKeyID: "ck_a", user: "alice2"))
         #expect(
-            OpenIDSubject.of(apiKeyID: "ck_a\u{0}b", user: "c") != OpenIDSubject.of(apiKeyID: "ck_a", user: "b\u{0}c"))
+            OpenIDSubject.of(apiKeyID: "ck_a", user: "bc") != OpenIDSubject.of(apiKeyID: "ck_ab", user: "c"),
+            "the app id and the name cannot run into each other")
         #expect(!alice.contains("alice") && alice.count == 43 && alice.allSatisfy(\.isASCII))
     }
 
@@ -117,7 +112,10 @@ struct OpenIDAuthorizationTests {
         }
         #expect(expired.contains("in time"))
         event.storedStatus = .approved
-        #expect(OpenIDSignInOutcome.of(event, now: now) == .approved)
+        event.decidedAt = now + 10
+        #expect(OpenIDSignInOutcome.of(event, now: now + 20) == .approved)
+        event.decidedAt = now + 70
+        #expect(OpenIDSignInOutcome.of(event, now: now + 80) != .approved, "a code after the window signs in nobody")
         event.storedStatus = .rejected
         event.storedReason = .fraudReported
         guard case .ended(let message, _) = OpenIDSignInOutcome.of(event, now: now) else {
@@ -133,6 +131,23 @@ struct OpenIDAuthorizationTests {
             return
         }
         #expect(cancelled.contains("cancelled"))
+    }
+
+    @Test("a code: spent once, a replay told apart from a stranger's guess")
+    func codeRule() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        var signIn = OpenIDSignIn(
+            eventID: "ev_x", apiKeyID: "ck_a", redirectURI: "https://a/cb", codeChallenge: "c", state: nil,
+            nonce: nil, scope: "openid", createdAt: now, codeDigest: Data([1]), codeExpiresAt: now + 120)
+        #expect(OpenIDCodeRule.decide(nil, digest: Data([1]), now: now) == .unknown)
+        #expect(OpenIDCodeRule.decide(signIn, digest: Data([2]), now: now) == .unknown)
+        #expect(OpenIDCodeRule.decide(signIn, digest: Data([1]), now: now) == .spend)
+        #expect(OpenIDCodeRule.decide(signIn, digest: Data([1]), now: now + 120) == .expired)
+        signIn.endedAt = now
+        #expect(OpenIDCodeRule.decide(signIn, digest: Data([1]), now: now) == .ended)
+        signIn.redeemedAt = now
+        #expect(OpenIDCodeRule.decide(signIn, digest: Data([1]), now: now + 500) == .replayed, "late or not")
+        #expect(OpenIDCodeRule.decide(signIn, digest: Data([2]), now: now) == .unknown, "a guess is no replay")
     }
 
     @Test("the browser named for the approver")

@@ -12,13 +12,63 @@ import Testing
 struct OpenIDSignInEndToEndTests {
     static let redirectURI = "http://127.0.0.1:8765/callback"
 
-    /// A broker whose demo app registered the relying party's redirect URI.
-    static func broker(_ arguments: [String] = [], database: String? = nil) async throws -> LiveBroker {
+    /// A broker whose demo app registered the relying party's redirect URI
+    /// and, unless `signsIn` is false, its sign-in scopes.
+    static func broker(_ arguments: [String] = [], database: String? = nil, signsIn: Bool = true) async throws
+        -> LiveBroker
+    {
         let broker = try await LiveBroker.start(arguments: arguments, database: database)
-        let register = try RunningProcess(
-            "device-broker", ["apikey", "set-redirect-urls", broker.apiKeyID, redirectURI] + broker.storeArguments)
-        #expect(try await register.exitCode(timeout: .seconds(120)) == 0, "\(register.text)")
+        try await command(broker, ["apikey", "set-redirect-urls", broker.apiKeyID, redirectURI])
+        if signsIn { try await command(broker, ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "profile"]) }
         return broker
+    }
+
+    /// `device-broker ARGUMENTS` on the broker's store; its output.
+    @discardableResult
+    static func command(_ broker: LiveBroker, _ arguments: [String]) async throws -> String {
+        let process = try RunningProcess("device-broker", arguments + broker.storeArguments)
+        #expect(try await process.exitCode(timeout: .seconds(120)) == 0, "\(process.text)")
+        return process.text
+    }
+
+    /// An authorization request of the demo app, with `extra` parameters.
+    static func authorizeURL(_ broker: LiveBroker, _ extra: [String: String] = [:]) -> String {
+        var url = URLComponents(string: broker.url + "/oauth/authorize")!
+        url.queryItems =
+            [
+                .init(name: "response_type", value: "code"), .init(name: "client_id", value: broker.apiKeyID),
+                .init(name: "redirect_uri", value: redirectURI), .init(name: "scope", value: "openid"),
+                .init(name: "code_challenge", value: PKCE.challenge(for: PKCE.newVerifier())),
+                .init(name: "code_challenge_method", value: "S256"),
+            ] + extra.map { URLQueryItem(name: $0.key, value: $0.value) }
+        return url.string!
+    }
+
+    /// A GET's status and body.
+    static func get(_ url: String) async throws -> (Int, String) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(60))
+        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
+    }
+
+    @Test("the page is the app's choice: a request cannot turn sign-in into verification, nor the reverse")
+    func flowIsTheApps() async throws {
+        let broker = try await Self.broker()
+        defer { broker.stop() }
+        // Registered: sign-in, whatever the request adds.
+        for extra in [[:], ["identifier_type": "EMAIL"], ["scope": "openid email phone"]] {
+            let (status, page) = try await Self.get(Self.authorizeURL(broker, extra))
+            #expect(status == 200 && page.contains(#"name="user""#), "\(extra): \(page)")
+            #expect(!page.contains("/app/code"), "\(extra)")
+        }
+        let (refused, page) = try await Self.get(
+            broker.url + "/app?api_key=\(broker.apiKeyID)&redirect_url=\(Self.redirectURI)&type=EMAIL"
+                + "&code_challenge=\(PKCE.challenge(for: PKCE.newVerifier()))&code_challenge_method=S256")
+        #expect(refused == 400 && page.contains("signs in by approval"), "\(page)")
+
+        // Not registered: the verification page, even for openid alone.
+        try await Self.command(broker, ["apikey", "set-openid-scopes", broker.apiKeyID])
+        let (status, verification) = try await Self.get(Self.authorizeURL(broker))
+        #expect(status == 200 && verification.contains("/app/code") && !verification.contains(#"name="user""#))
     }
 
     /// The relying party, signing `user` in with `options`.
@@ -119,11 +169,9 @@ struct OpenIDSignInEndToEndTests {
         let broker = try await Self.broker()
         defer { broker.stop() }
         let user = "alice@example.com"
-        let register = try RunningProcess(
-            "device-broker",
-            ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "profile", "email"] + broker.storeArguments)
-        #expect(try await register.exitCode(timeout: .seconds(120)) == 0, "\(register.text)")
-        #expect(register.text.contains("signs in by approval with openid profile email"), "\(register.text)")
+        let registered = try await Self.command(
+            broker, ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "profile", "email"])
+        #expect(registered.contains("signs in by approval with openid profile email"), "\(registered)")
         let laptop = try await broker.enrollMachine(user: user, name: "laptop")
         let rp = try Self.relyingParty(broker, user: user, ["--scope", "openid email profile"])
         let number = try await rp.waitFor(#"number: (\d+)"#, timeout: .seconds(120))
@@ -153,16 +201,9 @@ struct OpenIDSignInEndToEndTests {
             let broker = try await Self.broker(database: cluster.url)
             defer { broker.stop() }
             let laptop = try await broker.enrollMachine(name: "laptop")
-            var authorize = URLComponents(string: broker.url + "/oauth/authorize")!
-            authorize.queryItems = [
-                .init(name: "response_type", value: "code"), .init(name: "client_id", value: broker.apiKeyID),
-                .init(name: "redirect_uri", value: Self.redirectURI), .init(name: "scope", value: "openid"),
-                .init(name: "code_challenge", value: PKCE.challenge(for: PKCE.newVerifier())),
-                .init(name: "code_challenge_method", value: "S256"),
-            ]
+            let authorize = Self.authorizeURL(broker)
             try await cluster.halt()
-            let response = try await HTTPClient.shared.execute(
-                HTTPClientRequest(url: authorize.string!), timeout: .seconds(60))
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: authorize), timeout: .seconds(60))
             let body = String(buffer: try await response.body.collect(upTo: 1 << 20))
             #expect(response.status.code == 503, "\(response.status)")
             #expect(response.headers.first(name: "Content-Type")?.hasPrefix("text/html") == true)
@@ -173,10 +214,7 @@ struct OpenIDSignInEndToEndTests {
             // The page answers again once the store does; the sign-in completes.
             var patience = WaitBudget(.seconds(90))
             while patience.left() {
-                let again = try await HTTPClient.shared.execute(
-                    HTTPClientRequest(url: authorize.string!), timeout: .seconds(60))
-                _ = try await again.body.collect(upTo: 1 << 20)
-                if again.status.code == 200 { break }
+                if try await Self.get(authorize).0 == 200 { break }
                 try await Task.sleep(for: .milliseconds(200))
             }
             let rp = try Self.relyingParty(broker)
@@ -200,10 +238,6 @@ struct OpenIDSignInEndToEndTests {
             let outcome = try Self.result(of: rp)
             #expect(outcome["outcome"] as? String == "error" && outcome["error"] as? String == "access_denied")
             #expect((outcome["page"] as? String)?.contains(words) == true, "\(outcome)")
-            if answer == "f" {
-                // A fraud report pauses the user's sign-ins: the form says so.
-                break
-            }
         }
         // Nobody answers bob's sign-in in its window.
         let rp = try Self.relyingParty(broker, user: "bob")

@@ -16,8 +16,12 @@ struct OpenIDSessionController {
         RouteCollection(context: BrokerRequestContext.self)
             .get("oauth/userinfo", use: userInfo)
             .post("oauth/userinfo", use: userInfo)
-            .get("oauth/end-session", use: endSession)
-            .post("oauth/end-session", use: endSession)
+            .get("oauth/end-session") { request, context in
+                try await HostedPage.answering(context) { try await endSession(request, context: context) }
+            }
+            .post("oauth/end-session") { request, context in
+                try await HostedPage.answering(context) { try await endSession(request, context: context) }
+            }
     }
 
     /// The claims userinfo gives: those of the access token's grant.
@@ -46,30 +50,8 @@ struct OpenIDSessionController {
         return error
     }
 
-    /// The access token, in the `Authorization` header or (RFC 6750 §2.2) as
-    /// `access_token` in a POST form; never both.
-    private func accessToken(_ request: Request, context: BrokerRequestContext) async throws -> String {
-        let header = request.headers[.authorization].flatMap {
-            $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil
-        }
-        let isForm =
-            request.method == .post
-            && request.headers[.contentType].flatMap(MediaType.init(from:))?.isType(.applicationUrlEncoded) == true
-        let body = isForm ? FormQuery(try await request.formBody(context: context))["access_token"] : nil
-        switch (header, body) {
-        case (let token?, nil), (nil, let token?): return token
-        case (.some, .some):
-            throw APIError.oauth("invalid_request", "send the access token once, not in both the header and the body")
-        case (nil, nil):
-            var error = APIError.oauth(
-                "invalid_request", "send the access token as a Bearer token", status: .unauthorized)
-            error.headers[.wwwAuthenticate] = #"Bearer realm="countersign""#
-            throw error
-        }
-    }
-
     @Sendable func userInfo(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<UserInfo> {
-        let token = try await accessToken(request, context: context)
+        let token = try await AccessTokenCredentials.read(request, context: context)
         let claims: OAuthTokenClaims
         do {
             claims = try await environment.keys.verify(token, as: OAuthTokenClaims.self)
@@ -139,10 +121,12 @@ struct OpenIDSessionController {
                 )
             }
         }
+        var ended = false
         if let sid = hint?.sid, let signIn = try await environment.store.openIDSignIn(eventID: sid),
             signIn.apiKeyID == hint?.aud
         {
-            if try await environment.store.endOpenIDSignIn(eventID: sid, now: environment.now()) {
+            ended = try await environment.store.endOpenIDSignIn(eventID: sid, now: environment.now())
+            if ended {
                 context.logger.info("signed out", metadata: ["sid": "\(sid)", "client": "\(signIn.apiKeyID)"])
             }
         }
@@ -151,11 +135,12 @@ struct OpenIDSessionController {
             return HostedPage.redirect(to: RedirectURL.appending(items, to: redirect) ?? redirect)
         }
         let app = key.map { " of \($0.name)" } ?? ""
+        let said =
+            ended
+            ? "You are signed out\(app). You can close this page."
+            : "There is no sign-in here to end: the app signs you out itself. You can close this page."
         return HostedPage.response(
             HostedPage.layout(
-                title: "Signed out",
-                body: """
-                    <p class="lead">You are signed out\(HostedPage.escape(app)). You can close this page.</p>
-                    """))
+                title: "Signed out", body: #"<p class="lead">\#(HostedPage.escape(said))</p>"#))
     }
 }

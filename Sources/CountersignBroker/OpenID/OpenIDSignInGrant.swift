@@ -10,7 +10,8 @@ struct OpenIDSignInGrant {
     /// Spends a code for `client` (RFC 6749 §4.1.3, RFC 7636 §4.6): the
     /// same client and redirect URI as the authorization request, and the
     /// PKCE verifier of its challenge, confidential client or public. A
-    /// code spent twice may be stolen: the sign-in it bought is ended.
+    /// code spent twice may be stolen: the store ends the sign-in it
+    /// bought (``OpenIDCodeRule``).
     func redeem(code: String, verifier: String, redirectURI: String, client: OAuthClient) async throws
         -> (OAuthTokens, scope: String)
     {
@@ -26,18 +27,9 @@ struct OpenIDSignInGrant {
             throw APIError.oauth("invalid_grant", "the code_verifier does not match the code_challenge (S256)")
         }
         let now = environment.now()
-        let redeemed: OpenIDSignIn
-        do {
-            redeemed = try await environment.store.redeemOpenIDCode(
-                eventID: signIn.eventID, digest: SecretToken.digest(code), now: now)
-        } catch let error as StoreError where error.code == .conflict || error.code == .notFound {
-            // Spent twice, the code may be stolen: the sign-in it bought is
-            // ended, its refresh and access tokens with it (RFC 6749 §4.1.2).
-            if error.code == .conflict, signIn.redeemedAt != nil {
-                try await environment.store.endOpenIDSignIn(eventID: signIn.eventID, now: now)
-            }
-            throw unknown
-        }
+        let (verdict, stands) = try await environment.store.redeemOpenIDCode(
+            eventID: signIn.eventID, digest: SecretToken.digest(code), confidential: client.authenticated, now: now)
+        guard verdict == .spend, let redeemed = stands else { throw unknown }
         guard let event = try await environment.store.event(id: redeemed.eventID), event.status(at: now) == .approved
         else { throw unknown }
         return (
@@ -46,19 +38,26 @@ struct OpenIDSignInGrant {
         )
     }
 
-    /// The sign-in of a refresh-token family, unless it was ended.
+    /// The sign-in of a refresh-token family, unless it was ended; a
+    /// client that spent its code with its secret refreshes with it too.
     @discardableResult
-    func requireOpen(family: String) async throws -> OpenIDSignIn {
+    func requireOpen(family: String, client: OAuthClient) async throws -> OpenIDSignIn {
         let eventID = String(family.dropFirst(OpenIDSignIn.familyPrefix.count))
         guard let signIn = try await environment.store.openIDSignIn(eventID: eventID), signIn.endedAt == nil else {
             throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
+        }
+        if signIn.confidential, !client.authenticated {
+            throw APIError.oauth(
+                "invalid_client", "this client spent its code with its secret: refresh with the secret too")
         }
         return signIn
     }
 
     /// New tokens for a refresh token of a sign-in that was not ended.
-    func refreshed(_ rotated: RefreshTokenRecord, secret: String) async throws -> (OAuthTokens, scope: String) {
-        let signIn = try await requireOpen(family: rotated.familyID)
+    func refreshed(_ rotated: RefreshTokenRecord, secret: String, client: OAuthClient) async throws
+        -> (OAuthTokens, scope: String)
+    {
+        let signIn = try await requireOpen(family: rotated.familyID, client: client)
         guard let user = rotated.clientUserID else {
             throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
         }

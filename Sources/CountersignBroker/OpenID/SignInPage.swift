@@ -67,6 +67,7 @@ enum SignInPage {
             <details\(error == nil ? "" : " open")>
               <summary>No device at hand? Use a code from your authenticator app</summary>
               <form method="post" action="/oauth/sign-in/code">
+                \(HostedPage.hidden("id", event.id))
                 <label for="code">6-digit code</label>
                 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
                 <button type="submit">Sign in with the code</button>
@@ -83,6 +84,7 @@ enum SignInPage {
                 <p class="hint" id="status" aria-live="polite">Waiting for your approval. This page goes on by itself; the request ends in \(seconds) seconds.</p>
                 \(codeForm)
                 <form method="post" action="/oauth/sign-in/cancel" class="secondary">
+                  \(HostedPage.hidden("id", event.id))
                   <button type="submit" class="link">Cancel</button>
                 </form>
                 """,
@@ -113,10 +115,13 @@ enum SignInPage {
         "use strict";
         (async () => {
           const status = document.getElementById("status");
+          const id = new URLSearchParams(location.search).get("id") || "";
+          const page = "/oauth/sign-in?id=" + encodeURIComponent(id);
           for (let failures = 0; ; ) {
             let response;
             try {
-              response = await fetch("/oauth/sign-in/status?wait=25", { cache: "no-store", credentials: "same-origin" });
+              response = await fetch("/oauth/sign-in/status?wait=25&id=" + encodeURIComponent(id), {
+                cache: "no-store", credentials: "same-origin" });
             } catch {
               failures += 1;
               if (status) status.textContent = "Connection lost; trying again…";
@@ -131,7 +136,7 @@ enum SignInPage {
             failures = 0;
             const body = response.ok ? await response.json().catch(() => null) : null;
             if (!body || body.status !== "pending") {
-              location.replace("/oauth/sign-in");
+              location.replace(page);
               return;
             }
           }

@@ -84,7 +84,14 @@ struct SignInPageController {
                         returnURL: nil),
                     status: .badRequest))
         }
-        let allowed = try await environment.store.openIDScopes(apiKeyID: key.id) ?? OpenIDAuthorization.defaultScopes
+        guard let allowed = try await environment.store.openIDScopes(apiKeyID: key.id) else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure(
+                        "This app is not registered to sign in by approval (device-broker apikey set-openid-scopes).",
+                        returnURL: nil),
+                    status: .badRequest))
+        }
         switch OpenIDAuthorization.check(parameter, allowed: allowed) {
         case .failure(let refusal):
             return .failed(
@@ -124,7 +131,8 @@ struct SignInPageController {
                 PendingEvents.Draft(
                     key: key, user: user, name: EventName.login, ip: context.clientAddress,
                     details: "Sign in to \(key.name) in a web browser", requesterName: browser,
-                    userVerification: authorization.requiresUserVerification ? .required : nil),
+                    userVerification: authorization.requiresUserVerification ? .required : nil,
+                    limits: environment.policy.pendingLimits.forSignInPage),
                 by: .requester(address: context.clientAddress), holdsSecret: false
             ) { event, _ in
                 .signIn(
@@ -134,19 +142,20 @@ struct SignInPageController {
                         nonce: authorization.nonce, scope: authorization.scope, createdAt: now))
             }
         } catch let error as StoreError {
-            let message: String
+            let (message, refusal, description): (String, String, String)
             switch error.code {
             case .limitReached(let retryAfter):
                 message =
-                    "Too many sign-in requests from here or for this user. Try again in \(VerificationPageController.minutes(retryAfter))."
+                    "Too many sign-in requests from here or for this user. Try again in \(HostedPage.minutes(retryAfter))."
+                (refusal, description) = ("temporarily_unavailable", "too many sign-in requests")
             case .userProtected(let retryAfter):
                 message =
-                    "Sign-in is paused for this user after a request was reported as not theirs. Try again in \(VerificationPageController.minutes(retryAfter))."
+                    "Sign-in is paused for this user after a request was reported as not theirs. Try again in \(HostedPage.minutes(retryAfter))."
+                (refusal, description) = ("access_denied", "sign-in is paused for this user after a fraud report")
             default: throw error
             }
             let back = errorRedirect(
-                authorization.redirectURI, error: "temporarily_unavailable", description: "too many sign-in requests",
-                state: authorization.state)
+                authorization.redirectURI, error: refusal, description: description, state: authorization.state)
             return HostedPage.response(
                 SignInPage.userNameForm(
                     app: key.name, parameters: carried, userName: user, error: message, back: back),
@@ -154,20 +163,25 @@ struct SignInPageController {
         } catch let error as APIError where error.code == "passkeys_unavailable" {
             return HostedPage.redirect(
                 to: errorRedirect(
-                    authorization.redirectURI, error: "invalid_request",
-                    description: "user verification is required: \(error.message)", state: authorization.state))
+                    authorization.redirectURI, error: "server_error",
+                    description: "user verification is required, and this broker cannot verify users: \(error.message)",
+                    state: authorization.state))
         }
-        let attempt = opened.event.id + "." + opened.requesterToken
         let maxAge = Int(opened.event.expiresAt.timeIntervalSince(now).rounded(.up)) + 300
         return HostedPage.redirect(
-            to: "/oauth/sign-in",
-            headers: [.setCookie: cookies.setting(.openIDSignIn, attempt, maxAge: maxAge)])
+            to: Self.page(opened.event.id),
+            headers: [
+                .setCookie: cookies.setting(
+                    .openIDSignIn(eventID: opened.event.id), opened.requesterToken, maxAge: maxAge)
+            ])
     }
 
     /// The waiting page while the login is pending; once it is decided, the
     /// way back to the app: with the code, or with the OAuth error.
     @Sendable func show(_ request: Request, context: BrokerRequestContext) async throws -> Response {
-        guard let (event, signIn, key) = try await attempt(request) else { return Self.noAttempt }
+        guard let (event, signIn, key) = try await attempt(request, id: request.formQuery["id"]) else {
+            return Self.noAttempt
+        }
         let now = environment.now()
         switch OpenIDSignInOutcome.of(event, now: now) {
         case .waiting:
@@ -183,7 +197,7 @@ struct SignInPageController {
             } catch let error as StoreError where error.code == .conflict {
                 return HostedPage.response(
                     HostedPage.failure("This sign-in was finished already. Start again from the app.", returnURL: nil),
-                    status: .gone, headers: [.setCookie: clearCookie])
+                    status: .gone, headers: [.setCookie: clearCookie(event.id)])
             }
             let items = [
                 URLQueryItem(name: "code", value: code), URLQueryItem(name: "state", value: signIn.state),
@@ -191,12 +205,12 @@ struct SignInPageController {
             ].filter { $0.value != nil }
             return HostedPage.redirect(
                 to: RedirectURL.appending(items, to: signIn.redirectURI) ?? signIn.redirectURI,
-                headers: [.setCookie: clearCookie])
+                headers: [.setCookie: clearCookie(event.id)])
         case .ended(let message, let description):
             let back = errorRedirect(
                 signIn.redirectURI, error: "access_denied", description: description, state: signIn.state)
             return HostedPage.response(
-                SignInPage.ended(message, app: key.name, back: back), headers: [.setCookie: clearCookie])
+                SignInPage.ended(message, app: key.name, back: back), headers: [.setCookie: clearCookie(event.id)])
         }
     }
 
@@ -207,7 +221,7 @@ struct SignInPageController {
     /// The waiting login's status, held up to `?wait=N` seconds until it
     /// is decided: what the page's script polls.
     @Sendable func status(_ request: Request, context: BrokerRequestContext) async throws -> JSONBody<StatusDocument> {
-        guard let (eventID, secret) = attemptCookie(request) else {
+        guard let (eventID, secret) = attemptCookie(request, id: request.formQuery["id"]) else {
             throw APIError.notSignedIn("no sign-in is waiting in this browser")
         }
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
@@ -227,8 +241,8 @@ struct SignInPageController {
     /// No device at hand: a TOTP code from one approves the login.
     @Sendable func finishWithCode(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         try request.requireSameOrigin(environment.origins, "the code is sent from the sign-in page only")
-        guard let (event, _, key) = try await attempt(request) else { return Self.noAttempt }
         let form = FormQuery(try await request.formBody(context: context))
+        guard let (event, _, key) = try await attempt(request, id: form["id"]) else { return Self.noAttempt }
         let code = (form["code"] ?? "").filter { !$0.isWhitespace }
         func again(_ message: String, _ status: HTTPResponse.Status) -> Response {
             HostedPage.response(
@@ -237,7 +251,9 @@ struct SignInPageController {
                     error: message),
                 status: status, policy: SignInPage.waitingPolicy)
         }
-        guard event.status(at: environment.now()) == .pending else { return HostedPage.redirect(to: "/oauth/sign-in") }
+        guard event.status(at: environment.now()) == .pending else {
+            return HostedPage.redirect(to: Self.page(event.id))
+        }
         if CodeFinishRule.refusal(for: event) == .userVerificationRequired {
             return again("This sign-in must be approved on a device with its screen lock, not with a code.", .forbidden)
         }
@@ -247,38 +263,48 @@ struct SignInPageController {
         } catch let error as APIError where error.status.code < 500 {
             return again(HostedPage.sentence(error.message), error.status)
         }
-        return HostedPage.redirect(to: "/oauth/sign-in")
+        return HostedPage.redirect(to: Self.page(event.id))
     }
 
     /// The person gives up: the login is withdrawn (the device stops
     /// asking), and the app hears `access_denied`.
     @Sendable func cancel(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         try request.requireSameOrigin(environment.origins, "the sign-in is cancelled from its own page only")
-        guard let (event, signIn, _) = try await attempt(request) else { return Self.noAttempt }
+        let form = FormQuery(try await request.formBody(context: context))
+        guard let (event, signIn, _) = try await attempt(request, id: form["id"]) else { return Self.noAttempt }
         let now = environment.now()
         if Withdrawal.evaluate(event, now: now) == .withdraw {
-            _ = try await EventTransitions(environment: environment).withdraw(event, now: now)
+            do {
+                _ = try await EventTransitions(environment: environment).withdraw(event, now: now)
+            } catch let error as APIError where error.status == .conflict {
+                // Decided meanwhile: the page tells how, and goes on.
+                return HostedPage.redirect(to: Self.page(event.id))
+            }
         }
         return HostedPage.redirect(
             to: errorRedirect(
                 signIn.redirectURI, error: "access_denied", description: "the user cancelled the sign-in",
                 state: signIn.state),
-            headers: [.setCookie: clearCookie])
+            headers: [.setCookie: clearCookie(event.id)])
     }
 
     // MARK: - The attempt
 
-    /// The event id and requester token the attempt cookie holds.
-    private func attemptCookie(_ request: Request) -> (String, String)? {
-        guard let value = cookies.value(.openIDSignIn, in: request.headers), let dot = value.firstIndex(of: ".")
-        else { return nil }
-        return (String(value[..<dot]), String(value[value.index(after: dot)...]))
+    /// The waiting page of the sign-in that opened `eventID`.
+    static func page(_ eventID: String) -> String { "/oauth/sign-in?id=" + eventID }
+
+    /// The sign-in a request names (`id`) and the requester token its
+    /// cookie holds.
+    private func attemptCookie(_ request: Request, id: String?) -> (String, String)? {
+        guard let id, let token = cookies.value(.openIDSignIn(eventID: id), in: request.headers) else { return nil }
+        return (id, token)
     }
 
-    /// The login the browser's cookie holds, its sign-in and app; nil for
-    /// none (no cookie, a wrong token, a login no sign-in opened).
-    private func attempt(_ request: Request) async throws -> (ApprovalEvent, OpenIDSignIn, APIKey)? {
-        guard let (eventID, secret) = attemptCookie(request) else { return nil }
+    /// The login a request names whose requester token the browser's
+    /// cookie holds, its sign-in and app; nil for none (no cookie, a wrong
+    /// token, a login no sign-in opened).
+    private func attempt(_ request: Request, id: String?) async throws -> (ApprovalEvent, OpenIDSignIn, APIKey)? {
+        guard let (eventID, secret) = attemptCookie(request, id: id) else { return nil }
         let event: ApprovalEvent
         do {
             event = try await EventController.event(eventID, heldBy: .requester(secret: secret), in: environment)
@@ -291,7 +317,9 @@ struct SignInPageController {
         return (event, signIn, key)
     }
 
-    private var clearCookie: String { cookies.setting(.openIDSignIn, "", maxAge: 0) }
+    private func clearCookie(_ eventID: String) -> String {
+        cookies.setting(.openIDSignIn(eventID: eventID), "", maxAge: 0)
+    }
 
     private static var noAttempt: Response {
         HostedPage.response(

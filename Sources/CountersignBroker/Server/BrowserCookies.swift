@@ -22,7 +22,9 @@ struct BrowserCookies: Sendable {
     enum Kind: Sendable {
         case session
         case attempt
-        case openIDSignIn
+        /// One per sign-in, named with its event's id: two sign-ins in two
+        /// tabs of one browser keep apart.
+        case openIDSignIn(eventID: String)
     }
 
     /// Whether the cookies say `Secure`: on every broker but one whose
@@ -41,7 +43,7 @@ struct BrowserCookies: Sendable {
             switch kind {
             case .session: "countersign_console"
             case .attempt: "countersign_console_sign_in"
-            case .openIDSignIn: "countersign_sign_in"
+            case .openIDSignIn(let eventID): "countersign_sign_in_" + eventID
             }
         return secure ? "__Host-" + base : base
     }

@@ -178,7 +178,10 @@ enum HostedPage {
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
             .contentSecurityPolicy: policy,
-            HTTPField.Name("X-Frame-Options")!: "DENY", HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            // same-origin: the page's own forms carry its Origin (under
+            // no-referrer a form post says Origin: null), and no other
+            // site hears the page's address.
+            HTTPField.Name("X-Frame-Options")!: "DENY", HTTPField.Name("Referrer-Policy")!: "same-origin",
             .xContentTypeOptions: "nosniff",
         ]
         headers.append(contentsOf: extra)
@@ -201,6 +204,11 @@ enum HostedPage {
                 : sentence(refusal.message)
             return response(failure(message, returnURL: nil), status: refusal.status, headers: refusal.headers)
         }
+    }
+
+    /// A wait, in the words a page says it with.
+    static func minutes(_ seconds: Int) -> String {
+        seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
     }
 
     /// An API message as a sentence for a page.

@@ -197,7 +197,9 @@ struct OAuthController {
         if record.clientUserID != nil, !signsIn, !client.authenticated {
             throw APIError.oauth("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
         }
-        if signsIn { try await OpenIDSignInGrant(environment: environment).requireOpen(family: record.familyID) }
+        if signsIn {
+            try await OpenIDSignInGrant(environment: environment).requireOpen(family: record.familyID, client: client)
+        }
         let identity: VerifiedIdentity?
         if record.clientUserID == nil {
             guard let found = try await environment.store.verifiedIdentity(id: record.identityID) else {
@@ -216,6 +218,11 @@ struct OAuthController {
             rotated = try await environment.store.rotateRefreshToken(
                 digest: digest, replacement: replacement, now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
+            // A sign-in's access tokens stop at userinfo too.
+            if signsIn {
+                try await environment.store.endOpenIDSignIn(
+                    eventID: String(record.familyID.dropFirst(OpenIDSignIn.familyPrefix.count)), now: environment.now())
+            }
             throw APIError.oauth(
                 "invalid_grant", "this refresh token was already used; every token of its grant is revoked")
         } catch let error as StoreError where error.code == .notFound {
@@ -223,7 +230,8 @@ struct OAuthController {
         }
         let authTime = rotated.authTime ?? record.createdAt
         if signsIn {
-            return try await OpenIDSignInGrant(environment: environment).refreshed(rotated, secret: secret)
+            return try await OpenIDSignInGrant(environment: environment).refreshed(
+                rotated, secret: secret, client: client)
         }
         if let identity {
             return (try await issuer.tokens(for: identity, authTime: authTime, refreshToken: secret), "openid")

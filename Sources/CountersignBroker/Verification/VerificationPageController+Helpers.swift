@@ -38,6 +38,17 @@ extension VerificationPageController {
                     HostedPage.failure("Unknown app: the api_key is not registered here.", returnURL: nil),
                     status: .badRequest))
         }
+        // An app that signs in by approval verifies nothing by code: its
+        // relying party would take a verified address for an approval.
+        guard !OpenIDAuthorization.signsIn(registered: try await environment.store.openIDScopes(apiKeyID: key.id))
+        else {
+            return .failed(
+                HostedPage.response(
+                    HostedPage.failure(
+                        "This app signs in by approval on a trusted device; it verifies no email address or phone number.",
+                        returnURL: nil),
+                    status: .badRequest))
+        }
         guard
             RedirectURL.isAllowed(
                 parameters.redirectURL, registered: try await environment.store.redirectURLs(apiKeyID: key.id))
@@ -125,7 +136,4 @@ extension VerificationPageController {
         HostedPage.errorRedirect(url, error: error, description: description, state: state, issuer: environment.issuer)
     }
 
-    static func minutes(_ seconds: Int) -> String {
-        seconds < 90 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
-    }
 }

@@ -54,9 +54,7 @@ struct VerificationPageController {
         if let clientID = form["client_id"] {
             registered = try await environment.store.openIDScopes(apiKeyID: clientID)
         }
-        if OpenIDAuthorization.signsIn(
-            scope: form["scope"], identifierType: form["identifier_type"], registered: registered)
-        {
+        if OpenIDAuthorization.signsIn(registered: registered) {
             return try await SignInPageController(environment: environment).authorize(form)
         }
         func query(_ name: String) -> String? { form[name] }
@@ -126,7 +124,7 @@ struct VerificationPageController {
             return HostedPage.response(
                 HostedPage.identifierForm(
                     form.request, app: key.name, isEmail: type == .email, value: identifier,
-                    error: "Too many codes were sent. Try again in \(Self.minutes(retryAfter))."),
+                    error: "Too many codes were sent. Try again in \(HostedPage.minutes(retryAfter))."),
                 status: .tooManyRequests)
         }
         guard await deliver(code, to: identifier, type: type, app: key.name, context: context) else {

@@ -135,17 +135,3 @@ public enum ConsoleApp {
         }
     }
 }
-
-extension PendingLimits {
-    /// The limits a console sign-in is held to: those of its address (a
-    /// requester's pending events and its rate there) and a running fraud
-    /// protection, but not the per-user ones, which anyone anywhere could
-    /// fill by asking for an operator's name again and again, keeping the
-    /// operator out of the console for an hour.
-    public var forConsoleSignIn: PendingLimits {
-        var limits = self
-        limits.perUserFromRequesters = .max
-        limits.requestsPerUser = .max
-        return limits
-    }
-}

@@ -17,8 +17,7 @@ public struct OpenIDAuthorization: Sendable, Equatable {
     /// What the broker gives: `openid`, the user name as `profile`, and as
     /// `email` when it is an email address.
     public static let supportedScopes = ["openid", "profile", "email"]
-    /// What an app gets until `device-broker apikey set-openid-scopes` says.
-    public static let defaultScopes = ["openid", "profile"]
+
     public static let supportedPrompts = ["none", "login", "consent", "select_account"]
 
     /// An OAuth error for the app.
@@ -31,18 +30,12 @@ public struct OpenIDAuthorization: Sendable, Equatable {
         }
     }
 
-    /// Which hosted page `/oauth/authorize` opens: email or phone
-    /// verification by a sent code, or sign-in by approval. `identifier_type`
-    /// asks for verification. Without it, a request with `openid` signs in
-    /// to an app that registered its sign-in scopes (`registered`); to any
-    /// other app, one that also asks for `email` or `phone` verifies them
-    /// (as the page did before it signed in by approval).
-    public static func signsIn(scope: String?, identifierType: String?, registered: [String]?) -> Bool {
-        guard identifierType == nil, let scopes = scope?.split(separator: " "), scopes.contains("openid") else {
-            return false
-        }
-        return registered != nil || (!scopes.contains("email") && !scopes.contains("phone"))
-    }
+    /// Which hosted page `/oauth/authorize` opens, which the app decides,
+    /// never the request: an app that registered its sign-in scopes
+    /// (`registered`) signs in by approval, and only so (a request cannot
+    /// turn it into email verification, whose tokens name no approval);
+    /// any other app gets the email or phone verification page, as before.
+    public static func signsIn(registered: [String]?) -> Bool { registered != nil }
 
     /// Why an app cannot register `scopes` for sign-in, or nil: each one the
     /// broker gives, `openid` among them, none twice.
@@ -58,13 +51,14 @@ public struct OpenIDAuthorization: Sendable, Equatable {
     /// The request's parameters, checked in the order OpenID Connect Core
     /// names them; `parameter` reads one from the query. The scopes granted
     /// are those asked for that the app may have (`allowed`).
-    public static func check(_ parameter: (String) -> String?, allowed: [String] = defaultScopes)
+    public static func check(_ parameter: (String) -> String?, allowed: [String])
         -> Result<Self, Refusal>
     {
         func refuse(_ description: String) -> Result<Self, Refusal> {
             .failure(Refusal("invalid_request", description))
         }
-        guard parameter("response_type") == "code" else {
+        guard let responseType = parameter("response_type") else { return refuse("response_type is required") }
+        guard responseType == "code" else {
             return .failure(Refusal("unsupported_response_type", "only response_type=code is supported"))
         }
         guard [nil, "query"].contains(parameter("response_mode")) else {

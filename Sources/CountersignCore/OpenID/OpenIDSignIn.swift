@@ -26,11 +26,14 @@ public struct OpenIDSignIn: Sendable, Equatable {
     public var redeemedAt: Date?
     /// When the app (or the person) signed out: its refresh tokens were revoked.
     public var endedAt: Date?
+    /// Whether the client authenticated with its secret when it spent the
+    /// code: then every refresh of the sign-in must too (RFC 6749 §10.4).
+    public var confidential: Bool
 
     public init(
         eventID: String, apiKeyID: String, redirectURI: String, codeChallenge: String, state: String?,
         nonce: String?, scope: String, createdAt: Date, codeDigest: Data? = nil, codeExpiresAt: Date? = nil,
-        redeemedAt: Date? = nil, endedAt: Date? = nil
+        redeemedAt: Date? = nil, endedAt: Date? = nil, confidential: Bool = false
     ) {
         self.eventID = eventID
         self.apiKeyID = apiKeyID
@@ -44,6 +47,7 @@ public struct OpenIDSignIn: Sendable, Equatable {
         self.codeExpiresAt = codeExpiresAt
         self.redeemedAt = redeemedAt
         self.endedAt = endedAt
+        self.confidential = confidential
     }
 
     /// How long the app has to redeem the code (RFC 6749 §4.1.2: short).
@@ -73,6 +77,34 @@ public struct OpenIDSignIn: Sendable, Equatable {
     /// The event id and secret of a code, or nil if it is not a sign-in's.
     public static func parse(code: String) -> (eventID: String, secret: String)? {
         CIBARequest.parse(authRequestID: code)
+    }
+}
+
+/// What spending a sign-in's code comes to: the stores apply it in the
+/// transaction that reads the sign-in, so two redemptions at once are
+/// told apart, and a replay ends what the first one bought.
+public enum OpenIDCodeRule {
+    public enum Verdict: Sendable, Equatable {
+        /// The code buys tokens, once.
+        case spend
+        /// Not this sign-in's code (or no such sign-in).
+        case unknown
+        /// Spent before: it may be stolen, and the sign-in ends
+        /// (RFC 6749 §4.1.2).
+        case replayed
+        case expired
+        /// The sign-in was ended (signed out, or a replay ended it).
+        case ended
+    }
+
+    public static func decide(_ signIn: OpenIDSignIn?, digest: Data, now: Date) -> Verdict {
+        guard let signIn, let stored = signIn.codeDigest, SecretToken.constantTimeEquals(stored, digest) else {
+            return .unknown
+        }
+        if signIn.redeemedAt != nil { return .replayed }
+        if signIn.endedAt != nil { return .ended }
+        guard let expiry = signIn.codeExpiresAt, now < expiry else { return .expired }
+        return .spend
     }
 }
 

@@ -15,6 +15,13 @@ public enum OpenIDSignInOutcome: Sendable, Equatable {
     public static func of(_ event: ApprovalEvent, now: Date) -> Self {
         switch (event.status(at: now), event.statusReason) {
         case (.pending, _): .waiting
+        // A code may still settle a login for a while after its window
+        // (``CodeLimits/lateCodeWindow``, for a terminal left waiting); a
+        // sign-in was over by then, and the app may have heard so.
+        case (.approved, _) where (event.decidedAt ?? now) >= event.expiresAt:
+            .ended(
+                message: "Nobody approved the sign-in in time.",
+                description: "the sign-in was not approved in time")
         case (.approved, _): .approved
         case (_, .withdrawn?):
             .ended(message: "You cancelled this sign-in.", description: "the user cancelled the sign-in")
