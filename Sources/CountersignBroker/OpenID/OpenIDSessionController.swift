@@ -97,7 +97,8 @@ struct OpenIDSessionController {
     @Sendable func endSession(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         let form = request.method == .post ? FormQuery(try await request.formBody(context: context)) : request.formQuery
         func refuse(_ message: String) -> Response {
-            HostedPage.response(HostedPage.failure(message, returnURL: nil), status: .badRequest)
+            HostedPage.response(
+                HostedPage.failure(message, returnURL: nil, title: "Not signed out"), status: .badRequest)
         }
         var hint: HintClaims?
         if let token = form["id_token_hint"] {

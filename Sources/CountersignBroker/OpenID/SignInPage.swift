@@ -115,6 +115,10 @@ enum SignInPage {
         "use strict";
         (async () => {
           const status = document.getElementById("status");
+          // A form sent (Cancel, a code) takes the page elsewhere: the poll
+          // its change wakes must not take it back here.
+          let leaving = false;
+          document.addEventListener("submit", () => { leaving = true; });
           const id = new URLSearchParams(location.search).get("id") || "";
           const page = "/oauth/sign-in?id=" + encodeURIComponent(id);
           for (let failures = 0; ; ) {
@@ -135,6 +139,7 @@ enum SignInPage {
             }
             failures = 0;
             const body = response.ok ? await response.json().catch(() => null) : null;
+            if (leaving) return;
             if (!body || body.status !== "pending") {
               location.replace(page);
               return;

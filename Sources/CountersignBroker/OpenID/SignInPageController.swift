@@ -71,7 +71,8 @@ struct SignInPageController {
         else {
             return .failed(
                 HostedPage.response(
-                    HostedPage.failure("Unknown app: the client_id is not registered here.", returnURL: nil),
+                    HostedPage.failure(
+                        "Unknown app: the client_id is not registered here.", returnURL: nil, title: "Not signed in"),
                     status: .badRequest))
         }
         let redirectURI = parameter("redirect_uri") ?? ""
@@ -81,7 +82,7 @@ struct SignInPageController {
                 HostedPage.response(
                     HostedPage.failure(
                         "The redirect_uri is not registered for this app, so this page will not send you there.",
-                        returnURL: nil),
+                        returnURL: nil, title: "Not signed in"),
                     status: .badRequest))
         }
         guard let allowed = try await environment.store.openIDScopes(apiKeyID: key.id) else {
@@ -89,7 +90,7 @@ struct SignInPageController {
                 HostedPage.response(
                     HostedPage.failure(
                         "This app is not registered to sign in by approval (device-broker apikey set-openid-scopes).",
-                        returnURL: nil),
+                        returnURL: nil, title: "Not signed in"),
                     status: .badRequest))
         }
         switch OpenIDAuthorization.check(parameter, allowed: allowed) {
@@ -120,7 +121,8 @@ struct SignInPageController {
         guard ClientUserID.isValid(user) else {
             return HostedPage.response(
                 SignInPage.userNameForm(
-                    app: key.name, parameters: carried, userName: nil, error: "Enter your user name."),
+                    app: key.name, parameters: carried, userName: nil,
+                    error: "Enter your user name: 1 to 256 characters, with no slash and no hidden characters."),
                 status: .badRequest)
         }
         let browser = BrowserSummary.of(userAgent: request.headers[.userAgent] ?? "")
@@ -196,7 +198,9 @@ struct SignInPageController {
                     eventID: event.id, digest: SecretToken.digest(code), expiresAt: now + OpenIDSignIn.codeLifetime)
             } catch let error as StoreError where error.code == .conflict {
                 return HostedPage.response(
-                    HostedPage.failure("This sign-in was finished already. Start again from the app.", returnURL: nil),
+                    HostedPage.failure(
+                        "This sign-in was finished already. Start again from the app.", returnURL: nil,
+                        title: "Not signed in"),
                     status: .gone, headers: [.setCookie: clearCookie(event.id)])
             }
             let items = [
@@ -323,7 +327,9 @@ struct SignInPageController {
 
     private static var noAttempt: Response {
         HostedPage.response(
-            HostedPage.failure("No sign-in is waiting in this browser. Start again from the app.", returnURL: nil),
+            HostedPage.failure(
+                "No sign-in is waiting in this browser. Start again from the app.", returnURL: nil,
+                title: "Not signed in"),
             status: .badRequest)
     }
 

@@ -103,9 +103,9 @@ enum HostedPage {
     }
 
     /// A dead end: the message, and a way back to the app with an OAuth error.
-    static func failure(_ message: String, returnURL: String?) -> String {
+    static func failure(_ message: String, returnURL: String?, title: String = "Verification failed") -> String {
         layout(
-            title: "Verification failed",
+            title: title,
             body: """
                 <p class="error" role="alert">\(escape(message))</p>
                 \(returnURL.map { #"<p><a class="button" href="\#(escape($0))">Back to the app</a></p>"# } ?? "<p>You can close this page.</p>")
@@ -202,7 +202,9 @@ enum HostedPage {
                 refusal.status.code >= 500
                 ? "Signing in is unavailable for a moment. Please try again in a few seconds."
                 : sentence(refusal.message)
-            return response(failure(message, returnURL: nil), status: refusal.status, headers: refusal.headers)
+            return response(
+                failure(message, returnURL: nil, title: "Cannot go on"), status: refusal.status,
+                headers: refusal.headers)
         }
     }
 
