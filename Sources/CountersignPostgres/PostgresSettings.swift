@@ -54,7 +54,7 @@ struct PostgresSettings: Sendable {
     /// stopped server machine).
     var queryDeadline = PostgresStore.Patience().answerWait
     /// How long making a connection may take, TLS and sign-in included.
-    var connectTimeout: Duration = .seconds(5)
+    var connectTimeout = PostgresStore.Patience().connectWait
     /// Connections made at once, when many are missing (at start, after an outage).
     var concurrentConnects = 4
 

@@ -40,6 +40,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
         settings.size = max(1, maximumConnections - 1)
         settings.acquireWait = patience.connectionWait
         settings.queryDeadline = patience.answerWait
+        settings.connectTimeout = patience.connectWait
         self.connections = try PostgresConnections(settings: settings, logger: logger)
         self.endpoint = settings.endpoint
         self.logger = logger
@@ -53,10 +54,16 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
         public var connectionWait: Duration = .seconds(3)
         /// For the answer to a query.
         public var answerWait: Duration = .seconds(5)
+        /// For a new connection to be made, TLS and sign-in included.
+        public var connectWait: Duration = .seconds(5)
 
-        public init(connectionWait: Duration = .seconds(3), answerWait: Duration = .seconds(5)) {
+        public init(
+            connectionWait: Duration = .seconds(3), answerWait: Duration = .seconds(5),
+            connectWait: Duration = .seconds(5)
+        ) {
             self.connectionWait = connectionWait
             self.answerWait = answerWait
+            self.connectWait = connectWait
         }
     }
 

@@ -75,7 +75,10 @@ public enum TestPostgres {
 
     /// Waits long enough for the answers of a very busy machine: these
     /// stores test what the store does, not what an outage does to it.
-    public static let patient = PostgresStore.Patience(connectionWait: .seconds(60), answerWait: .seconds(60))
+    /// A busy machine (a whole suite beside a loaded CPU) can take more
+    /// than the default 5 s to make a connection: the tests wait longer.
+    public static let patient = PostgresStore.Patience(
+        connectionWait: .seconds(60), answerWait: .seconds(60), connectWait: .seconds(60))
 
     /// Runs `body` with a migrated store on a fresh database, then drops it.
     public static func withStore<T: Sendable>(
