@@ -48,10 +48,7 @@ extension PostgresStore {
     public func setCIBANotificationEndpoint(_ endpoint: String?, apiKeyID: String, now: Date) async throws {
         let logger = logger
         try await write { db in
-            guard
-                try await db.row(
-                    "SELECT 1 FROM api_keys WHERE id = \(apiKeyID) AND revoked_at IS NULL", logger: logger) != nil
-            else { throw StoreError(.notFound, "no such API key") }
+            try await Self.requireUnrevokedKey(apiKeyID, in: db, logger: logger)
             if let endpoint {
                 try await db.run(
                     """

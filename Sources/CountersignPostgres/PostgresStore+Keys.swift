@@ -17,6 +17,15 @@ extension PostgresStore {
         }
     }
 
+    /// Throws `notFound` unless the key exists and is not revoked: what
+    /// every registration under a key checks first, in its write.
+    static func requireUnrevokedKey(_ apiKeyID: String, in db: PostgresSession, logger: Logger) async throws {
+        guard
+            try await db.row("SELECT 1 FROM api_keys WHERE id = \(apiKeyID) AND revoked_at IS NULL", logger: logger)
+                != nil
+        else { throw StoreError(.notFound, "no such API key") }
+    }
+
     public func apiKey(id: String) async throws -> APIKey? {
         let logger = logger
         return try await read { db in

@@ -45,11 +45,7 @@ extension SQLiteStore {
 
     public func setCIBANotificationEndpoint(_ endpoint: String?, apiKeyID: String, now: Date) async throws {
         try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [apiKeyID])
-                    != nil
-            else { throw StoreError(.notFound, "no such API key") }
+            try Self.requireUnrevokedKey(apiKeyID, in: db)
             if let endpoint {
                 try db.execute(
                     sql: """

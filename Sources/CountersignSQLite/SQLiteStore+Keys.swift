@@ -153,6 +153,15 @@ extension SQLiteStore {
         guard db.changesCount == 1 else { throw StoreError(.replayed, "device \(id.deviceID) used \(id.jti) before") }
     }
 
+    /// Throws `notFound` unless the key exists and is not revoked: what
+    /// every registration under a key checks first, in its write.
+    static func requireUnrevokedKey(_ apiKeyID: String, in db: Database) throws {
+        guard
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [apiKeyID]) != nil
+        else { throw StoreError(.notFound, "no such API key") }
+    }
+
     public func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int {
         try await write { db in
             let cutoff = now.timeIntervalSince1970

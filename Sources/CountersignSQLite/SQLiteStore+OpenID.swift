@@ -6,11 +6,7 @@ import GRDB
 extension SQLiteStore {
     public func setOpenIDScopes(_ scopes: [String]?, apiKeyID: String, now: Date) async throws {
         try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", arguments: [apiKeyID])
-                    != nil
-            else { throw StoreError(.notFound, "no such API key") }
+            try Self.requireUnrevokedKey(apiKeyID, in: db)
             if let scopes {
                 try db.execute(
                     sql: """

@@ -33,11 +33,7 @@ extension SQLiteStore {
 
     public func insertWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
         try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL",
-                    arguments: [endpoint.apiKeyID]) != nil
-            else { throw StoreError(.notFound, "no such API key") }
+            try Self.requireUnrevokedKey(endpoint.apiKeyID, in: db)
             try db.execute(
                 sql: """
                     INSERT INTO webhook_endpoints (id, api_key_id, url, types, secret, previous_secret, previous_until,
