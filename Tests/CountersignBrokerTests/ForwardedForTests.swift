@@ -41,9 +41,18 @@ struct ForwardedForTests {
             for field in broker.appHeaders { request.headers.add(name: field.name.rawName, value: field.value) }
             if let forwardedFor { request.headers.add(name: "X-Forwarded-For", value: forwardedFor) }
             request.body = .bytes(Data(#"{"client_user_id":"alice"}"#.utf8))
-            let response = try await HTTPClient.shared.execute(request, timeout: .minutes(5))
-            let body = try await response.body.collect(upTo: 1 << 20)
-            #expect(response.status == .created, "\(String(buffer: body))")
+            // Its own client, patient to connect too: on a loaded machine the
+            // shared one's connect timeout ran out before the server accepted.
+            var configuration = HTTPClient.Configuration()
+            configuration.timeout = .init(connect: .minutes(2), read: .minutes(5))
+            let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+            let answer = await Result {
+                let response = try await http.execute(request, timeout: .minutes(5))
+                return (response.status, try await response.body.collect(upTo: 1 << 20))
+            }
+            try await http.shutdown()
+            let (status, body) = try answer.get()
+            #expect(status == .created, "\(String(buffer: body))")
             return try WireCoding.decoder().decode(EventTicket.self, from: Data(body.readableBytesView)).event.ip
         }
     }
