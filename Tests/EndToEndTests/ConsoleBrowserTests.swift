@@ -12,7 +12,7 @@ struct ConsoleBrowserTests {
     /// A broker that believes 127.0.0.1's X-Forwarded-For: a request can
     /// come "from another address" as it would through a proxy.
     static func startBroker() async throws -> LiveBroker {
-        try await LiveBroker.start(arguments: ["--trusted-proxy", "127.0.0.1/32"])
+        try await LiveBroker.startForBrowser(arguments: ["--trusted-proxy", "127.0.0.1/32"])
     }
 
     /// `device-broker ARGUMENTS` on the broker's store.

@@ -17,7 +17,7 @@ struct OpenIDSignInBrowserTests {
         "approved on a CLI device: the waiting page's own long-poll takes the browser back to the app, signed in; the page's policy allows its one script"
     )
     func approvedOnCLIDevice() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let app = try await Self.demoApp(broker)
         let laptop = try await broker.enrollMachine(name: "laptop")
@@ -89,7 +89,7 @@ struct OpenIDSignInBrowserTests {
 
     @Test("approved on the web approver: the sign-in page in one browser, the approver in another")
     func approvedOnWebApprover() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let app = try await Self.demoApp(broker)
         let (relyingParty, authorize) = try await Self.relyingParty(broker, app: app)
@@ -131,7 +131,7 @@ struct OpenIDSignInBrowserTests {
         "an app name and a user name with markup are shown as text on every page, nothing runs, and the name signs in as itself"
     )
     func hostileValuesAreInert() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let name = "<img src=x onerror=alert(1)>"
         let app = try await Self.createApp(broker, name: name)
@@ -188,7 +188,7 @@ struct OpenIDSignInBrowserTests {
 
     @Test("Cancel on the waiting page: back at the app with access_denied, and the device has nothing left to answer")
     func cancel() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let app = try await Self.demoApp(broker)
         let laptop = try await broker.enrollMachine(name: "laptop")

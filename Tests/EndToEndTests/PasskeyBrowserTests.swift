@@ -35,7 +35,7 @@ struct PasskeyBrowserTests {
     static func withPairedBrowser(
         _ failure: String, _ body: (LiveBroker, URL, WebDriver, String) async throws -> Void
     ) async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
         let browser = try await WebDriver.start()
@@ -63,8 +63,12 @@ struct PasskeyBrowserTests {
 
     /// The decision `eventID` signed on the page by its own (unexportable)
     /// key, sent with `assertion`: what a script that took over the page
-    /// could send without the owner's fingerprint.
-    static func sendFromPage(_ browser: WebDriver, _ eventID: String, assertion: String) async throws -> String {
+    /// could send without the owner's fingerprint. The decision is
+    /// `decision` if given (one made by ``decisionFromPage(_:_:_:)``), else
+    /// a new approval.
+    static func sendFromPage(
+        _ browser: WebDriver, _ eventID: String, decision given: String? = nil, assertion: String
+    ) async throws -> String {
         try await browser.execute(
             """
             const done = arguments[0];
@@ -75,7 +79,8 @@ struct PasskeyBrowserTests {
               const account = await loadAccount();
               const broker = new Broker(location.origin);
               const item = (await broker.inbox(account, 0, null)).events.find((i) => i.event.ID === "\(eventID)");
-              const jws = await decision(account.privateKey, account.deviceID, {
+              const given = \(given.map { "\"\($0)\"" } ?? "null");
+              const jws = given ?? await decision(account.privateKey, account.deviceID, {
                 eventID: item.event.ID, nonce: item.nonce, verdict: "approve", shown: await shownDigest(shownRequest(item)),
                 audience: broker.origin, now: broker.now(),
               });
@@ -88,6 +93,94 @@ struct PasskeyBrowserTests {
               }
             })();
             """, async: true) as? String ?? ""
+    }
+
+    /// A decision on `eventID` (`verdict` "approve" or "reject") signed on
+    /// the broker's page by the device's own key, as the page makes one,
+    /// but not sent.
+    static func decisionFromPage(_ browser: WebDriver, _ eventID: String, _ verdict: String) async throws -> String {
+        let made =
+            try await browser.execute(
+                """
+                const done = arguments[0];
+                (async () => {
+                  const { loadAccount } = await import("./account.js");
+                  const { Broker } = await import("./broker.js");
+                  const { decision, shownDigest, shownRequest } = await import("./keys.js");
+                  const account = await loadAccount();
+                  const broker = new Broker(location.origin);
+                  const item = (await broker.inbox(account, 0, null)).events.find((i) => i.event.ID === "\(eventID)");
+                  done(await decision(account.privateKey, account.deviceID, {
+                    eventID: item.event.ID, nonce: item.nonce, verdict: "\(verdict)",
+                    shown: await shownDigest(shownRequest(item)), audience: broker.origin, now: broker.now(),
+                  }));
+                })().catch((error) => done(`failed: ${error}`));
+                """, async: true) as? String ?? ""
+        guard made.split(separator: ".").count == 3 else { throw ProcessFailure("no decision: \(made)") }
+        return made
+    }
+
+    /// An assertion of the passkey `credentialID` over `decision`, made by
+    /// whatever page the browser shows, with nothing of the approver's
+    /// code: the challenge is SHA-256 of the decision's signing input and
+    /// the answer has the wire's fields, as passkeys.js has them. Returns it
+    /// as JSON.
+    static func assertionOnPage(_ browser: WebDriver, over decision: String, credentialID: String) async throws
+        -> String
+    {
+        let made =
+            try await browser.execute(
+                """
+                const [decision, credentialID, done] = arguments;
+                const decode = (text) => Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")),
+                  (character) => character.charCodeAt(0));
+                const encode = (buffer) => btoa(String.fromCharCode(...new Uint8Array(buffer)))
+                  .replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+                (async () => {
+                  const input = new TextEncoder().encode(decision.split(".").slice(0, 2).join("."));
+                  const credential = await navigator.credentials.get({
+                    publicKey: {
+                      challenge: new Uint8Array(await crypto.subtle.digest("SHA-256", input)),
+                      allowCredentials: [{ type: "public-key", id: decode(credentialID) }],
+                      userVerification: "required",
+                      timeout: 60_000,
+                    },
+                  });
+                  done({ assertion: JSON.stringify({
+                    credential_id: encode(credential.rawId),
+                    authenticator_data: encode(credential.response.authenticatorData),
+                    client_data_json: encode(credential.response.clientDataJSON),
+                    signature: encode(credential.response.signature),
+                  }) });
+                })().catch((error) => done({ error: `${error.name}: ${error.message}` }));
+                """, async: true, arguments: [decision, credentialID]) as? [String: Any] ?? [:]
+        guard let assertion = made["assertion"] as? String else {
+            throw ProcessFailure("the browser made no assertion at \(try await browser.currentURL): \(made)")
+        }
+        return assertion
+    }
+
+    /// The origin and challenge a browser wrote into an assertion's client data.
+    static func collected(_ assertion: String) throws -> (origin: String, challenge: String) {
+        let wire = try JSONDecoder().decode(PasskeyAssertion.self, from: Data(assertion.utf8))
+        let json = try #require(Base64URL.decode(wire.clientDataJSON))
+        let fields = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        return (fields["origin"] as? String ?? "", fields["challenge"] as? String ?? "")
+    }
+
+    /// Another site's page on `localhost` (so under the broker's RP ID, but
+    /// not the broker's origin): Python's http.server on a port of its own
+    /// choosing, serving an empty directory. Returns it and its origin.
+    static func otherPage() async throws -> (server: RunningProcess, origin: String) {
+        let server = try RunningProcess(
+            "/usr/bin/env",
+            [
+                "python3", "-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory",
+                try temporaryDirectory("other-site").path,
+            ])
+        // It prints its port once the socket listens.
+        let port = try await server.waitFor(#"Serving HTTP on \S+ port (\d+)"#, timeout: .seconds(60))
+        return (server, "http://localhost:\(port)")
     }
 
     @Test(
@@ -168,7 +261,8 @@ struct PasskeyBrowserTests {
             stripped.assertion = nil
             await #expect(throws: ProtocolError(.userNotVerified, "")) {
                 try await backend.verifyDecision(
-                    of: stripped, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [passkey])
+                    of: stripped, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [passkey]
+                )
             }
             #expect(try await check.python(stripped, keys: pinned, app: "demo", broker: Self.local(broker)).0 == 1)
 
@@ -191,6 +285,67 @@ struct PasskeyBrowserTests {
             let cloned = try await Self.waitForError(browser, second.event.ID)
             #expect(cloned.contains("counter"), "\(cloned)")
             #expect(try await broker.backend.event(id: second.event.ID).status == .pending)
+        }
+    }
+
+    @Test(
+        "an assertion for another verdict, or made at another origin of the RP ID, is refused; a fresh one approves"
+    )
+    func otherVerdictAndOrigin() async throws {
+        try await Self.withPairedBrowser("passkey-origins-failure") { broker, _, browser, _ in
+            try await browser.click("#screen-lock-on")
+            try await browser.waitFor(text: "On: requests that ask for it")
+            let phone = try #require(try await broker.backend.devices(user: "alice").first { $0.type == "browser" })
+            let passkey = try #require(phone.passkey)
+            let ticket = try await broker.backend.requestApproval(
+                user: "alice", details: "Pay 900.00 EUR to Mallory", numberMatching: false, userVerification: true)
+            let eventID = ticket.event.ID
+            try await browser.waitFor(element: Self.card(eventID))
+
+            // Another verdict: the owner's fingerprint given to reject the
+            // request, sent with an approval of it.
+            let rejection = try await Self.decisionFromPage(browser, eventID, "reject")
+            let forRejection = try await Self.assertionOnPage(
+                browser, over: rejection, credentialID: passkey.credentialID)
+            #expect(
+                try Self.collected(forRejection).challenge
+                    == Base64URL.encode(try PasskeyAssertion.challenge(for: rejection)))
+            let approval = try await Self.decisionFromPage(browser, eventID, "approve")
+            let swapped = try await Self.sendFromPage(
+                browser, eventID, decision: approval, assertion: forRejection)
+            #expect(
+                swapped == "invalid_decision: wrong_challenge: the passkey signed another challenge than this one",
+                "\(swapped)")
+            #expect(try await broker.backend.event(id: eventID).status == .pending)
+
+            // Another origin: a page of another site on localhost asks the
+            // same authenticator, which holds the passkey for the RP ID
+            // localhost, for an assertion over this very approval.
+            let (server, origin) = try await Self.otherPage()
+            defer { server.stop() }
+            let elsewhere = try await Self.decisionFromPage(browser, eventID, "approve")
+            try await browser.open("\(origin)/")
+            let made = try await Self.assertionOnPage(browser, over: elsewhere, credentialID: passkey.credentialID)
+            let collected = try Self.collected(made)
+            #expect(collected.origin == origin, "the browser made it there: \(collected)")
+            #expect(
+                collected.challenge == Base64URL.encode(try PasskeyAssertion.challenge(for: elsewhere)),
+                "over the approval's own challenge")
+            try await browser.open("\(Self.local(broker))/approve/")
+            try await browser.waitFor(element: Self.card(eventID))
+            let foreign = try await Self.sendFromPage(browser, eventID, decision: elsewhere, assertion: made)
+            #expect(
+                foreign == "invalid_decision: wrong_origin: the passkey was used on \(origin), not this broker's page",
+                "\(foreign)")
+            #expect(try await broker.backend.event(id: eventID).status == .pending)
+
+            // The owner, on the broker's page: approved, with an assertion made there.
+            try await browser.click("\(Self.card(eventID)) button[name=approve]")
+            try await WebApproverBrowserTests.waitForOutcome(browser, eventID, "Approved")
+            let approved = try await broker.backend.event(id: eventID)
+            #expect(approved.status == .approved)
+            let kept = try WireCoding.encoder().encode(try #require(approved.assertion))
+            #expect(try Self.collected(String(decoding: kept, as: UTF8.self)).origin == Self.local(broker))
         }
     }
 

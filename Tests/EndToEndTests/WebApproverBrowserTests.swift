@@ -27,8 +27,10 @@ struct WebApproverBrowserTests {
     }
 
     /// Waits until the card's outcome says `text`.
-    static func waitForOutcome(_ browser: WebDriver, _ eventID: String, _ text: String) async throws {
-        let deadline = ContinuousClock.now + .seconds(90)
+    static func waitForOutcome(
+        _ browser: WebDriver, _ eventID: String, _ text: String, timeout: Duration = .seconds(90)
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let shown = (try? await browser.text("\(card(eventID)) .outcome")) ?? ""
             if shown.contains(text) { return }
@@ -41,7 +43,7 @@ struct WebApproverBrowserTests {
         "pairs with a CLI device, approves a CLI login with its number, keeps its key over a browser restart, and the key cannot be exported"
     )
     func pairAndApprove() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
         let profile = try temporaryDirectory("chromium-profile")
@@ -138,7 +140,7 @@ struct WebApproverBrowserTests {
 
     @Test("the broker's own URL shows a page whose link opens the web approver")
     func landingPage() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let browser = try await WebDriver.start()
         do {
@@ -158,7 +160,7 @@ struct WebApproverBrowserTests {
 
     @Test("devices add-phone: its QR code (read by zbar) opens the approver, and it confirms the phone's pairing")
     func addPhone() async throws {
-        let broker = try await LiveBroker.start()
+        let broker = try await LiveBroker.startForBrowser()
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
         let addPhone = try broker.agent(["devices", "add-phone"], configDirectory: laptop, keepingInputOpen: true)
@@ -199,7 +201,7 @@ struct WebApproverBrowserTests {
         "a push reaches the page's service worker: it shows the broker's notice as a notification, closed once answered"
     )
     func serviceWorkerNotification() async throws {
-        let broker = try await LiveBroker.start(arguments: WebPushEndToEndTests.brokerArguments)
+        let broker = try await LiveBroker.startForBrowser(arguments: WebPushEndToEndTests.brokerArguments)
         defer { broker.stop() }
         // The broker's own push, caught and decrypted by the independent push
         // service for a CLI device of the same user: the plaintext a browser's
@@ -254,7 +256,7 @@ struct WebApproverBrowserTests {
 
     @Test("enrolled by a backend link: shows markup as text, and each state: rejected, wrong number, expired, removed")
     func states() async throws {
-        let broker = try await LiveBroker.start(arguments: ["--approval-window", "30s"])
+        let broker = try await LiveBroker.startForBrowser(arguments: ["--approval-window", "45s"])
         defer { broker.stop() }
         let laptop = try await broker.enrollMachine(name: "laptop")
         let token = try await broker.backend.createEnrollmentToken(user: "alice").token
@@ -311,7 +313,7 @@ struct WebApproverBrowserTests {
             #expect(try await broker.backend.event(id: wrong.event.ID).status == .pending)
 
             // Nobody answers: the card says it expired.
-            try await Self.waitForOutcome(browser, wrong.event.ID, "Expired")
+            try await Self.waitForOutcome(browser, wrong.event.ID, "Expired", timeout: .seconds(180))
 
             // "This wasn't me" on one request: it and the other waiting one end.
             let bombed = try await broker.backend.requestApproval(user: "alice", details: "Pay 999 EUR")

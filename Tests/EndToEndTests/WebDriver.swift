@@ -20,7 +20,7 @@ struct WebDriver {
         let port = try freePort()
         let driver = try RunningProcess("/usr/bin/chromedriver", ["--port=\(port)"])
         let base = "http://127.0.0.1:\(port)"
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         while (try? await call(base, .GET, "/status")) == nil {
             guard ContinuousClock.now < deadline else {
                 throw ProcessFailure("chromedriver did not start:\n\(driver.text)")
@@ -128,7 +128,7 @@ struct WebDriver {
     }
 
     /// Waits (generously) until `condition` holds.
-    func waitUntil(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool)
+    func waitUntil(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool)
         async throws
     {
         let deadline = ContinuousClock.now + timeout
@@ -205,7 +205,7 @@ struct WebDriver {
     }
 
     /// Waits until an element matching `css` is on the page.
-    func waitFor(element css: String, timeout: Duration = .seconds(30)) async throws {
+    func waitFor(element css: String, timeout: Duration = .seconds(60)) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if (try? await element(css)) != nil { return }
@@ -227,7 +227,7 @@ struct WebDriver {
     }
 
     /// Waits until the page's source contains `text`.
-    func waitFor(text: String, timeout: Duration = .seconds(15)) async throws {
+    func waitFor(text: String, timeout: Duration = .seconds(60)) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try await source.contains(text) { return }
@@ -249,5 +249,16 @@ struct WebDriver {
         let (status, json) = try await LiveHTTP.request(method, base + path, body: body)
         guard status == 200 else { throw ProcessFailure("WebDriver \(method) \(path): \(status) \(json)") }
         return json
+    }
+}
+
+extension LiveBroker {
+    /// A broker for a test that drives a browser, whose requests stay open
+    /// for 10 minutes unless `arguments` say otherwise: a loaded machine
+    /// can take longer than the default minute over a page's few steps, and
+    /// a request that ended under the test is not what it tests.
+    static func startForBrowser(arguments: [String] = []) async throws -> LiveBroker {
+        let window = arguments.contains("--approval-window") ? [] : ["--approval-window", "10m"]
+        return try await start(arguments: window + arguments)
     }
 }
