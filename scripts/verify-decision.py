@@ -12,8 +12,9 @@ EVENT_JSON is the event document (GET /api/v1/events/{id}); PINNED_KEYS_JSON
 is a JWK, a list of JWKs, or a devices document ({"devices": [{"public_key":
 ...}]}) saved when the devices enrolled (a devices document also pins their
 passkeys); APP_NAME is the app's name as approvers see it. An event that
-required user verification holds only with BROKER_ORIGIN and a pinned
-passkey whose assertion, its owner verified, is over this decision. Prints the decision's claims as JSON and exits 0 when it
+required user verification holds only with BROKER_ORIGIN and the passkey
+pinned for the deciding device, whose assertion, its owner verified, is over
+this decision. Prints the decision's claims as JSON and exits 0 when it
 holds; prints why and exits 1 when it does not.
 """
 import sys
@@ -63,11 +64,12 @@ def origin(url: str) -> tuple:
 
 
 def pinned(document) -> tuple:
-    """The pinned device keys and passkeys (only a devices document has those)."""
+    """The pinned device keys, and each device's pinned passkey by its id (only a devices document has those)."""
     if isinstance(document, dict) and "devices" in document:
         devices = document["devices"]
-        return [device["public_key"] for device in devices], [d["passkey"] for d in devices if d.get("passkey")]
-    return (document if isinstance(document, list) else [document]), []
+        passkeys = {device["id"]: device["passkey"] for device in devices if device.get("passkey")}
+        return [device["public_key"] for device in devices], passkeys
+    return (document if isinstance(document, list) else [document]), {}
 
 
 def cose_key(jwk: dict) -> bytes:
@@ -80,8 +82,9 @@ def cose_key(jwk: dict) -> bytes:
     return cbor2.dumps({1: 2, 3: -7, -1: 1, -2: raw(jwk["x"]), -3: raw(jwk["y"])})
 
 
-def check_assertion(event: dict, token: str, passkeys: list, broker: str | None) -> None:
-    """The event's passkey assertion: of a pinned passkey, its owner verified, over this decision at `broker`."""
+def check_assertion(event: dict, token: str, passkeys: dict, broker: str | None) -> None:
+    """The event's passkey assertion: of the deciding device's pinned passkey, its owner verified, over this
+    decision at `broker`."""
     from webauthn import verify_authentication_response
 
     assertion = event.get("assertion")
@@ -89,9 +92,9 @@ def check_assertion(event: dict, token: str, passkeys: list, broker: str | None)
         raise ValueError("the event required user verification and carries no assertion")
     if broker is None:
         raise ValueError("checking a passkey assertion needs BROKER_ORIGIN")
-    passkey = next((key for key in passkeys if key["credential_id"] == assertion["credential_id"]), None)
-    if passkey is None:
-        raise ValueError("the assertion is of none of the pinned passkeys")
+    passkey = passkeys.get(event.get("decided_by"))
+    if passkey is None or passkey["credential_id"] != assertion["credential_id"]:
+        raise ValueError("the assertion is not of the passkey pinned for the deciding device")
     scheme, host, port = origin(broker)
     default = {"http": 80, "https": 443}.get(scheme)
     verify_authentication_response(
@@ -114,7 +117,7 @@ def check_assertion(event: dict, token: str, passkeys: list, broker: str | None)
     )
 
 
-def check(event: dict, keys: list, passkeys: list, app: str, broker: str | None) -> dict:
+def check(event: dict, keys: list, passkeys: dict, app: str, broker: str | None) -> dict:
     token, device = event.get("decision"), event.get("decided_by")
     if not token or not device:
         raise ValueError(f"the event carries no device's decision (status {event.get('status')})")

@@ -15,12 +15,14 @@ extension DecisionProof {
     ///
     /// An event that required user verification, or whose decision came
     /// with a passkey assertion, is checked further given `broker` and the
-    /// passkeys the app pinned (the devices' `passkey`): the assertion is of
-    /// one of them, its owner verified, signed over this decision at that
-    /// broker (proto/signing.md §10). The counter was the broker's to check.
+    /// passkeys the app pinned, by the id of the device each protects (from
+    /// `device.passkey_added`, or the devices' `passkey`): the assertion is
+    /// of the deciding device's, its owner verified, signed over this
+    /// decision at that broker (proto/signing.md §10). The counter was the
+    /// broker's to check.
     public static func check(
         storedIn event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], broker: String? = nil,
-        pinnedPasskeys: [PasskeyDocument] = []
+        pinnedPasskeys: [String: PasskeyDocument] = [:]
     ) async throws(ProtocolError) -> DecisionClaims {
         guard let token = event.decision, let deviceID = event.decidedBy else {
             throw ProtocolError(.malformed, "the event carries no device's decision (status \(event.status.rawValue))")
@@ -56,13 +58,13 @@ extension DecisionProof {
             }
         }
         if event.userVerification == "required" || event.assertion != nil {
-            try checkAssertion(of: event, decision: token, broker: broker, pinnedPasskeys: pinnedPasskeys)
+            try checkAssertion(of: event, decision: token, broker: broker, pinned: pinnedPasskeys[deviceID])
         }
         return claims
     }
 
     private static func checkAssertion(
-        of event: EventDocument, decision token: String, broker: String?, pinnedPasskeys: [PasskeyDocument]
+        of event: EventDocument, decision token: String, broker: String?, pinned: PasskeyDocument?
     ) throws(ProtocolError) {
         guard let assertion = event.assertion else {
             throw ProtocolError(.userNotVerified, "the event required user verification and carries no assertion")
@@ -71,8 +73,8 @@ extension DecisionProof {
         else {
             throw ProtocolError(.wrongOrigin, "checking a passkey assertion needs the broker's URL, naming a domain")
         }
-        guard let pinned = pinnedPasskeys.first(where: { $0.credentialID == assertion.credentialID }) else {
-            throw ProtocolError(.wrongKey, "the assertion is of none of the pinned passkeys")
+        guard let pinned, pinned.credentialID == assertion.credentialID else {
+            throw ProtocolError(.wrongKey, "the assertion is not of the passkey pinned for the deciding device")
         }
         _ = try assertion.verify(
             of: pinned.credentialID, publicKey: pinned.publicKey, challenge: PasskeyAssertion.challenge(for: token),

@@ -33,6 +33,12 @@ public struct DeviceChange: Sendable, Equatable {
     public enum Action: String, Codable, Sendable {
         case enrolled
         case revoked
+        /// The device's owner protected its approvals with a passkey, or
+        /// replaced the one that did.
+        case passkeyAdded = "passkey_added"
+        /// The device's passkey was turned off (not by the device's removal,
+        /// which says `revoked`).
+        case passkeyRemoved = "passkey_removed"
     }
 
     public var issuer: String
@@ -46,6 +52,10 @@ public struct DeviceChange: Sendable, Equatable {
     /// The key an enrollment added, sent with the `device.enrolled` webhook
     /// so that an app can pin it; not kept in the audit log.
     public var publicKey: DevicePublicKey?
+    /// The passkey a `passkey_added` change registered, sent with its
+    /// `device.passkey_added` webhook so that an app can pin it before any
+    /// approval needs it; not kept in the audit log.
+    public var passkey: Passkey?
 
     public init(
         issuer: String, clientUserID: String, deviceID: String, deviceName: String, action: Action,
@@ -68,5 +78,6 @@ extension DeviceChange {
             issuer: device.issuer, clientUserID: device.clientUserID, deviceID: device.id, deviceName: device.name,
             action: action, author: author, at: at)
         if action == .enrolled { publicKey = device.publicKey }
+        if action == .passkeyAdded { passkey = device.passkey }
     }
 }

@@ -330,6 +330,16 @@ extension PasskeyAssertion: WireJSONWritable {
     }
 }
 
+extension PasskeyDocument: WireJSONWritable {
+    public func write(to object: inout WireJSON.Object) {
+        object.field("aaguid", aaguid.uuidString)
+        object.field("backup_eligible", backupEligible)
+        object.field("created_at", createdAt)
+        object.field("credential_id", credentialID)
+        object.field("public_key", publicKey)
+    }
+}
+
 extension EventTicket: WireJSONWritable {
     public func write(to object: inout WireJSON.Object) {
         object.field("event", event)

@@ -6,7 +6,10 @@ import PostgresNIO
 /// change is a new one appended to ``all``. Times are seconds since 1970
 /// (`double precision`), as in the SQLite store.
 enum PostgresMigrations {
-    static let all: [(id: String, sql: [String])] = [
+    static let all = until0_9 + since0_9
+
+    /// The migrations of 0.9.0 and before.
+    private static let until0_9: [(id: String, sql: [String])] = [
         (
             "v1",
             [
@@ -266,95 +269,6 @@ enum PostgresMigrations {
                 CREATE INDEX events_rejected ON events (issuer, client_user_id, decided_at)
                 WHERE status = 'rejected'
                 """
-            ]
-        ),
-        (
-            // A device's passkey lives in its row: the decision that checks
-            // an assertion reads the device already, and reads nothing more.
-            "v19-passkeys",
-            [
-                """
-                ALTER TABLE devices ADD COLUMN passkey_credential_id text, ADD COLUMN passkey_public_key text,
-                    ADD COLUMN passkey_sign_count bigint, ADD COLUMN passkey_aaguid text,
-                    ADD COLUMN passkey_transports text, ADD COLUMN passkey_backup_eligible boolean,
-                    ADD COLUMN passkey_created_at double precision
-                """,
-                """
-                CREATE UNIQUE INDEX devices_passkey ON devices (passkey_credential_id)
-                WHERE passkey_credential_id IS NOT NULL
-                """,
-                """
-                ALTER TABLE events ADD COLUMN user_verification boolean NOT NULL DEFAULT false,
-                    ADD COLUMN decision_assertion text
-                """,
-            ]
-        ),
-        (
-            // An app's policy for all its events: 'required' makes every
-            // event under the key require user verification. Setting it
-            // is audited.
-            "v20-api-key-user-verification",
-            [
-                """
-                ALTER TABLE api_keys ADD COLUMN user_verification text NOT NULL DEFAULT 'discouraged'
-                    CHECK (user_verification IN ('required', 'discouraged'))
-                """,
-                """
-                ALTER TABLE api_key_changes DROP CONSTRAINT api_key_changes_action_check,
-                    ADD CONSTRAINT api_key_changes_action_check CHECK (action IN (
-                        'created', 'rotated', 'revoked', 'user_verification_required',
-                        'user_verification_discouraged'))
-                """,
-            ]
-        ),
-        // Who may sign in to the console, and what operators did: an
-        // operator removed is gone from the first, never from the log.
-        (
-            "v21-operators-and-audit",
-            [
-                "CREATE TABLE operators (name text PRIMARY KEY, added_at double precision NOT NULL)",
-                """
-                CREATE TABLE audit_log (
-                    id bigserial PRIMARY KEY, at double precision NOT NULL, actor text NOT NULL,
-                    action text NOT NULL, target text, ip text)
-                """,
-            ]
-        ),
-        // An operator's sign-ins to the console, by the digest of the
-        // cookie's secret: one per approved login, ended at sign-out or when
-        // the operator is removed, collected long after expiry.
-        (
-            "v22-console-sessions",
-            [
-                """
-                CREATE TABLE console_sessions (
-                    digest bytea PRIMARY KEY, operator text NOT NULL, event_id text NOT NULL UNIQUE,
-                    ip text NOT NULL, created_at double precision NOT NULL, expires_at double precision NOT NULL,
-                    ended_at double precision)
-                """,
-                "CREATE INDEX console_sessions_by_operator ON console_sessions (operator)",
-            ]
-        ),
-        // A relying party's sign-in by approval: its authorization request,
-        // kept with the pending login it opened, then the code the approval
-        // earned; kept while its refresh tokens may live. And the scopes an
-        // app registered for sign-in.
-        (
-            "v23-openid-sign-ins",
-            [
-                """
-                CREATE TABLE openid_sign_ins (
-                    event_id text PRIMARY KEY, api_key_id text NOT NULL, redirect_uri text NOT NULL,
-                    code_challenge text NOT NULL, state text, nonce text, scope text NOT NULL,
-                    created_at double precision NOT NULL, code_digest bytea, code_expires_at double precision,
-                    redeemed_at double precision, ended_at double precision,
-                    confidential boolean NOT NULL DEFAULT false)
-                """,
-                "CREATE INDEX openid_sign_ins_created ON openid_sign_ins (created_at)",
-                """
-                CREATE TABLE openid_clients (
-                    api_key_id text PRIMARY KEY, scopes text NOT NULL, updated_at double precision NOT NULL)
-                """,
             ]
         ),
     ]

@@ -151,11 +151,14 @@ extension PostgresStore {
         try await announce(WebhookNotice.device(change), into: db, logger: logger)
     }
 
-    public func setPasskey(_ passkey: Passkey?, deviceID: String) async throws {
+    public func setPasskey(_ passkey: Passkey?, deviceID: String, by author: ChangeAuthor, at now: Date)
+        async throws
+    {
         let logger = logger
         let publicKey = try passkey.map { String(decoding: try JSONEncoder().encode($0.publicKey), as: UTF8.self) }
         try await readCommittedWrite { db in
-            let changed = try await db.run(
+            // Removing a passkey that is not there changes, and records, nothing.
+            let row = try await db.row(
                 """
                 UPDATE devices SET passkey_credential_id = \(passkey?.credentialID),
                     passkey_public_key = \(publicKey), passkey_sign_count = \(passkey.map { Int64($0.signCount) }),
@@ -164,10 +167,18 @@ extension PostgresStore {
                     passkey_backup_eligible = \(passkey?.backupEligible),
                     passkey_created_at = \(passkey?.createdAt.seconds)
                 WHERE id = \(deviceID) AND revoked_at IS NULL
-                RETURNING 1
+                  AND (\(passkey != nil) OR passkey_credential_id IS NOT NULL)
+                RETURNING *
                 """, logger: logger)
-            guard changed == 0 else { return }
-            throw try await Self.unwritable(deviceID, in: db, logger: logger)
+            guard let row else {
+                let unrevoked = try await db.row(
+                    "SELECT 1 FROM devices WHERE id = \(deviceID) AND revoked_at IS NULL", logger: logger)
+                guard unrevoked != nil else { throw try await Self.unwritable(deviceID, in: db, logger: logger) }
+                return
+            }
+            let change = DeviceChange(
+                passkey == nil ? .passkeyRemoved : .passkeyAdded, of: try Self.device(row: row), by: author, at: now)
+            try await Self.record(change, into: db, logger: logger)
         }
     }
 

@@ -144,7 +144,9 @@ extension SQLiteStore {
         passkey_transports = NULL, passkey_backup_eligible = NULL, passkey_created_at = NULL
         """
 
-    public func setPasskey(_ passkey: Passkey?, deviceID: String) async throws {
+    public func setPasskey(_ passkey: Passkey?, deviceID: String, by author: ChangeAuthor, at now: Date)
+        async throws
+    {
         try await write { db in
             if let passkey {
                 try db.execute(
@@ -162,12 +164,27 @@ extension SQLiteStore {
                         passkey.createdAt.timeIntervalSince1970, deviceID,
                     ])
             } else {
+                // Removing a passkey that is not there changes, and records, nothing.
                 try db.execute(
-                    sql: "UPDATE devices SET \(Self.noPasskey) WHERE id = ? AND revoked_at IS NULL",
+                    sql: """
+                        UPDATE devices SET \(Self.noPasskey)
+                        WHERE id = ? AND revoked_at IS NULL AND passkey_credential_id IS NOT NULL
+                        """,
                     arguments: [deviceID])
             }
-            guard db.changesCount == 0 else { return }
-            throw try Self.unwritable(deviceID, in: db)
+            guard db.changesCount == 0 else {
+                guard
+                    let row = try Row.fetchOne(
+                        db, sql: "SELECT \(Self.deviceColumns) FROM devices WHERE id = ?", arguments: [deviceID])
+                else { throw StoreError(.backend, "the device changed went missing") }
+                let change = DeviceChange(
+                    passkey == nil ? .passkeyRemoved : .passkeyAdded, of: try Self.device(row: row), by: author,
+                    at: now)
+                return try Self.record(change, into: db)
+            }
+            let unrevoked = try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM devices WHERE id = ? AND revoked_at IS NULL", arguments: [deviceID])
+            guard unrevoked != nil else { throw try Self.unwritable(deviceID, in: db) }
         }
     }
 

@@ -117,5 +117,31 @@ extension SQLiteStore {
                     );
                     """)
         }
+        migrator.registerMigration("v24-passkey-changes") { db in
+            // A device's passkey added or removed is in its user's device
+            // log. SQLite changes a CHECK only by rebuilding the table.
+            try db.execute(
+                sql: """
+                    CREATE TABLE device_changes_v24 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        device_name TEXT NOT NULL,
+                        action TEXT NOT NULL CHECK (action IN (
+                            'enrolled', 'revoked', 'passkey_added', 'passkey_removed')),
+                        actor TEXT NOT NULL,
+                        ip TEXT NOT NULL,
+                        at REAL NOT NULL
+                    );
+                    INSERT INTO device_changes_v24 (id, issuer, client_user_id, device_id, device_name, action, actor,
+                            ip, at)
+                        SELECT id, issuer, client_user_id, device_id, device_name, action, actor, ip, at
+                        FROM device_changes;
+                    DROP TABLE device_changes;
+                    ALTER TABLE device_changes_v24 RENAME TO device_changes;
+                    CREATE INDEX device_changes_by_user ON device_changes(issuer, client_user_id, id);
+                    """)
+        }
     }
 }

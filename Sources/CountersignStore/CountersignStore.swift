@@ -100,11 +100,14 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// Records that the device was seen at `now`.
     func markDeviceSeen(id: String, now: Date) async throws
 
-    /// Sets, or with nil removes, the passkey of an unrevoked device:
+    /// Sets, or with nil removes, the passkey of an unrevoked device, and
+    /// records the change by `author` (`passkey_added` or
+    /// `passkey_removed`, with its webhook) in the same transaction:
     /// `notFound` for an unknown device, `conflict` for a revoked one,
     /// `alreadyExists` when another device holds that credential id (then
-    /// nothing changes). Revoking a device removes its passkey.
-    func setPasskey(_ passkey: Passkey?, deviceID: String) async throws
+    /// nothing changes). Removing none changes and records nothing.
+    /// Revoking a device removes its passkey.
+    func setPasskey(_ passkey: Passkey?, deviceID: String, by author: ChangeAuthor, at now: Date) async throws
     /// Keeps `signCount` as the counter of the device's passkey
     /// `credentialID` if it goes past the one stored (or both are 0), as a
     /// decision's settling write does: `conflict` otherwise (the passkey

@@ -112,29 +112,41 @@ extension StoreConformance {
             let device = try await Fixture.enrolled(in: store)
             let other = try await Fixture.enrolled(in: store)
             let passkey = Fixture.passkey()
-            try await store.setPasskey(passkey, deviceID: device.id)
+            try await store.setPasskey(passkey, deviceID: device.id, by: Fixture.author, at: Fixture.t0)
             try check(try await store.device(id: device.id)?.passkey == passkey, "the passkey reads back")
             try check(
                 try await store.devices(issuer: "ck_app", clientUserID: "alice").first { $0.id == device.id }?.passkey
                     == passkey, "and in the user's list")
             try await checkThrows(.alreadyExists, "another device with the same credential") {
-                try await store.setPasskey(passkey, deviceID: other.id)
+                try await store.setPasskey(passkey, deviceID: other.id, by: Fixture.author, at: Fixture.t0)
             }
             try check(try await store.device(id: other.id)?.passkey == nil, "nothing set on the other device")
             let replacement = Fixture.passkey(signCount: 0, transports: [])
-            try await store.setPasskey(replacement, deviceID: device.id)
+            try await store.setPasskey(replacement, deviceID: device.id, by: Fixture.author, at: Fixture.t0)
             try check(try await store.device(id: device.id)?.passkey == replacement, "replaced")
-            try await store.setPasskey(passkey, deviceID: other.id)
-            try await store.setPasskey(nil, deviceID: other.id)
+            try await store.setPasskey(passkey, deviceID: other.id, by: Fixture.author, at: Fixture.t0)
+            try await store.setPasskey(nil, deviceID: other.id, by: Fixture.author, at: Fixture.t0)
             try check(try await store.device(id: other.id)?.passkey == nil, "removed")
+            // Each change is in the user's device log; removing none is no change.
+            try await store.setPasskey(nil, deviceID: other.id, by: Fixture.author, at: Fixture.t0)
+            let changes = try await store.deviceChanges(issuer: "ck_app", clientUserID: "alice", limit: 20)
+            try check(
+                changes.filter { $0.deviceID == device.id }.map(\.action) == [.passkeyAdded, .passkeyAdded, .enrolled],
+                "the device's log: \(changes.map(\.action))")
+            try check(
+                changes.filter { $0.deviceID == other.id }.map(\.action) == [
+                    .passkeyRemoved, .passkeyAdded, .enrolled,
+                ],
+                "the other's log: \(changes.map(\.action))")
+            try check(changes.allSatisfy { $0.author == Fixture.author }, "by whom")
             try await checkThrows(.notFound, "an unknown device") {
-                try await store.setPasskey(passkey, deviceID: "no-such-device")
+                try await store.setPasskey(passkey, deviceID: "no-such-device", by: Fixture.author, at: Fixture.t0)
             }
         },
         Case(name: "passkeys: a use's counter is kept only going up, and only for the passkey in place") { store in
             let device = try await Fixture.enrolled(in: store)
             let passkey = Fixture.passkey(signCount: 41)
-            try await store.setPasskey(passkey, deviceID: device.id)
+            try await store.setPasskey(passkey, deviceID: device.id, by: Fixture.author, at: Fixture.t0)
             try await store.advancePasskeySignCount(deviceID: device.id, credentialID: passkey.credentialID, to: 42)
             try check(try await store.device(id: device.id)?.passkey?.signCount == 42, "kept")
             for stale in [UInt32(42), 7, 0] {
@@ -149,22 +161,22 @@ extension StoreConformance {
             try check(try await store.device(id: device.id)?.passkey?.signCount == 42, "unchanged by refusals")
             // An authenticator that keeps no counter: 0, and 0 again.
             let counterless = Fixture.passkey(signCount: 0, transports: [])
-            try await store.setPasskey(counterless, deviceID: device.id)
+            try await store.setPasskey(counterless, deviceID: device.id, by: Fixture.author, at: Fixture.t0)
             try await store.advancePasskeySignCount(deviceID: device.id, credentialID: counterless.credentialID, to: 0)
         },
         Case(name: "passkeys: revoking the device removes its passkey, and a revoked device takes none") { store in
             let device = try await Fixture.enrolled(in: store)
             let passkey = Fixture.passkey()
-            try await store.setPasskey(passkey, deviceID: device.id)
+            try await store.setPasskey(passkey, deviceID: device.id, by: Fixture.author, at: Fixture.t0)
             _ = try await store.revokeDevice(
                 id: device.id, issuer: "ck_app", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 1)
             try check(try await store.device(id: device.id)?.passkey == nil, "removed with the device")
             try await checkThrows(.conflict, "a revoked device") {
-                try await store.setPasskey(passkey, deviceID: device.id)
+                try await store.setPasskey(passkey, deviceID: device.id, by: Fixture.author, at: Fixture.t0)
             }
             // Its credential id is free again, for the device that replaces it.
             let next = try await Fixture.enrolled(in: store)
-            try await store.setPasskey(passkey, deviceID: next.id)
+            try await store.setPasskey(passkey, deviceID: next.id, by: Fixture.author, at: Fixture.t0)
         },
     ]
 }

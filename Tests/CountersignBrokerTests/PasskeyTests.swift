@@ -16,9 +16,24 @@ struct PasskeyTests {
 
     static let localhost = "http://localhost:8080"
 
-    /// A broker that also answers at http://localhost:8080, its RP ID.
+    /// A broker that also answers at http://localhost:8080, its RP ID,
+    /// with a webhook endpoint for its app, so that what the app is told
+    /// waits in the outbox.
     static func broker() async throws -> TestBroker {
-        try await TestBroker(otherOrigins: ["http://localhost:8080"])
+        let broker = try await TestBroker(otherOrigins: ["http://localhost:8080"])
+        try await broker.store.insertWebhookEndpoint(
+            WebhookEndpoint(
+                apiKeyID: broker.apiKeyID, url: "https://app.example.com/hooks", types: [],
+                secret: .generate(), createdAt: broker.clock.now))
+        return broker
+    }
+
+    /// The `data` of each webhook message of `type` in the outbox, oldest first.
+    static func webhookData(_ broker: TestBroker, _ type: String) async throws -> [[String: Any]] {
+        try await broker.store.outboxMessages(state: nil, limit: 100).reversed().compactMap { message in
+            let body = try JSONSerialization.jsonObject(with: message.payload) as? [String: Any]
+            return body?["type"] as? String == type ? body?["data"] as? [String: Any] : nil
+        }
     }
 
     /// PUTs what `make` builds for the challenge of this request's proof.
@@ -61,6 +76,17 @@ struct PasskeyTests {
             let listed = try await client.execute(
                 uri: "/api/v1/users/alice/devices", method: .get, headers: broker.backendHeaders)
             #expect(String(buffer: listed.body).contains(authenticator.credentialIDText))
+            // The app is told at once, with the key to pin, and the user's
+            // device log says who added it.
+            let added = try #require(try await Self.webhookData(broker, "device.passkey_added").last)
+            let pinned = try #require(added["passkey"] as? [String: Any])
+            #expect(pinned["credential_id"] as? String == authenticator.credentialIDText)
+            let key = try JSONSerialization.data(withJSONObject: try #require(pinned["public_key"]))
+            #expect(try JSONDecoder().decode(DevicePublicKey.self, from: key) == shown.publicKey)
+            #expect(added["device_id"] as? String == alice.device.id && added["actor"] as? String == alice.device.id)
+            let log = try await client.execute(
+                uri: "/api/v1/users/alice/device-changes", method: .get, headers: broker.backendHeaders)
+            #expect(String(buffer: log.body).contains(#""action":"passkey_added""#), "\(String(buffer: log.body))")
         }
     }
 
@@ -144,6 +170,16 @@ struct PasskeyTests {
                 uri: Self.path, method: .delete,
                 headers: try await alice.device.proofHeaders(.delete, Self.path, now: broker.clock.now))
             #expect(none.status == .ok)
+            // Told and logged: two added (the first, its replacement), one
+            // removed; the refusals and the removal of none left no trace.
+            #expect(try await Self.webhookData(broker, "device.passkey_added").count == 2)
+            let removal = try await Self.webhookData(broker, "device.passkey_removed")
+            #expect(removal.count == 1 && removal.first?["passkey"] == nil)
+            let log = try await broker.store.deviceChanges(issuer: broker.apiKeyID, clientUserID: "alice", limit: 10)
+            #expect(
+                log.filter { $0.deviceID == alice.device.id }.map(\.action) == [
+                    .passkeyRemoved, .passkeyAdded, .passkeyAdded, .enrolled,
+                ])
         }
     }
 
@@ -249,6 +285,12 @@ struct PasskeyTests {
             let claims = try JSONDecoder().decode(
                 EventTokenClaims.self, from: try #require(Base64URL.decode(String(token))))
             #expect(claims.acr == document.acr && claims.amr == document.amr)
+            // The app's webhook says how, with the assertion to check.
+            let told = try #require(try await Self.webhookData(broker, "event.approved").last)
+            #expect(told["ID"] as? String == item.event.ID)
+            #expect(told["acr"] as? String == ApprovalAuthentication.passkeyACR)
+            #expect(told["amr"] as? [String] == ["swk", "hwk", "user", "mfa"])
+            #expect((told["assertion"] as? [String: Any])?["credential_id"] as? String == assertion.credentialID)
             let device = try #require(try await broker.store.device(id: alice.device.id))
             #expect(device.passkey?.signCount == authenticator.signCount, "the counter is kept")
 
@@ -256,24 +298,30 @@ struct PasskeyTests {
             let pinned = try #require(device.passkey.map(PasskeyDocument.init))
             _ = try await DecisionProof.check(
                 storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                pinnedPasskeys: [pinned])
+                pinnedPasskeys: [alice.device.id: pinned])
             var stripped = document
             stripped.assertion = nil
             await #expect(throws: ProtocolError(.userNotVerified, "")) {
                 try await DecisionProof.check(
                     storedIn: stripped, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                    pinnedPasskeys: [pinned])
+                    pinnedPasskeys: [alice.device.id: pinned])
             }
             var swapped = document
             swapped.assertion = misbound.status == .badRequest ? other : assertion
             await #expect(throws: ProtocolError(.wrongChallenge, "")) {
                 try await DecisionProof.check(
                     storedIn: swapped, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                    pinnedPasskeys: [pinned])
+                    pinnedPasskeys: [alice.device.id: pinned])
             }
             await #expect(throws: ProtocolError(.wrongKey, "")) {
                 try await DecisionProof.check(
                     storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost)
+            }
+            // The passkey pinned for another device proves nothing of this one's decision.
+            await #expect(throws: ProtocolError(.wrongKey, "")) {
+                try await DecisionProof.check(
+                    storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
+                    pinnedPasskeys: ["another-device": pinned])
             }
         }
     }

@@ -116,4 +116,19 @@ struct WireJSONTests {
             try expectSame(Stamp(at: Date(timeIntervalSince1970: seconds)))
         }
     }
+
+    @Test("passkey documents, as the device webhooks carry them")
+    func passkeys() throws {
+        var rng = Seeded(state: 4)
+        for _ in 0..<200 {
+            try expectSame(
+                PasskeyDocument(
+                    Passkey(
+                        credentialID: Self.string(&rng),
+                        publicKey: DevicePublicKey(P256.Signing.PrivateKey().publicKey),
+                        signCount: UInt32.random(in: 0...UInt32.max, using: &rng), aaguid: UUID(),
+                        transports: [Self.string(&rng)], backupEligible: Bool.random(using: &rng),
+                        createdAt: Self.date(&rng))))
+        }
+    }
 }

@@ -188,6 +188,9 @@ public struct DeviceRequestContext: ChildRequestContext {
     public var device: TrustedDevice { caller.device }
     /// Its app's API key.
     public var apiKey: APIKey { caller.apiKey }
+    /// The device, from this address, as the audit log names who changed
+    /// a user's devices.
+    var author: ChangeAuthor { ChangeAuthor(actor: device.id, ip: clientAddress) }
 
     public var maxUploadSize: Int { 64 * 1024 }
 }

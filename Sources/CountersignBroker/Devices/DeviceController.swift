@@ -42,7 +42,7 @@ struct DeviceController {
         }
         let device = try await environment.revoke(
             deviceID, issuer: context.device.issuer, user: context.device.clientUserID,
-            author: ChangeAuthor(actor: context.device.id, ip: context.clientAddress))
+            author: context.author)
         return JSONBody(DeviceDocument(device))
     }
 }

@@ -49,7 +49,8 @@ struct PasskeyController {
             throw APIError.invalid("invalid_passkey", error)
         }
         do {
-            try await environment.store.setPasskey(passkey, deviceID: context.device.id)
+            try await environment.store.setPasskey(
+                passkey, deviceID: context.device.id, by: context.author, at: now)
         } catch let error as StoreError where error.code == .alreadyExists {
             throw APIError.conflict("passkey_exists", "this passkey protects another device already")
         }
@@ -74,7 +75,8 @@ struct PasskeyController {
         try await OwnerVerification(environment: environment).require(
             of: context.device, assertion: try await OwnerVerification.assertion(in: request, context: context),
             challenge: try OwnerVerification.challenge(of: request), doing: "removing it", keepingCounter: false)
-        try await environment.store.setPasskey(nil, deviceID: context.device.id)
+        try await environment.store.setPasskey(
+            nil, deviceID: context.device.id, by: context.author, at: environment.now())
         var device = context.device
         device.passkey = nil
         return JSONBody(DeviceDocument(device))

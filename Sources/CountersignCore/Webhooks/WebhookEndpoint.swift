@@ -12,6 +12,11 @@ public enum WebhookType: String, Sendable, CaseIterable, Codable {
     case eventWithdrawn = "event.withdrawn"
     case deviceEnrolled = "device.enrolled"
     case deviceRemoved = "device.removed"
+    /// A device's approvals are now protected by a passkey, its public key
+    /// given to pin (proto/signing.md §10).
+    case devicePasskeyAdded = "device.passkey_added"
+    /// A device's passkey was turned off.
+    case devicePasskeyRemoved = "device.passkey_removed"
     /// A user answered a request with "this wasn't me".
     case fraudReported = "fraud.reported"
     /// Too many wrong codes locked the user's code sign-in for a while.

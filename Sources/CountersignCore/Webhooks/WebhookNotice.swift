@@ -78,11 +78,18 @@ public struct WebhookNotice: Sendable, Equatable {
             data: LockData(issuer: issuer, clientUserID: clientUserID, failures: failures, until: until))
     }
 
-    /// `device.enrolled` or `device.removed`, from the audit record.
+    /// `device.enrolled`, `device.removed`, `device.passkey_added` or
+    /// `device.passkey_removed`, from the audit record.
     public static func device(_ change: DeviceChange) -> WebhookNotice {
-        WebhookNotice(
-            apiKeyID: change.issuer, type: change.action == .enrolled ? .deviceEnrolled : .deviceRemoved,
-            eventID: nil, at: change.at, data: DeviceData(change: change))
+        let type: WebhookType =
+            switch change.action {
+            case .enrolled: .deviceEnrolled
+            case .revoked: .deviceRemoved
+            case .passkeyAdded: .devicePasskeyAdded
+            case .passkeyRemoved: .devicePasskeyRemoved
+            }
+        return WebhookNotice(
+            apiKeyID: change.issuer, type: type, eventID: nil, at: change.at, data: DeviceData(change: change))
     }
 
     /// The messages to `endpoints` (the app's, enabled ones) that want it.
@@ -145,6 +152,7 @@ public struct WebhookNotice: Sendable, Equatable {
             object.field("device_name", change.deviceName)
             object.field("ip", change.author.ip)
             object.field("issuer", change.issuer)
+            object.field("passkey", change.passkey.map(PasskeyDocument.init))
             object.field("public_key", change.publicKey)
         }
     }
