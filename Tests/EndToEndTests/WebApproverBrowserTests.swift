@@ -81,6 +81,12 @@ struct WebApproverBrowserTests {
             #expect(try await approve.exitCode() == 0, "\(approve.text)")
             #expect(approve.text.contains(fingerprint), "the CLI shows the fingerprint the phone shows")
             try await browser.waitFor(text: "trusted device of alice")
+            // Opened at an address, the page cannot have a passkey (WebAuthn
+            // takes a name as its RP ID): it says so and offers none.
+            try await browser.waitFor(element: "#screen-lock:not([hidden])")
+            #expect(try await browser.text("#screen-lock-state").contains("not at an address"))
+            #expect(
+                try await browser.execute("return document.getElementById('screen-lock-on').hidden") as? Bool == true)
 
             // A login from a machine that is not trusted, approved on the page.
             let machine = try temporaryDirectory("machine-B").appendingPathComponent("countersign")

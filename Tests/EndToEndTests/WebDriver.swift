@@ -66,15 +66,19 @@ struct WebDriver {
     }
 
     /// Clicks the element matching `css`; looked up again if the page
-    /// redrew it between the lookup and the click (a stale reference).
+    /// redrew it between the lookup and the click (a stale reference), and
+    /// tried again for up to 20 s while it cannot be clicked yet (hidden
+    /// until the page's script shows it).
     func click(_ css: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
         for attempt in 1... {
             let id = try await element(css)
             do {
                 _ = try await Self.call(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
                 return
             } catch let failure as ProcessFailure
-                where attempt < 5 && failure.description.contains("stale element reference")
+                where (attempt < 5 && failure.description.contains("stale element reference"))
+                || (ContinuousClock.now < deadline && failure.description.contains("element not interactable"))
             {
                 try await Task.sleep(for: .milliseconds(100))
             }

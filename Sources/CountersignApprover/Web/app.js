@@ -5,7 +5,7 @@
 import { forgetAccount, forgetPairing, loadAccount, loadPairing, saveAccount, savePairing } from "./account.js";
 import { Broker, BrokerError } from "./broker.js";
 import { fingerprint, fromBase64url, newKeyPair, publicJWK, shownRequest, thumbprint } from "./keys.js";
-import { passkeyFailure, passkeysSupported } from "./passkeys.js";
+import { passkeyFailure, passkeysUnavailable } from "./passkeys.js";
 
 const broker = new Broker(location.origin);
 const $ = (id) => document.getElementById(id);
@@ -122,7 +122,7 @@ async function becomeTrusted({ deviceID, apiKey, user, name, privateKey, publicK
   status(`This ${deviceNoun()} is now a trusted device of ${user}.`, false, { fades: true });
   await startApprover();
   // Offered at once: the moment someone pairs is when they hold the device.
-  if (passkeysSupported() && !account.passkey) {
+  if (!passkeysUnavailable() && !account.passkey) {
     $("screen-lock").classList.add("highlight");
     $("screen-lock").scrollIntoView({ block: "center" });
   }
@@ -615,9 +615,9 @@ function refreshScreenLock() {
   const noun = deviceNoun();
   $("screen-lock").hidden = false;
   $("screen-lock-on").textContent = `Protect approvals with this ${noun}'s screen lock`;
-  if (!passkeysSupported()) {
-    $("screen-lock-state").textContent =
-      "This browser cannot use a screen lock here (it needs the approver's https address).";
+  const unavailable = passkeysUnavailable();
+  if (unavailable) {
+    $("screen-lock-state").textContent = unavailable;
     $("screen-lock-on").hidden = true;
     $("screen-lock-off").hidden = true;
     return;

@@ -10,9 +10,19 @@ import { base64url, fromBase64url } from "./keys.js";
 const utf8 = new TextEncoder();
 const bytes = (buffer) => base64url(new Uint8Array(buffer));
 
-/** Whether this browser can make and use passkeys here (a secure context). */
-export function passkeysSupported() {
-  return window.isSecureContext && typeof window.PublicKeyCredential === "function";
+/**
+ * Why this browser cannot make and use passkeys on this page, or null when
+ * it can: WebAuthn needs a secure context, and an RP ID that is a name, so
+ * a page opened at an address (192.0.2.7, [2001:db8::1]) can have none.
+ */
+export function passkeysUnavailable() {
+  if (typeof window.PublicKeyCredential !== "function") return "This browser has no passkeys.";
+  const host = location.hostname;
+  if (/^\d+(\.\d+){3}$/.test(host) || host.startsWith("[")) {
+    return "A screen lock works only at the approver's name, not at an address like this one.";
+  }
+  if (!window.isSecureContext) return "A screen lock needs the approver's https address.";
+  return null;
 }
 
 /** SHA-256 of the signing input (`header.payload`) of a compact JWS. */
