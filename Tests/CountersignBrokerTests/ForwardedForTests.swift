@@ -70,7 +70,15 @@ struct ForwardedForTests {
                 == "198.51.100.7", "a client-written hop to the left proves nothing")
         #expect(
             try await recordedAddress(trusting: ["127.0.0.1"], forwardedFor: "203.0.113.5, not-an-address")
-                == "127.0.0.1", "a malformed header is ignored")
+                == "127.0.0.1", "a malformed hop where the client's should be: the header is ignored")
+        // A proxy that appends to what the client sent: the client's own
+        // junk to the left of its address cannot make it count as the proxy.
+        #expect(
+            try await recordedAddress(trusting: ["127.0.0.1"], forwardedFor: "junk, 203.0.113.5") == "203.0.113.5",
+            "a client-written malformed hop to the left is not read")
+        #expect(
+            try await recordedAddress(trusting: ["127.0.0.1", "10.0.0.0/8"], forwardedFor: "::1/x, 10.1.1.1, 10.2.2.2")
+                == "127.0.0.1", "every hop after the junk a proxy: the junk is the client's, no address")
         #expect(try await recordedAddress(trusting: ["127.0.0.1"], forwardedFor: nil) == "127.0.0.1")
     }
 }

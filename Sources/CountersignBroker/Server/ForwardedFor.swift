@@ -55,18 +55,28 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 /// address from `X-Forwarded-For`, but only when the peer is one of the
 /// configured proxies, and only the right-most address that is not one of
 /// them (anything to its left was written by the client and proves
-/// nothing). Without trusted proxies the header is ignored.
+/// nothing, so it is not even read). Without trusted proxies the header is
+/// ignored.
 struct TrustedProxies: Sendable {
     let networks: [IPNetwork]
 
     /// The client a trusted proxy forwarded the request for; nil when the
-    /// peer is not a trusted proxy or the header is absent or malformed.
+    /// peer is not a trusted proxy, the header is absent, or a hop read
+    /// from the right, up to and including the client's, is no address.
+    /// Text the client wrote to the left of its own address does not
+    /// count: a proxy that appends to the client's header (nginx's
+    /// `$proxy_add_x_forwarded_for`) must not let a client be counted as
+    /// the proxy by sending `X-Forwarded-For: junk`.
     func forwardedClient(peer: String?, headers: HTTPFields) -> String? {
         guard let peer, isTrusted(peer) else { return nil }
         let hops = headers[values: .xForwardedFor].flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }
-        guard !hops.isEmpty, hops.allSatisfy({ IPNetwork.parse($0) != nil }) else { return nil }
-        return hops.last(where: { !isTrusted($0) }) ?? hops.first
+        for hop in hops.reversed() {
+            guard IPNetwork.parse(hop) != nil else { return nil }
+            if !isTrusted(hop) { return hop }
+        }
+        // Every hop a trusted proxy: the first of them asked for itself.
+        return hops.first
     }
 
     private func isTrusted(_ address: String) -> Bool { networks.contains { $0.contains(address) } }
