@@ -2,12 +2,14 @@
 """Checks deploy/ without a container engine: the compose file against the
 Compose specification's JSON schema (read from docker-compose's Python
 package, named by COUNTERSIGN_COMPOSE_WHEEL), the properties the topology
-depends on, the Dockerfile (its build is scripts/package.sh's; its runtime
-packages are those of the libraries a package.sh build in .build needs;
-non-root; a health check), the systemd unit through `systemd-analyze
-verify` against the built broker, and the Grafana dashboard: each metric
-and label its PromQL names against the /metrics of that broker, started
-here, its data source a variable, and the monitoring profile's mounts.
+depends on, the nginx configurations (through `nginx -t` where nginx is
+installed; nginx-tls.conf as docs/operations.md shows it), the Dockerfile
+(its build is scripts/package.sh's; its runtime packages are those of the
+libraries a package.sh build in .build needs; non-root; a health check),
+the systemd unit through `systemd-analyze verify` against the built broker,
+and the Grafana dashboard: each metric and label its PromQL names against
+the /metrics of that broker, started here, its data source a variable, and
+the monitoring profile's mounts.
 
     check-deploy.py [--with-package-build]
 
@@ -75,13 +77,79 @@ for name in brokers:
 check(services["migrate"]["command"] == ["migrate"], "a one-shot migrate service")
 check("postgres" in services and "healthcheck" in services["postgres"], "PostgreSQL with a health check")
 
-# nginx: the read timeout exceeds the longest long-poll hold (30 s).
+# nginx, in front of the compose file's brokers (nginx.conf) and with a
+# certificate in front of one broker on the same machine (nginx-tls.conf):
+# the read timeout exceeds the longest long-poll hold (30 s); the client's
+# address alone in X-Forwarded-For (appended to the client's own header, a
+# non-address there would make the broker ignore the header and count the
+# request as the proxy's); API_KEY_ID and API_SECRET_KEY passed on, not
+# dropped for their underscores.
 nginx = (deploy / "nginx.conf").read_text()
-timeout = re.search(r"proxy_read_timeout\s+(\d+)s;", nginx)
-check(timeout and int(timeout.group(1)) > 30, "nginx proxy_read_timeout exceeds the 30 s long-poll hold")
-check("X-Forwarded-For $proxy_add_x_forwarded_for" in nginx, "nginx forwards the client address")
+nginx_tls = (deploy / "nginx-tls.conf").read_text()
+for file, text in [("nginx.conf", nginx), ("nginx-tls.conf", nginx_tls)]:
+    timeout = re.search(r"proxy_read_timeout\s+(\d+)s;", text)
+    check(timeout and int(timeout.group(1)) > 30, f"{file}: proxy_read_timeout exceeds the 30 s long-poll hold")
+    check("proxy_set_header X-Forwarded-For $remote_addr;" in text, f"{file} forwards the client address alone")
+    check(re.search(r"^underscores_in_headers on;$", text, re.MULTILINE), f"{file} passes API_KEY_ID on")
+    check(re.search(r"^\s*client_max_body_size 64k;$", text, re.MULTILINE), f"{file} takes the broker's 64 KB bodies")
 for name in brokers:
     check(f"server {name}:8080" in nginx, f"nginx balances onto {name}")
+# nginx-tls.conf: https with HTTP/2, plain http redirected, the broker on the
+# loopback address and port broker.conf gives it, the flags its header names
+# those of `serve`, and docs/operations.md shows the same configuration.
+settings = dict(re.findall(r"^([a-z-]+) = (\S+)$", (deploy / "broker.conf").read_text(), re.MULTILINE))
+check(f"server {settings.get('host')}:{settings.get('port')};" in nginx_tls,
+      "nginx-tls.conf proxies to the broker where broker.conf has it listen")
+check("proxy_buffering off;" in nginx_tls, "nginx-tls.conf passes long-poll answers on unbuffered")
+check(re.search(r"^\s*listen 443 ssl http2;$", nginx_tls, re.MULTILINE), "nginx-tls.conf serves https with HTTP/2")
+check(re.search(r"^\s*listen 80;$", nginx_tls, re.MULTILINE)
+      and re.search(r"^\s*return 301 https://\S+\$request_uri;$", nginx_tls, re.MULTILINE),
+      "nginx-tls.conf redirects plain http to https")
+command = re.search(r"^#\s+(device-broker serve .*)$", nginx_tls, re.MULTILINE)
+check(command and "--trusted-proxy 127.0.0.1" in command.group(1) and "--public-url https://" in command.group(1),
+      "nginx-tls.conf names the broker's --public-url and --trusted-proxy")
+built_broker = root / ".build" / "debug" / "device-broker"
+if command and built_broker.exists():
+    serve_help = subprocess.run([str(built_broker), "serve", "--help"], capture_output=True, text=True).stdout
+    for flag in re.findall(r"--[a-z-]+", command.group(1)):
+        check(re.search(rf"{flag}(?![\w-])", serve_help), f"nginx-tls.conf: `device-broker serve` has no {flag}")
+nginx_tls_body = re.sub(r"\A(?:#.*\n|\n)*", "", nginx_tls)
+check("```nginx\n" + nginx_tls_body + "```\n" in (root / "docs" / "operations.md").read_text(),
+      "docs/operations.md shows deploy/nginx-tls.conf (after its header) as it is")
+
+
+def nginx_syntax(nginx_binary, text, directory):
+    """nginx -t's complaint about `text` as a conf.d file, or None: the
+    certificates a throwaway pair, the host names of the compose file's
+    services the loopback address, every path the test writes in `directory`."""
+    directory = pathlib.Path(directory)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-subj", "/CN=login.example.com", "-days", "1", "-keyout", str(directory / "key.pem"),
+                    "-out", str(directory / "cert.pem")], capture_output=True, check=True)
+    text = re.sub(r"ssl_certificate (\S+);", f"ssl_certificate {directory / 'cert.pem'};", text)
+    text = re.sub(r"ssl_certificate_key (\S+);", f"ssl_certificate_key {directory / 'key.pem'};", text)
+    for name in services:
+        text = text.replace(f"server {name}:", "server 127.0.0.1:")
+    (directory / "site.conf").write_text(text)
+    temporary = "".join(f"    {kind}_temp_path {directory / kind};\n"
+                        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (directory / "nginx.conf").write_text(
+        f"pid {directory / 'nginx.pid'};\nerror_log {directory / 'error.log'};\nevents {{}}\n"
+        f"http {{\n{temporary}    access_log off;\n    include {directory / 'site.conf'};\n}}\n")
+    test = subprocess.run([nginx_binary, "-t", "-q", "-p", str(directory), "-c", str(directory / "nginx.conf")],
+                          capture_output=True, text=True)
+    return None if test.returncode == 0 else (test.stdout + test.stderr).strip()
+
+
+nginx_binary = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+if nginx_binary and shutil.which("openssl"):
+    for file, text in [("nginx.conf", nginx), ("nginx-tls.conf", nginx_tls)]:
+        with tempfile.TemporaryDirectory() as directory:
+            complaint = nginx_syntax(nginx_binary, text, directory)
+            check(complaint is None, f"nginx -t refuses {file}:\n{complaint}")
+    checked_nginx = "nginx (with nginx -t)"
+else:
+    checked_nginx = "nginx (not with nginx -t: no nginx or openssl here)"
 
 
 # Dockerfile: the image's binary is the one scripts/package.sh builds for the
@@ -386,5 +454,5 @@ check(dashboard_path.resolve() in dashboards, "Grafana provisions deploy/grafana
 
 if failures:
     sys.exit("deploy/ checks failed:\n  " + "\n  ".join(failures))
-print("deploy: compose (against the Compose specification), nginx, the Dockerfile" + checked_libraries
+print("deploy: compose (against the Compose specification), " + checked_nginx + ", the Dockerfile" + checked_libraries
       + ", the systemd unit and the Grafana dashboard (against a started broker's /metrics) check out")

@@ -59,15 +59,24 @@ struct OperationsEndToEndTests {
         #expect(!listens(pid: broker.process.process.processIdentifier, port: try freePort()))
     }
 
-    @Test("a plain-http public URL on another host is warned of at start; an address-only one has no passkeys")
+    @Test("each plain-http public URL on another host is warned of at start; an address-only one has no passkeys")
     func insecurePublicURL() async throws {
         let plain = try await LiveBroker.start(
             arguments: [
                 "--public-url", "http://approver.example:{port}", "--public-url", "http://127.0.0.1:{port}",
-                "--log-level", "notice",
+                "--public-url", "http://login.example.net:{port}", "--log-level", "notice",
             ])
         plain.stop()
         #expect(plain.process.text.contains("is plain http on another machine than this one"), "\(plain.process.text)")
+        // One line for each such URL, the first and a later one; none for the one on this machine.
+        let port = try #require(plain.url.split(separator: ":").last)
+        let warned = plain.process.text.split(separator: "\n").filter { $0.contains("is plain http") }
+        #expect(warned.count == 2, "\(plain.process.text)")
+        for url in ["http://approver.example:\(port)", "http://login.example.net:\(port)"] {
+            #expect(
+                warned.contains { $0.contains("the public URL \(url) is plain http") }, "\(url): \(plain.process.text)")
+        }
+        #expect(!warned.contains { $0.contains("127.0.0.1") }, "\(plain.process.text)")
         #expect(!plain.process.text.contains("no passkeys"), "approver.example is a domain")
         let addressed = try await LiveBroker.start(
             arguments: [

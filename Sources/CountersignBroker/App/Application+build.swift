@@ -29,10 +29,18 @@ private func buildApplication(_ configuration: BrokerConfiguration, logger: Logg
     let opened = try await configuration.openStore(logger: logger)
     let store = opened.store
     let (issuer, origins) = try configuration.origins()
-    if let origin = Origin(url: issuer), !origin.isPotentiallyTrustworthy {
+    // Each public URL that is plain http on another machine, in the order
+    // given (the issuer first), once.
+    var plain: [Origin] = []
+    for url in configuration.publicURLs.isEmpty ? [issuer] : configuration.publicURLs {
+        if let origin = Origin(url: url), !origin.isPotentiallyTrustworthy, !plain.contains(origin) {
+            plain.append(origin)
+        }
+    }
+    for origin in plain {
         logger.warning(
             """
-            the public URL \(issuer) is plain http on another machine than this one: browsers give passkeys, \
+            the public URL \(origin) is plain http on another machine than this one: browsers give passkeys, \
             notifications and the web approver's offline page to https pages only. Put the broker behind a \
             reverse proxy with a certificate (docs/operations.md, "TLS and proxies")
             """)
