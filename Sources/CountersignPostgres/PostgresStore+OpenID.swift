@@ -82,9 +82,9 @@ extension PostgresStore {
         }
     }
 
-    public func redeemOpenIDCode(eventID: String, digest: Data, confidential: Bool, now: Date) async throws
-        -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
-    {
+    public func redeemOpenIDCode(
+        eventID: String, digest: Data, confidential: Bool, refreshToken: RefreshTokenRecord, now: Date
+    ) async throws -> (OpenIDCodeRule.Verdict, OpenIDSignIn?) {
         let logger = logger
         return try await write { db in
             var signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger)
@@ -96,6 +96,7 @@ extension PostgresStore {
                     UPDATE openid_sign_ins SET redeemed_at = \(now.seconds), confidential = \(confidential)
                     WHERE event_id = \(eventID)
                     """, logger: logger)
+                try await Self.insert(refreshToken, into: db, logger: logger)
                 signIn?.redeemedAt = now
                 signIn?.confidential = confidential
             case .replayed:

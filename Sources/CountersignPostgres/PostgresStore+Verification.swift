@@ -144,7 +144,7 @@ extension PostgresStore {
         try await write { db in try await Self.insert(token, into: db, logger: logger) }
     }
 
-    private static func insert(_ token: RefreshTokenRecord, into db: PostgresSession, logger: Logger) async throws {
+    static func insert(_ token: RefreshTokenRecord, into db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,

@@ -74,9 +74,9 @@ extension SQLiteStore {
         }
     }
 
-    public func redeemOpenIDCode(eventID: String, digest: Data, confidential: Bool, now: Date) async throws
-        -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
-    {
+    public func redeemOpenIDCode(
+        eventID: String, digest: Data, confidential: Bool, refreshToken: RefreshTokenRecord, now: Date
+    ) async throws -> (OpenIDCodeRule.Verdict, OpenIDSignIn?) {
         try await write { db in
             var signIn = try Self.openIDSignIn(eventID: eventID, in: db)
             let verdict = OpenIDCodeRule.decide(signIn, digest: digest, now: now)
@@ -85,6 +85,7 @@ extension SQLiteStore {
                 try db.execute(
                     sql: "UPDATE openid_sign_ins SET redeemed_at = ?, confidential = ? WHERE event_id = ?",
                     arguments: [now.timeIntervalSince1970, confidential, eventID])
+                try Self.insert(refreshToken, into: db)
                 signIn?.redeemedAt = now
                 signIn?.confidential = confidential
             case .replayed:

@@ -142,7 +142,7 @@ extension SQLiteStore {
         try await write { db in try Self.insert(token, into: db) }
     }
 
-    private static func insert(_ token: RefreshTokenRecord, into db: Database) throws {
+    static func insert(_ token: RefreshTokenRecord, into db: Database) throws {
         try db.execute(
             sql: """
                 INSERT INTO refresh_tokens (digest, family_id, api_key_id, identity_id, created_at, expires_at,

@@ -27,11 +27,13 @@ public protocol CountersignOpenIDStore: Sendable {
     func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws
     /// Spends the code as ``OpenIDCodeRule`` decides, in one transaction:
     /// `spend` marks it spent (and whether the client authenticated,
-    /// `confidential`); `replayed` ends the sign-in and revokes its refresh
-    /// tokens; the others change nothing. Returns the verdict and the
-    /// sign-in as it then stands.
-    func redeemOpenIDCode(eventID: String, digest: Data, confidential: Bool, now: Date) async throws
-        -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
+    /// `confidential`) and stores `refreshToken`, the one the code buys, so
+    /// that a code is never spent without it; `replayed` ends the sign-in
+    /// and revokes its refresh tokens; the others change nothing. Returns
+    /// the verdict and the sign-in as it then stands.
+    func redeemOpenIDCode(
+        eventID: String, digest: Data, confidential: Bool, refreshToken: RefreshTokenRecord, now: Date
+    ) async throws -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
     /// Ends the sign-in and revokes every refresh token of its family, in
     /// one transaction; false if it was ended before or does not exist.
     @discardableResult

@@ -50,29 +50,50 @@ extension StoreConformance {
             // A reloaded page asks again: the newer code replaces the older.
             try await store.issueOpenIDCode(eventID: event.id, digest: Data([3]), expiresAt: Fixture.t0 + 120)
             try await store.issueOpenIDCode(eventID: event.id, digest: Data([1, 2]), expiresAt: Fixture.t0 + 120)
-            func redeem(_ digest: [UInt8], at seconds: TimeInterval, confidential: Bool = true) async throws
-                -> OpenIDCodeRule.Verdict
-            {
-                let (verdict, _) = try await store.redeemOpenIDCode(
-                    eventID: event.id, digest: Data(digest), confidential: confidential, now: Fixture.t0 + seconds)
-                return verdict
+            /// The refresh token a redemption would buy, its digest new each time.
+            func refreshToken(_ signIn: OpenIDSignIn) -> RefreshTokenRecord {
+                RefreshTokenRecord(
+                    digest: Data((0..<16).map { _ in UInt8.random(in: 0...255) }), familyID: signIn.family,
+                    apiKeyID: "ck_app", identityID: "", createdAt: Fixture.t0, expiresAt: Fixture.t0 + 86400,
+                    clientUserID: "alice")
             }
-            try check(try await redeem([3], at: 1) == .unknown, "the replaced code is unknown")
+            func redeem(_ digest: [UInt8], at seconds: TimeInterval, confidential: Bool = true) async throws
+                -> (OpenIDCodeRule.Verdict, bought: Data)
+            {
+                let token = refreshToken(signIn)
+                let (verdict, _) = try await store.redeemOpenIDCode(
+                    eventID: event.id, digest: Data(digest), confidential: confidential, refreshToken: token,
+                    now: Fixture.t0 + seconds)
+                return (verdict, token.digest)
+            }
+            let replaced = try await redeem([3], at: 1)
+            try check(replaced.0 == .unknown, "the replaced code is unknown")
+            try check(try await store.refreshToken(digest: replaced.bought) == nil, "and buys no refresh token")
             try check(
                 try await store.redeemOpenIDCode(
-                    eventID: "ev_unknown", digest: Data([1, 2]), confidential: false, now: Fixture.t0
+                    eventID: "ev_unknown", digest: Data([1, 2]), confidential: false,
+                    refreshToken: refreshToken(signIn),
+                    now: Fixture.t0
                 ).0 == .unknown, "no such sign-in")
-            try check(try await redeem([1, 2], at: 120) == .expired, "an expired code buys nothing")
+            try check(try await redeem([1, 2], at: 120).0 == .expired, "an expired code buys nothing")
             try check(try await store.openIDSignIn(eventID: event.id)?.redeemedAt == nil, "and changes nothing")
             // Two token requests at once: one spends it, the other is a replay.
             async let one = redeem([1, 2], at: 5)
             async let two = redeem([1, 2], at: 5)
-            let verdicts = [try await one, try await two]
+            let outcomes = [try await one, try await two]
+            let verdicts = outcomes.map(\.0)
             try check(verdicts.contains(.spend) && verdicts.contains(.replayed), "\(verdicts)")
             let spent = try await store.openIDSignIn(eventID: event.id)
             try check(spent?.redeemedAt == Fixture.t0 + 5 && spent?.confidential == true, "marked spent: \(spent!)")
             try check(spent?.endedAt == Fixture.t0 + 5, "the replay ended the sign-in")
-            try check(try await redeem([1, 2], at: 6) == .replayed, "spent is spent")
+            // The spend stored its refresh token with it; the replay revoked it, and bought none.
+            for (verdict, bought) in outcomes {
+                let stored = try await store.refreshToken(digest: bought)
+                try check(
+                    verdict == .spend ? stored?.revokedAt == Fixture.t0 + 5 : stored == nil,
+                    "\(verdict): \(String(describing: stored))")
+            }
+            try check(try await redeem([1, 2], at: 6).0 == .replayed, "spent is spent")
             try await checkThrows(.conflict, "no new code once one was spent") {
                 try await store.issueOpenIDCode(eventID: event.id, digest: Data([4]), expiresAt: Fixture.t0 + 120)
             }
@@ -87,7 +108,8 @@ extension StoreConformance {
             try await store.issueOpenIDCode(eventID: other.id, digest: Data([5]), expiresAt: Fixture.t0 + 120)
             try check(
                 try await store.redeemOpenIDCode(
-                    eventID: other.id, digest: Data([5]), confidential: false, now: Fixture.t0
+                    eventID: other.id, digest: Data([5]), confidential: false, refreshToken: refreshToken(otherSignIn),
+                    now: Fixture.t0
                 )
                 .0 == .spend, "spent by a public client")
             try check(try await store.openIDSignIn(eventID: other.id)?.confidential == false, "public")
@@ -110,7 +132,8 @@ extension StoreConformance {
                 try await store.refreshToken(digest: Data([8]))?.revokedAt == nil, "another sign-in's tokens live")
             try check(
                 try await store.redeemOpenIDCode(
-                    eventID: other.id, digest: Data([5]), confidential: false, now: Fixture.t0 + 12
+                    eventID: other.id, digest: Data([5]), confidential: false, refreshToken: refreshToken(otherSignIn),
+                    now: Fixture.t0 + 12
                 )
                 .0 == .replayed, "a spent code of an ended sign-in is still a replay")
 

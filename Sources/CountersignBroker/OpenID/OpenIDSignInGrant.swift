@@ -27,15 +27,21 @@ struct OpenIDSignInGrant {
             throw APIError.oauth("invalid_grant", "the code_verifier does not match the code_challenge (S256)")
         }
         let now = environment.now()
-        let (verdict, stands) = try await environment.store.redeemOpenIDCode(
-            eventID: signIn.eventID, digest: SecretToken.digest(code), confidential: client.authenticated, now: now)
-        guard verdict == .spend, let redeemed = stands else { throw unknown }
-        guard let event = try await environment.store.event(id: redeemed.eventID), event.status(at: now) == .approved
+        // A code is issued only once its login was approved, which no
+        // later write undoes: read before spending it, so that the refresh
+        // token it buys is stored in the same transaction.
+        guard let event = try await environment.store.event(id: signIn.eventID), event.status(at: now) == .approved
         else { throw unknown }
-        return (
-            try await OAuthTokenIssuer(environment: environment).issue(signIn: redeemed, approved: event),
-            redeemed.scope
-        )
+        let issuer = OAuthTokenIssuer(environment: environment)
+        let (secret, refreshToken) = issuer.newRefreshToken(signIn: signIn, approved: event)
+        let (verdict, stands) = try await environment.store.redeemOpenIDCode(
+            eventID: signIn.eventID, digest: SecretToken.digest(code), confidential: client.authenticated,
+            refreshToken: refreshToken, now: now)
+        guard verdict == .spend, let redeemed = stands else { throw unknown }
+        let tokens = try await issuer.tokens(
+            signIn: redeemed, user: event.clientUserID, authTime: refreshToken.authTime ?? now, acr: refreshToken.acr,
+            refreshToken: secret, nonce: redeemed.nonce)
+        return (tokens, redeemed.scope)
     }
 
     /// The sign-in of a refresh-token family, unless it was ended; a

@@ -79,18 +79,15 @@ struct OAuthTokenIssuer {
             acr: record.acr, authReqID: authReqID)
     }
 
-    /// Access, ID and refresh tokens for a sign-in by approval: a trusted
-    /// device (or a TOTP code) approved `event`, which `signIn` opened.
-    func issue(signIn: OpenIDSignIn, approved event: ApprovalEvent) async throws -> OAuthTokens {
-        let authTime = event.decidedAt ?? environment.now()
+    /// The refresh token a sign-in by approval's code buys: a trusted
+    /// device (or a TOTP code) approved `event`, which `signIn` opened; the
+    /// store keeps it in the transaction that spends the code.
+    func newRefreshToken(signIn: OpenIDSignIn, approved event: ApprovalEvent) -> (String, RefreshTokenRecord) {
         var (secret, record) = newRefreshToken(
             apiKeyID: signIn.apiKeyID, identityID: "", clientUserID: event.clientUserID, family: signIn.family)
-        record.authTime = authTime
+        record.authTime = event.decidedAt ?? environment.now()
         record.acr = ApprovalAuthentication(of: event).acr
-        try await environment.store.insertRefreshToken(record)
-        return try await tokens(
-            signIn: signIn, user: event.clientUserID, authTime: authTime, acr: record.acr, refreshToken: secret,
-            nonce: signIn.nonce)
+        return (secret, record)
     }
 
     /// Signs the access and ID tokens of a sign-in by approval: the `sub`
