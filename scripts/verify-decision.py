@@ -97,6 +97,13 @@ def check_assertion(event: dict, token: str, passkeys: dict, broker: str | None)
         raise ValueError("the assertion is not of the passkey pinned for the deciding device")
     scheme, host, port = origin(broker)
     default = {"http": 80, "https": 443}.get(scheme)
+    at = lambda name: f"{scheme}://{name}" + ("" if port == default else f":{port}")
+    origins = [at(host if ":" not in host else f"[{host}]")]
+    # A broker on a loopback address is the relying party `localhost`, as
+    # it answers at localhost on the same port too (signing.md §10).
+    if host.startswith("127.") or host == "::1":
+        host = "localhost"
+        origins.append(at(host))
     verify_authentication_response(
         credential={
             "id": assertion["credential_id"], "rawId": assertion["credential_id"], "type": "public-key",
@@ -109,7 +116,7 @@ def check_assertion(event: dict, token: str, passkeys: dict, broker: str | None)
         # The challenge commits to the decision: SHA-256 of its signing input.
         expected_challenge=hashlib.sha256(token.rsplit(".", 1)[0].encode("ascii")).digest(),
         expected_rp_id=host,
-        expected_origin=f"{scheme}://{host}" + ("" if port == default else f":{port}"),
+        expected_origin=origins,
         credential_public_key=cose_key(passkey["public_key"]),
         # The counter was the broker's to check when the decision arrived.
         credential_current_sign_count=0,

@@ -69,7 +69,7 @@ extension DecisionProof {
         guard let assertion = event.assertion else {
             throw ProtocolError(.userNotVerified, "the event required user verification and carries no assertion")
         }
-        guard let broker, let origin = Origin(url: broker), let relyingParty = RelyingParty(issuer: origin, origins: [])
+        guard let broker, let origin = Origin(url: broker), let relyingParty = RelyingParty.of(broker: origin)?.0
         else {
             throw ProtocolError(.wrongOrigin, "checking a passkey assertion needs the broker's URL, naming a domain")
         }

@@ -14,19 +14,14 @@ struct SecurityKeyCeremony: Sendable, Equatable {
     let origin: Origin
 
     /// The ceremony for the broker at `broker` (the URL in the agent's
-    /// credential), by the broker's own rule (`RelyingParty(issuer:origins:)`):
+    /// credential), by the broker's own rule (``RelyingParty/of(broker:)``):
     /// its host when that is a domain name; for a loopback address,
-    /// `localhost` on the same port, which a broker on a loopback address
-    /// also answers at. Any other address is refused: WebAuthn takes none.
+    /// `localhost` on the same port. Any other address is refused.
     init(broker: String) throws(AgentFailure) {
         guard let origin = Origin(url: broker) else {
             throw AgentFailure("the broker URL \(shown(broker)) is not an http(s) URL")
         }
-        let loopback = origin.host.hasPrefix("127.") || origin.host == "::1" || origin.host == "[::1]"
-        let local = loopback ? Origin(url: "\(origin.scheme)://localhost:\(origin.port)") : nil
-        guard let relyingParty = RelyingParty(issuer: origin, origins: Set([local].compactMap { $0 })),
-            let named = ([origin] + [local].compactMap { $0 }).first(where: { $0.host == relyingParty.id })
-        else {
+        guard let (relyingParty, named) = RelyingParty.of(broker: origin) else {
             throw AgentFailure(
                 "a passkey needs the broker's URL to name a domain (WebAuthn takes no address), and this "
                     + "machine knows the broker as \(shown(origin.description)): enroll it with the broker's name, "

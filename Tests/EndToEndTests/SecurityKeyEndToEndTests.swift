@@ -81,15 +81,19 @@ struct SecurityKeyEndToEndTests {
         #expect(approved.status == .approved)
         let stored = try await broker.backend.event(id: ticket.event.ID)
         #expect(stored.assertion?.credentialID == passkey.credentialID)
-        // Kept verbatim: it verifies for the stored decision's challenge with
-        // the pinned passkey. (`CountersignBackend.verifyDecision` needs the
-        // broker's URL to name a domain; this one's decision names 127.0.0.1.)
-        let decision = try #require(stored.decision)
-        let localhost = try #require(Origin(url: PasskeyBrowserTests.local(broker)))
-        _ = try #require(stored.assertion).verify(
-            of: passkey.credentialID, publicKey: passkey.publicKey,
-            challenge: try PasskeyAssertion.challenge(for: decision),
-            relyingParty: RelyingParty(id: "localhost", origins: [localhost]), storedSignCount: nil)
+        // Kept verbatim: a backend that knows the broker at 127.0.0.1, as
+        // the agent does, proves it from the stored decision and the pinned
+        // passkey alone (the RP ID localhost, by the broker's rule): the SDK,
+        // and py_webauthn through scripts/verify-decision.py.
+        let devices = try await broker.backend.devices(user: "alice")
+        let claims = try await broker.backend.verifyDecision(
+            of: stored, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [device.deviceID: passkey])
+        #expect(claims.evt == ticket.event.ID && claims.aud.hasPrefix("http://127.0.0.1:"))
+        let pinned = try temporaryDirectory("pinned").appendingPathComponent("devices.json")
+        try WireCoding.encoder().encode(["devices": devices]).write(to: pinned)
+        let (status, text) = try await DecisionCheckEndToEndTests().python(
+            stored, keys: pinned, app: "demo", broker: broker.url)
+        #expect(status == 0, "\(text)")
 
         // Replacing: refused without the current passkey, done with it.
         var newKey = SoftwareSecurityKey()

@@ -57,6 +57,20 @@ public struct RelyingParty: Sendable, Equatable {
     }
 
     var idHash: Data { Data(SHA256.hash(data: Data(id.utf8))) }
+
+    /// The RP of a broker known at `broker` (the URL a client or backend
+    /// was given), by the rule above and what a broker on a loopback
+    /// address also answers at, `localhost` on the same port; and the
+    /// origin at its RP ID that client data names. Nil for another
+    /// address: WebAuthn takes none.
+    public static func of(broker: Origin) -> (relyingParty: RelyingParty, origin: Origin)? {
+        let loopback = broker.host.hasPrefix("127.") || broker.host == "::1" || broker.host == "[::1]"
+        let local = loopback ? Origin(url: "\(broker.scheme)://localhost:\(broker.port)") : nil
+        guard let relyingParty = RelyingParty(issuer: broker, origins: Set([local].compactMap { $0 })),
+            let named = ([broker] + [local].compactMap { $0 }).first(where: { $0.host == relyingParty.id })
+        else { return nil }
+        return (relyingParty, named)
+    }
 }
 
 /// What the browser collected (WebAuthn Level 3, §5.8.1), as far as the
