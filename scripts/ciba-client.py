@@ -19,9 +19,11 @@ sends a client_notification_token, listens on PORT for the notification,
 checks its bearer token and auth_req_id, and only then calls the token
 endpoint once. It also checks that a request without the token is refused.
 
-Options: --binding-message TEXT, --requested-expiry SECONDS, --auth
-basic|post (client authentication, default basic), --errors (instead of a
-flow, send each malformed request and print the error each one got).
+Options: --binding-message TEXT, --requested-expiry SECONDS, --acr-values
+VALUES (sent as acr_values, each checked against the discovery's
+acr_values_supported), --auth basic|post (client authentication, default
+basic), --errors (instead of a flow, send each malformed request and print
+the error each one got).
 """
 import sys
 
@@ -56,6 +58,8 @@ assert meta["backchannel_authentication_endpoint"] == broker + "/oauth/bc-author
 assert "poll" in meta["backchannel_token_delivery_modes_supported"], meta
 assert meta["backchannel_user_code_parameter_supported"] is False, meta
 assert GRANT in meta["grant_types_supported"], meta
+for acr in (option("--acr-values") or "").split():
+    assert acr in meta["acr_values_supported"], meta
 
 
 def post(url, form, *, secret=None, method=None):
@@ -150,7 +154,7 @@ def flow():
     if option("--ping-port"):
         return ping_flow(int(option("--ping-port")))
     answer = authenticate(login_hint=user, binding_message=option("--binding-message"),
-                          requested_expiry=option("--requested-expiry"))
+                          requested_expiry=option("--requested-expiry"), acr_values=option("--acr-values"))
     if answer.status_code != 200:
         return {"outcome": error_of(answer), "status": answer.status_code}
     body = answer.json()
@@ -182,6 +186,7 @@ def flow():
         "client_id": client_id}, timeout=30)
     return {"outcome": "tokens", "claims": claims, "second_redemption": error_of(again),
             "refreshed": refreshed.status_code, "refreshed_sub": (refreshed_claims or {}).get("sub"),
+            "refreshed_acr": (refreshed_claims or {}).get("acr"),
             "refresh_without_secret": error_of(without_secret)}
 
 

@@ -59,8 +59,9 @@ struct Answering {
             print(SecurityKeyApproval.hint)
         } else if event.userVerification == "required" {
             // This device has no passkey: what it can still do is refuse.
-            print("  This request must be approved with a passkey that verifies you (fingerprint, face or PIN),")
-            print("  e.g. in the web approver with its screen lock on. This machine can only reject it.")
+            print("  This request must be approved with a passkey that verifies you (fingerprint, face or PIN).")
+            print("  This machine has none, so here it can only be rejected: approve it in the web approver with")
+            print("  its screen lock on, or give this machine a FIDO2 security key (device-agent security-key add).")
         }
         live.printTimeLeft(until: event.expiresAt)
     }
@@ -203,9 +204,10 @@ struct Answering {
             } catch let error as CountersignError where error.code == "user_verification_required" {
                 live.stop()
                 throw AgentFailure(
-                    "not approved: this request must be approved with a passkey that verifies you, on a device "
-                        + "that has one (the web approver with its screen lock on); here it can only be rejected "
-                        + "(--reject)")
+                    "not approved: this request must be approved with a passkey that verifies you, and this "
+                        + "machine has none: approve it in the web approver with its screen lock on, or give this "
+                        + "machine a FIDO2 security key with device-agent security-key add; here it can only be "
+                        + "rejected (--reject)")
             } catch let error as CountersignError where error.code == "too_many_wrong_matches" {
                 live.stop()
                 print(tooManyWrong)
