@@ -31,7 +31,15 @@ struct OpenIDSignInGrant {
         // later write undoes: read before spending it, so that the refresh
         // token it buys is stored in the same transaction.
         guard let event = try await environment.store.event(id: signIn.eventID), event.status(at: now) == .approved
-        else { throw unknown }
+        else {
+            // The login is gone (collected while the sign-in's refresh
+            // tokens live on): its code buys nothing, but a replay of it
+            // still ends the sign-in, as the store would have.
+            if OpenIDCodeRule.decide(signIn, digest: SecretToken.digest(code), now: now) == .replayed {
+                try await environment.store.endOpenIDSignIn(eventID: signIn.eventID, now: now)
+            }
+            throw unknown
+        }
         let issuer = OAuthTokenIssuer(environment: environment)
         let (secret, refreshToken) = issuer.newRefreshToken(signIn: signIn, approved: event)
         let (verdict, stands) = try await environment.store.redeemOpenIDCode(

@@ -1,0 +1,79 @@
+import CountersignBroker
+import CountersignCore
+import CountersignSQLite
+import CountersignStore
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// A sign-in by approval's code spent twice at the token endpoint after
+/// its login was collected: the sign-in outlives its event while its
+/// refresh tokens may, and a replay must still end it.
+@Suite("OpenID sign-in: a code replayed after its login was collected")
+struct OpenIDCodeReplayTests {
+    @Test("the replay buys nothing, ends the sign-in and revokes the refresh token the code bought")
+    func replayAfterCollection() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client)
+            let now = broker.clock.now
+            let event = ApprovalEvent(
+                id: ApprovalEvent.newID(), createdAt: now, updatedAt: now, issuer: broker.apiKeyID,
+                clientUserID: alice.user, name: EventName.login, ip: "127.0.0.1", location: "Unknown",
+                method: .trustedDevice, storedStatus: .pending, expiresAt: now + 60, details: nil,
+                requesterName: "Chrome on Linux", nonce: SecretToken.generate(bytes: 16), matchNumber: nil,
+                wrongMatches: 0, requesterTokenDigest: nil, decidedBy: nil, decidedAt: nil, decision: nil)
+            let verifier = PKCE.newVerifier()
+            let redirectURI = "http://127.0.0.1:9/callback"
+            try await broker.store.insertPendingEvent(
+                event, by: .backend, limits: PendingLimits(), announcing: [],
+                attached: .signIn(
+                    OpenIDSignIn(
+                        eventID: event.id, apiKeyID: broker.apiKeyID, redirectURI: redirectURI,
+                        codeChallenge: PKCE.challenge(for: verifier), state: nil, nonce: nil, scope: "openid",
+                        createdAt: now)),
+                now: now)
+            let item = try #require(try await broker.inbox(client, alice.device).first { $0.event.ID == event.id })
+            let approval = try await alice.device.decision(on: item, .approve, match: nil, now: now)
+            #expect(try await broker.submit(client, eventID: event.id, decision: approval).status == .ok)
+            let code = OpenIDSignIn.code(eventID: event.id, secret: SecretToken.generate())
+            try await broker.store.issueOpenIDCode(
+                eventID: event.id, digest: SecretToken.digest(code), expiresAt: now + OpenIDSignIn.codeLifetime)
+
+            func redeem() async throws -> TestResponse {
+                let form = [
+                    "grant_type=authorization_code", "client_id=\(broker.apiKeyID)", "code=\(code)",
+                    "code_verifier=\(verifier)",
+                    "redirect_uri=\(redirectURI.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                ].joined(separator: "&")
+                return try await client.execute(
+                    uri: "/oauth/token", method: .post,
+                    headers: [.contentType: "application/x-www-form-urlencoded"], body: ByteBuffer(string: form))
+            }
+            let spent = try await redeem()
+            #expect(spent.status == .ok, "\(String(buffer: spent.body))")
+            let tokens = try #require(
+                try JSONSerialization.jsonObject(with: Data(spent.body.readableBytesView)) as? [String: Any])
+            let refresh = try #require(tokens["refresh_token"] as? String)
+            #expect(
+                try await broker.store.refreshToken(digest: SecretToken.digest(refresh))?.familyID
+                    == OpenIDSignIn.familyPrefix + event.id, "the refresh token was stored with the spend")
+
+            // The login is collected; the sign-in stays while its refresh token may live.
+            _ = try await broker.store.garbageCollect(now: now + 7200, eventsEndedBefore: now + 3600)
+            #expect(try await broker.store.event(id: event.id) == nil)
+            #expect(try await broker.store.openIDSignIn(eventID: event.id)?.endedAt == nil)
+
+            let replayed = try await redeem()
+            #expect(
+                replayed.status == .badRequest && String(buffer: replayed.body).contains(#""error":"invalid_grant""#),
+                "\(String(buffer: replayed.body))")
+            #expect(try await broker.store.openIDSignIn(eventID: event.id)?.endedAt != nil, "the sign-in ended")
+            #expect(
+                try await broker.store.refreshToken(digest: SecretToken.digest(refresh))?.revokedAt != nil,
+                "its refresh token revoked")
+        }
+    }
+}
