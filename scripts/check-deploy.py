@@ -80,10 +80,8 @@ check("postgres" in services and "healthcheck" in services["postgres"], "Postgre
 # nginx, in front of the compose file's brokers (nginx.conf) and with a
 # certificate in front of one broker on the same machine (nginx-tls.conf):
 # the read timeout exceeds the longest long-poll hold (30 s); the client's
-# address alone in X-Forwarded-For (appended to the client's own header, a
-# non-address there would make the broker ignore the header and count the
-# request as the proxy's); API_KEY_ID and API_SECRET_KEY passed on, not
-# dropped for their underscores.
+# address alone in X-Forwarded-For, as operations.md shows it; API_KEY_ID
+# and API_SECRET_KEY passed on, not dropped for their underscores.
 nginx = (deploy / "nginx.conf").read_text()
 nginx_tls = (deploy / "nginx-tls.conf").read_text()
 for file, text in [("nginx.conf", nginx), ("nginx-tls.conf", nginx_tls)]:

@@ -27,6 +27,7 @@ if len(sys.argv) not in (4, 5):
     sys.exit(2)
 import base64
 import hashlib
+import ipaddress
 import json
 import urllib.parse
 
@@ -64,10 +65,10 @@ def origin(url: str) -> tuple:
 
 
 def pinned(document) -> tuple:
-    """The pinned device keys, and each device's pinned passkey by its id (only a devices document has those)."""
+    """The pinned device keys, and each device's pinned passkeys by its id (only a devices document has those)."""
     if isinstance(document, dict) and "devices" in document:
         devices = document["devices"]
-        passkeys = {device["id"]: device["passkey"] for device in devices if device.get("passkey")}
+        passkeys = {device["id"]: [device["passkey"]] for device in devices if device.get("passkey")}
         return [device["public_key"] for device in devices], passkeys
     return (document if isinstance(document, list) else [document]), {}
 
@@ -92,18 +93,20 @@ def check_assertion(event: dict, token: str, passkeys: dict, broker: str | None)
         raise ValueError("the event required user verification and carries no assertion")
     if broker is None:
         raise ValueError("checking a passkey assertion needs BROKER_ORIGIN")
-    passkey = passkeys.get(event.get("decided_by"))
-    if passkey is None or passkey["credential_id"] != assertion["credential_id"]:
-        raise ValueError("the assertion is not of the passkey pinned for the deciding device")
+    pinned = passkeys.get(event.get("decided_by"), [])
+    passkey = next((key for key in pinned if key["credential_id"] == assertion["credential_id"]), None)
+    if passkey is None:
+        raise ValueError("the assertion is not of a passkey pinned for the deciding device")
     scheme, host, port = origin(broker)
     default = {"http": 80, "https": 443}.get(scheme)
-    at = lambda name: f"{scheme}://{name}" + ("" if port == default else f":{port}")
-    origins = [at(host if ":" not in host else f"[{host}]")]
-    # A broker on a loopback address is the relying party `localhost`, as
-    # it answers at localhost on the same port too (signing.md §10).
-    if host.startswith("127.") or host == "::1":
-        host = "localhost"
-        origins.append(at(host))
+    # A broker on a loopback address is the relying party `localhost`, at
+    # its origin there, where it answers too (signing.md §10).
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            host = "localhost"
+    except ValueError:
+        pass
+    expected_origin = f"{scheme}://{host}" + ("" if port == default else f":{port}")
     verify_authentication_response(
         credential={
             "id": assertion["credential_id"], "rawId": assertion["credential_id"], "type": "public-key",
@@ -116,7 +119,7 @@ def check_assertion(event: dict, token: str, passkeys: dict, broker: str | None)
         # The challenge commits to the decision: SHA-256 of its signing input.
         expected_challenge=hashlib.sha256(token.rsplit(".", 1)[0].encode("ascii")).digest(),
         expected_rp_id=host,
-        expected_origin=origins,
+        expected_origin=expected_origin,
         credential_public_key=cose_key(passkey["public_key"]),
         # The counter was the broker's to check when the decision arrived.
         credential_current_sign_count=0,

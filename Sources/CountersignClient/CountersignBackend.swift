@@ -116,13 +116,13 @@ public struct CountersignBackend: Sendable {
     /// ``ProtocolError`` (`wrong_display`, `wrong_device`, `wrong_verdict`, …)
     /// if anything differs; returns the device's signed claims. An event
     /// that required user verification also needs the passkey assertion it
-    /// carries to be of the passkey pinned for the deciding device in
-    /// `pinnedPasskeys` (by device id, from the `device.passkey_added`
-    /// webhook or the devices' `passkey`), its owner verified, over this
-    /// decision.
+    /// carries to be of a passkey pinned for the deciding device in
+    /// `pinnedPasskeys` (by device id, each device's passkeys from the
+    /// `device.passkey_added` webhooks or the devices' `passkey`), its
+    /// owner verified, over this decision.
     public func verifyDecision(
         of event: EventDocument, app: String, pinnedKeys: [DevicePublicKey],
-        pinnedPasskeys: [String: PasskeyDocument] = [:]
+        pinnedPasskeys: [String: [PasskeyDocument]] = [:]
     ) async throws(ProtocolError) -> DecisionClaims {
         try await DecisionProof.check(
             storedIn: event, app: app, pinnedKeys: pinnedKeys, broker: connection.baseURL,

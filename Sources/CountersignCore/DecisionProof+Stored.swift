@@ -15,14 +15,15 @@ extension DecisionProof {
     ///
     /// An event that required user verification, or whose decision came
     /// with a passkey assertion, is checked further given `broker` and the
-    /// passkeys the app pinned, by the id of the device each protects (from
-    /// `device.passkey_added`, or the devices' `passkey`): the assertion is
-    /// of the deciding device's, its owner verified, signed over this
-    /// decision at that broker (proto/signing.md §10). The counter was the
-    /// broker's to check.
+    /// passkeys the app pinned, by the id of the device they protect or
+    /// protected (from `device.passkey_added`, or the devices' `passkey`;
+    /// a device that replaced its passkey has had several): the assertion
+    /// is of one of the deciding device's, its owner verified, signed over
+    /// this decision at that broker (proto/signing.md §10). The counter was
+    /// the broker's to check.
     public static func check(
         storedIn event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], broker: String? = nil,
-        pinnedPasskeys: [String: PasskeyDocument] = [:]
+        pinnedPasskeys: [String: [PasskeyDocument]] = [:]
     ) async throws(ProtocolError) -> DecisionClaims {
         guard let token = event.decision, let deviceID = event.decidedBy else {
             throw ProtocolError(.malformed, "the event carries no device's decision (status \(event.status.rawValue))")
@@ -58,13 +59,13 @@ extension DecisionProof {
             }
         }
         if event.userVerification == "required" || event.assertion != nil {
-            try checkAssertion(of: event, decision: token, broker: broker, pinned: pinnedPasskeys[deviceID])
+            try checkAssertion(of: event, decision: token, broker: broker, pinned: pinnedPasskeys[deviceID] ?? [])
         }
         return claims
     }
 
     private static func checkAssertion(
-        of event: EventDocument, decision token: String, broker: String?, pinned: PasskeyDocument?
+        of event: EventDocument, decision token: String, broker: String?, pinned: [PasskeyDocument]
     ) throws(ProtocolError) {
         guard let assertion = event.assertion else {
             throw ProtocolError(.userNotVerified, "the event required user verification and carries no assertion")
@@ -73,7 +74,7 @@ extension DecisionProof {
         else {
             throw ProtocolError(.wrongOrigin, "checking a passkey assertion needs the broker's URL, naming a domain")
         }
-        guard let pinned, pinned.credentialID == assertion.credentialID else {
+        guard let pinned = pinned.first(where: { $0.credentialID == assertion.credentialID }) else {
             throw ProtocolError(.wrongKey, "the assertion is not of the passkey pinned for the deciding device")
         }
         _ = try assertion.verify(

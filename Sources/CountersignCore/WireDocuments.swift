@@ -250,7 +250,7 @@ public struct ErrorDocument: Codable, Sendable, Equatable, Error {
 public struct DeviceChangeDocument: Codable, Sendable, Equatable {
     public var deviceID: String
     public var deviceName: String
-    /// `enrolled` or `revoked`.
+    /// `enrolled`, `revoked`, `passkey_added` or `passkey_removed`.
     public var action: DeviceChange.Action
     /// The acting device's id, or `backend`, `enrollment_token`, `verified_identifier`, `recovery_code`.
     public var actor: String

@@ -298,30 +298,42 @@ struct PasskeyTests {
             let pinned = try #require(device.passkey.map(PasskeyDocument.init))
             _ = try await DecisionProof.check(
                 storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                pinnedPasskeys: [alice.device.id: pinned])
+                pinnedPasskeys: [alice.device.id: [pinned]])
             var stripped = document
             stripped.assertion = nil
             await #expect(throws: ProtocolError(.userNotVerified, "")) {
                 try await DecisionProof.check(
                     storedIn: stripped, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                    pinnedPasskeys: [alice.device.id: pinned])
+                    pinnedPasskeys: [alice.device.id: [pinned]])
             }
             var swapped = document
             swapped.assertion = misbound.status == .badRequest ? other : assertion
             await #expect(throws: ProtocolError(.wrongChallenge, "")) {
                 try await DecisionProof.check(
                     storedIn: swapped, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                    pinnedPasskeys: [alice.device.id: pinned])
+                    pinnedPasskeys: [alice.device.id: [pinned]])
             }
             await #expect(throws: ProtocolError(.wrongKey, "")) {
                 try await DecisionProof.check(
                     storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost)
             }
+            // A device that replaced its passkey has had several: any of its own proves.
+            var earlier = pinned
+            earlier.credentialID = "an-earlier-passkey"
+            earlier.publicKey = DevicePublicKey(P256.Signing.PrivateKey().publicKey)
+            _ = try await DecisionProof.check(
+                storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
+                pinnedPasskeys: [alice.device.id: [earlier, pinned]])
+            await #expect(throws: ProtocolError(.wrongKey, "")) {
+                try await DecisionProof.check(
+                    storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
+                    pinnedPasskeys: [alice.device.id: [earlier]])
+            }
             // The passkey pinned for another device proves nothing of this one's decision.
             await #expect(throws: ProtocolError(.wrongKey, "")) {
                 try await DecisionProof.check(
                     storedIn: document, app: "demo", pinnedKeys: [alice.device.jwk], broker: Self.localhost,
-                    pinnedPasskeys: ["another-device": pinned])
+                    pinnedPasskeys: ["another-device": [pinned]])
             }
         }
     }

@@ -139,7 +139,7 @@ struct CIBAPasskeyEndToEndTests {
         #expect(assertion.credentialID == passkey.credentialID)
         let proven = try await backend.verifyDecision(
             of: decided, app: "demo", pinnedKeys: devices.map(\.publicKey),
-            pinnedPasskeys: [device.deviceID: passkey])
+            pinnedPasskeys: [device.deviceID: [passkey]])
         #expect(proven.evt == eventID && proven.decision == .approve)
         await #expect(throws: ProtocolError(.wrongKey, ""), "no passkey pinned for the device") {
             try await backend.verifyDecision(of: decided, app: "demo", pinnedKeys: devices.map(\.publicKey))
@@ -149,7 +149,7 @@ struct CIBAPasskeyEndToEndTests {
         await #expect(throws: ProtocolError(.userNotVerified, "")) {
             try await backend.verifyDecision(
                 of: stripped, app: "demo", pinnedKeys: devices.map(\.publicKey),
-                pinnedPasskeys: [device.deviceID: passkey])
+                pinnedPasskeys: [device.deviceID: [passkey]])
         }
     }
 

@@ -241,7 +241,7 @@ struct PasskeyBrowserTests {
             let backend = CountersignBackend(
                 broker: Self.local(broker), apiKeyID: broker.apiKeyID, apiSecretKey: broker.apiSecret)
             let claims = try await backend.verifyDecision(
-                of: approved, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [phone.id: passkey])
+                of: approved, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [phone.id: [passkey]])
             #expect(claims.evt == login.event.ID)
             let pinned = try temporaryDirectory("pinned").appendingPathComponent("devices.json")
             try WireCoding.encoder().encode(["devices": devices]).write(to: pinned)
@@ -253,7 +253,8 @@ struct PasskeyBrowserTests {
             stripped.assertion = nil
             await #expect(throws: ProtocolError(.userNotVerified, "")) {
                 try await backend.verifyDecision(
-                    of: stripped, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [phone.id: passkey]
+                    of: stripped, app: "demo", pinnedKeys: devices.map(\.publicKey),
+                    pinnedPasskeys: [phone.id: [passkey]]
                 )
             }
             #expect(try await check.python(stripped, keys: pinned, app: "demo", broker: Self.local(broker)).0 == 1)

@@ -87,7 +87,7 @@ struct SecurityKeyEndToEndTests {
         // and py_webauthn through scripts/verify-decision.py.
         let devices = try await broker.backend.devices(user: "alice")
         let claims = try await broker.backend.verifyDecision(
-            of: stored, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [device.deviceID: passkey])
+            of: stored, app: "demo", pinnedKeys: devices.map(\.publicKey), pinnedPasskeys: [device.deviceID: [passkey]])
         #expect(claims.evt == ticket.event.ID && claims.aud.hasPrefix("http://127.0.0.1:"))
         let pinned = try temporaryDirectory("pinned").appendingPathComponent("devices.json")
         try WireCoding.encoder().encode(["devices": devices]).write(to: pinned)

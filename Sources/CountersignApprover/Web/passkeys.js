@@ -16,12 +16,14 @@ const bytes = (buffer) => base64url(new Uint8Array(buffer));
  * a page opened at an address (192.0.2.7, [2001:db8::1]) can have none.
  */
 export function passkeysUnavailable() {
-  if (typeof window.PublicKeyCredential !== "function") return "This browser has no passkeys.";
+  // In this order: a browser defines PublicKeyCredential only in a secure
+  // context, so its absence says nothing until the other two are ruled out.
   const host = location.hostname;
   if (/^\d+(\.\d+){3}$/.test(host) || host.startsWith("[")) {
     return "A screen lock works only at the approver's name, not at an address like this one.";
   }
   if (!window.isSecureContext) return "A screen lock needs the approver's https address.";
+  if (typeof window.PublicKeyCredential !== "function") return "This browser has no passkeys.";
   return null;
 }
 
