@@ -39,7 +39,7 @@ import urllib.parse
 
 import requests
 from authlib.common.security import generate_token
-from authlib.integrations.requests_client import OAuth2Session
+from authlib.integrations.requests_client import OAuth2Session, OAuthError
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
@@ -67,6 +67,18 @@ def check(condition, message):
 
 def query_of(url):
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+
+
+def token_request(data):
+    """A request to the token endpoint authenticated as this client is
+    (Basic, the secret in the form, or client_id alone)."""
+    data = dict(data, client_id=arguments.client_id)
+    auth = None
+    if arguments.auth == "basic":
+        auth = (arguments.client_id, arguments.client_secret)
+    elif arguments.auth == "post":
+        data["client_secret"] = arguments.client_secret
+    return requests.post(meta["token_endpoint"], data=data, auth=auth, timeout=10)
 
 
 meta = requests.get(broker + "/.well-known/openid-configuration", timeout=10).json()
@@ -137,7 +149,19 @@ if "error" in returned:
     sys.exit(0)
 
 # The app: the code for tokens, the ID token verified with the JWKS.
-token = client.fetch_token(meta["token_endpoint"], authorization_response=back, code_verifier=verifier)
+try:
+    token = client.fetch_token(meta["token_endpoint"], authorization_response=back, code_verifier=verifier)
+except OAuthError as refused:
+    result["outcome"] = "token_error"
+    result["error"] = refused.error
+    result["error_description"] = refused.description
+    # The code was not spent: the app, authenticated, still redeems it.
+    spent = requests.post(meta["token_endpoint"], data={
+        "grant_type": "authorization_code", "code": returned["code"], "redirect_uri": arguments.redirect_uri,
+        "code_verifier": verifier}, auth=(arguments.client_id, arguments.client_secret), timeout=10)
+    result["redeemed_with_secret"] = "id_token" in spent.json()
+    print(json.dumps(result, sort_keys=True), flush=True)
+    sys.exit(0)
 keys = KeySet.import_key_set(requests.get(meta["jwks_uri"], timeout=10).json())
 id_token = jwt.decode(token["id_token"], keys, algorithms=["ES256"])
 claims = id_token.claims
@@ -160,15 +184,14 @@ result["userinfo_by_body"] = by_body.json().get("sub") if by_body.ok else by_bod
 
 if arguments.spend_code_twice:
     # The code again, as a thief would: refused, and what it bought ends.
-    second = requests.post(meta["token_endpoint"], data={
+    second = token_request({
         "grant_type": "authorization_code", "code": returned["code"], "redirect_uri": arguments.redirect_uri,
-        "code_verifier": verifier, "client_id": arguments.client_id}, timeout=10)
+        "code_verifier": verifier})
     result["second_redemption"] = second.json().get("error")
     result["userinfo_after_reuse"] = requests.get(meta["userinfo_endpoint"], timeout=10, headers={
         "Authorization": "Bearer " + token["access_token"]}).status_code
-    result["refresh_after_reuse"] = requests.post(meta["token_endpoint"], data={
-        "grant_type": "refresh_token", "refresh_token": token["refresh_token"],
-        "client_id": arguments.client_id}, timeout=10).json().get("error")
+    result["refresh_after_reuse"] = token_request({
+        "grant_type": "refresh_token", "refresh_token": token["refresh_token"]}).json().get("error")
     print(json.dumps(result, sort_keys=True), flush=True)
     sys.exit(0)
 
@@ -184,18 +207,16 @@ ended = requests.get(meta["end_session_endpoint"], params={
     allow_redirects=False, timeout=10)
 result["logout"] = ended.status_code
 result["logout_state"] = query_of(ended.headers.get("Location", "")).get("state")
-after = requests.post(meta["token_endpoint"], data={
-    "grant_type": "refresh_token", "refresh_token": refreshed["refresh_token"], "client_id": arguments.client_id},
-    auth=(arguments.client_id, arguments.client_secret) if arguments.auth == "basic" else None, timeout=10)
+after = token_request({"grant_type": "refresh_token", "refresh_token": refreshed["refresh_token"]})
 result["refresh_after_logout"] = after.json().get("error")
 userinfo_after = requests.get(meta["userinfo_endpoint"], timeout=10,
                               headers={"Authorization": "Bearer " + refreshed["access_token"]})
 result["userinfo_after_logout"] = userinfo_after.status_code
 
 # The code spent again (as a thief would): refused.
-second = requests.post(meta["token_endpoint"], data={
+second = token_request({
     "grant_type": "authorization_code", "code": returned["code"], "redirect_uri": arguments.redirect_uri,
-    "code_verifier": verifier, "client_id": arguments.client_id}, timeout=10)
+    "code_verifier": verifier})
 result["second_redemption"] = second.json().get("error")
 
 # A redirect URI the app did not register: a page, never a redirect.

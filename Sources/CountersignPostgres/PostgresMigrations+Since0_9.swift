@@ -101,5 +101,11 @@ extension PostgresMigrations {
                 """
             ]
         ),
+        // An app that keeps no secret is registered as a public client;
+        // every other one must prove its secret to redeem a code.
+        (
+            "v25-openid-public-clients",
+            ["ALTER TABLE openid_clients ADD COLUMN public_client boolean NOT NULL DEFAULT false"]
+        ),
     ]
 }

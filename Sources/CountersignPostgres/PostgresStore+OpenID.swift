@@ -5,16 +5,18 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    public func setOpenIDScopes(_ scopes: [String]?, apiKeyID: String, now: Date) async throws {
+    public func setOpenIDClient(_ registration: OpenIDClientRegistration?, apiKeyID: String, now: Date) async throws {
         let logger = logger
         try await write { db in
             try await Self.requireUnrevokedKey(apiKeyID, in: db, logger: logger)
-            if let scopes {
+            if let registration {
                 try await db.run(
                     """
-                    INSERT INTO openid_clients (api_key_id, scopes, updated_at)
-                    VALUES (\(apiKeyID), \(scopes.joined(separator: " ")), \(now.seconds))
-                    ON CONFLICT (api_key_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at
+                    INSERT INTO openid_clients (api_key_id, scopes, public_client, updated_at)
+                    VALUES (\(apiKeyID), \(registration.scopes.joined(separator: " ")), \(registration.isPublic),
+                        \(now.seconds))
+                    ON CONFLICT (api_key_id) DO UPDATE SET scopes = excluded.scopes,
+                        public_client = excluded.public_client, updated_at = excluded.updated_at
                     """, logger: logger)
             } else {
                 try await db.run("DELETE FROM openid_clients WHERE api_key_id = \(apiKeyID)", logger: logger)
@@ -22,11 +24,17 @@ extension PostgresStore {
         }
     }
 
-    public func openIDScopes(apiKeyID: String) async throws -> [String]? {
+    public func openIDClient(apiKeyID: String) async throws -> OpenIDClientRegistration? {
         let logger = logger
         return try await read { db in
-            try await db.row("SELECT scopes FROM openid_clients WHERE api_key_id = \(apiKeyID)", logger: logger)
-                .map { try $0.value("scopes", as: String.self).split(separator: " ").map(String.init) }
+            try await db.row(
+                "SELECT scopes, public_client FROM openid_clients WHERE api_key_id = \(apiKeyID)", logger: logger
+            )
+            .map { row in
+                OpenIDClientRegistration(
+                    scopes: try row.value("scopes", as: String.self).split(separator: " ").map(String.init),
+                    isPublic: try row.value("public_client", as: Bool.self))
+            }
         }
     }
 

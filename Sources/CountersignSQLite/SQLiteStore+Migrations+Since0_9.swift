@@ -143,5 +143,11 @@ extension SQLiteStore {
                     CREATE INDEX device_changes_by_user ON device_changes(issuer, client_user_id, id);
                     """)
         }
+        migrator.registerMigration("v25-openid-public-clients") { db in
+            // An app that keeps no secret is registered as a public client;
+            // every other one must prove its secret to redeem a code.
+            try db.execute(
+                sql: "ALTER TABLE openid_clients ADD COLUMN public_client INTEGER NOT NULL DEFAULT 0")
+        }
     }
 }

@@ -4,27 +4,36 @@ public import Foundation
 import GRDB
 
 extension SQLiteStore {
-    public func setOpenIDScopes(_ scopes: [String]?, apiKeyID: String, now: Date) async throws {
+    public func setOpenIDClient(_ registration: OpenIDClientRegistration?, apiKeyID: String, now: Date) async throws {
         try await write { db in
             try Self.requireUnrevokedKey(apiKeyID, in: db)
-            if let scopes {
+            if let registration {
                 try db.execute(
                     sql: """
-                        INSERT INTO openid_clients (api_key_id, scopes, updated_at) VALUES (?, ?, ?)
-                        ON CONFLICT (api_key_id) DO UPDATE SET scopes = excluded.scopes, updated_at = excluded.updated_at
-                        """, arguments: [apiKeyID, scopes.joined(separator: " "), now.timeIntervalSince1970])
+                        INSERT INTO openid_clients (api_key_id, scopes, public_client, updated_at) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (api_key_id) DO UPDATE SET scopes = excluded.scopes,
+                            public_client = excluded.public_client, updated_at = excluded.updated_at
+                        """,
+                    arguments: [
+                        apiKeyID, registration.scopes.joined(separator: " "), registration.isPublic,
+                        now.timeIntervalSince1970,
+                    ])
             } else {
                 try db.execute(sql: "DELETE FROM openid_clients WHERE api_key_id = ?", arguments: [apiKeyID])
             }
         }
     }
 
-    public func openIDScopes(apiKeyID: String) async throws -> [String]? {
+    public func openIDClient(apiKeyID: String) async throws -> OpenIDClientRegistration? {
         try read { db in
-            try String.fetchOne(
-                db, sql: "SELECT scopes FROM openid_clients WHERE api_key_id = ?", arguments: [apiKeyID]
+            try Row.fetchOne(
+                db, sql: "SELECT scopes, public_client FROM openid_clients WHERE api_key_id = ?", arguments: [apiKeyID]
             )
-            .map { $0.split(separator: " ").map(String.init) }
+            .map { row in
+                OpenIDClientRegistration(
+                    scopes: (row["scopes"] as String).split(separator: " ").map(String.init),
+                    isPublic: row["public_client"])
+            }
         }
     }
 

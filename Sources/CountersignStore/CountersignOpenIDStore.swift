@@ -14,11 +14,11 @@ public enum PendingAttachment: Sendable, Equatable {
 /// of each pending login, its single-use code, and whether it was ended.
 /// Part of every ``CountersignStore``.
 public protocol CountersignOpenIDStore: Sendable {
-    /// Registers the scopes an app signs in with (nil: none registered, the
-    /// default). `notFound` for an unknown or revoked key.
-    func setOpenIDScopes(_ scopes: [String]?, apiKeyID: String, now: Date) async throws
-    /// The scopes an app registered for sign-in, or nil.
-    func openIDScopes(apiKeyID: String) async throws -> [String]?
+    /// Registers how an app signs in: its scopes and client type (nil: none
+    /// registered, the default). `notFound` for an unknown or revoked key.
+    func setOpenIDClient(_ registration: OpenIDClientRegistration?, apiKeyID: String, now: Date) async throws
+    /// How an app registered to sign in, or nil.
+    func openIDClient(apiKeyID: String) async throws -> OpenIDClientRegistration?
     /// The sign-in of this event, or nil.
     func openIDSignIn(eventID: String) async throws -> OpenIDSignIn?
     /// Gives the sign-in a new authorization code (by digest), replacing

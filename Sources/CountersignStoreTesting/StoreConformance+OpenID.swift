@@ -4,19 +4,24 @@ import Foundation
 
 extension StoreConformance {
     static let openIDCases: [Case] = [
-        Case(name: "OpenID clients: an app's sign-in scopes, set, replaced and removed; none for unknown keys") {
+        Case(name: "OpenID clients: an app's scopes and client type, set, replaced and removed; not unknown keys") {
             store in
             try await store.insertAPIKey(
                 APIKey(id: "ck_app", name: "demo", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0))
-            try check(try await store.openIDScopes(apiKeyID: "ck_app") == nil, "none registered at first")
-            try await store.setOpenIDScopes(["openid", "profile"], apiKeyID: "ck_app", now: Fixture.t0)
-            try check(try await store.openIDScopes(apiKeyID: "ck_app") == ["openid", "profile"], "as registered")
-            try await store.setOpenIDScopes(["openid", "email"], apiKeyID: "ck_app", now: Fixture.t0 + 1)
-            try check(try await store.openIDScopes(apiKeyID: "ck_app") == ["openid", "email"], "replaced")
-            try await store.setOpenIDScopes(nil, apiKeyID: "ck_app", now: Fixture.t0 + 2)
-            try check(try await store.openIDScopes(apiKeyID: "ck_app") == nil, "removed")
+            try check(try await store.openIDClient(apiKeyID: "ck_app") == nil, "none registered at first")
+            let confidential = OpenIDClientRegistration(scopes: ["openid", "profile"])
+            try await store.setOpenIDClient(confidential, apiKeyID: "ck_app", now: Fixture.t0)
+            try check(try await store.openIDClient(apiKeyID: "ck_app") == confidential, "as registered")
+            let publicClient = OpenIDClientRegistration(scopes: ["openid", "email"], isPublic: true)
+            try await store.setOpenIDClient(publicClient, apiKeyID: "ck_app", now: Fixture.t0 + 1)
+            try check(try await store.openIDClient(apiKeyID: "ck_app") == publicClient, "replaced, now public")
+            try await store.setOpenIDClient(confidential, apiKeyID: "ck_app", now: Fixture.t0 + 2)
+            try check(try await store.openIDClient(apiKeyID: "ck_app") == confidential, "confidential again")
+            try await store.setOpenIDClient(nil, apiKeyID: "ck_app", now: Fixture.t0 + 3)
+            try check(try await store.openIDClient(apiKeyID: "ck_app") == nil, "removed")
             try await checkThrows(.notFound, "an unknown key") {
-                try await store.setOpenIDScopes(["openid"], apiKeyID: "ck_unknown", now: Fixture.t0)
+                try await store.setOpenIDClient(
+                    OpenIDClientRegistration(scopes: ["openid"]), apiKeyID: "ck_unknown", now: Fixture.t0)
             }
         },
         Case(name: "OpenID sign-in: commits with its event; a code spent once, a replay ends it; ending revokes") {

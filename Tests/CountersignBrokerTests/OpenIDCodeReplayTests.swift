@@ -42,16 +42,22 @@ struct OpenIDCodeReplayTests {
             try await broker.store.issueOpenIDCode(
                 eventID: event.id, digest: SecretToken.digest(code), expiresAt: now + OpenIDSignIn.codeLifetime)
 
-            func redeem() async throws -> TestResponse {
+            func redeem(secret: String? = broker.apiSecret) async throws -> TestResponse {
                 let form = [
                     "grant_type=authorization_code", "client_id=\(broker.apiKeyID)", "code=\(code)",
-                    "code_verifier=\(verifier)",
+                    secret.map { "client_secret=\($0)" }, "code_verifier=\(verifier)",
                     "redirect_uri=\(redirectURI.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
-                ].joined(separator: "&")
+                ].compactMap { $0 }.joined(separator: "&")
                 return try await client.execute(
                     uri: "/oauth/token", method: .post,
                     headers: [.contentType: "application/x-www-form-urlencoded"], body: ByteBuffer(string: form))
             }
+            // Without the app's secret: refused before the code is read.
+            let unauthenticated = try await redeem(secret: nil)
+            #expect(
+                unauthenticated.status == .unauthorized
+                    && String(buffer: unauthenticated.body).contains(#""error":"invalid_client""#),
+                "\(String(buffer: unauthenticated.body))")
             let spent = try await redeem()
             #expect(spent.status == .ok, "\(String(buffer: spent.body))")
             let tokens = try #require(

@@ -24,8 +24,18 @@ struct OpenIDAuthorizationTests {
 
     @Test("which page answers is the app's choice, never the request's")
     func pageChoice() {
-        #expect(OpenIDAuthorization.signsIn(registered: ["openid"]))
+        #expect(OpenIDAuthorization.signsIn(registered: OpenIDClientRegistration(scopes: ["openid"])))
         #expect(!OpenIDAuthorization.signsIn(registered: nil))
+    }
+
+    @Test("a confidential app's code is spent only with its secret; a public app's with PKCE alone")
+    func clientAuthentication() {
+        let confidential = OpenIDClientRegistration(scopes: ["openid"])
+        #expect(confidential.refusal(authenticated: false)?.contains("client_secret_basic") == true)
+        #expect(confidential.refusal(authenticated: true) == nil)
+        let publicClient = OpenIDClientRegistration(scopes: ["openid"], isPublic: true)
+        #expect(publicClient.refusal(authenticated: false) == nil)
+        #expect(publicClient.refusal(authenticated: true) == nil, "a public app that sends its secret anyway")
     }
 
     @Test("the scopes an app may register")

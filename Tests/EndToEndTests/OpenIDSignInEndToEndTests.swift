@@ -132,10 +132,29 @@ struct OpenIDSignInEndToEndTests {
         #expect(outcome["wrong_redirect"] as? Int == 400 && outcome["wrong_redirect_location"] is NSNull)
     }
 
+    @Test("a confidential app's code is refused without its secret (RFC 6749 §3.2.1), and is not spent")
+    func confidentialWithoutSecret() async throws {
+        let broker = try await Self.broker()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        // As a thief holding the code and the verifier, or an app that
+        // forgot its secret: client_id and PKCE alone.
+        let rp = try Self.relyingParty(broker, ["--auth", "none"])
+        try await Self.answer(broker, rp, device: laptop)
+        #expect(try await rp.exitCode(timeout: .seconds(120)) == 0, "\(rp.text)")
+        let outcome = try Self.result(of: rp)
+        #expect(outcome["outcome"] as? String == "token_error", "\(outcome)")
+        #expect(outcome["error"] as? String == "invalid_client", "\(outcome)")
+        #expect((outcome["error_description"] as? String)?.contains("--public") == true, "\(outcome)")
+        #expect(outcome["redeemed_with_secret"] as? Bool == true, "the refusal spent nothing: \(outcome)")
+    }
+
     @Test("a public client (no secret, PKCE alone) and a confidential one by post both sign in")
     func publicAndPost() async throws {
         let broker = try await Self.broker()
         defer { broker.stop() }
+        try await Self.command(
+            broker, ["apikey", "set-openid-scopes", broker.apiKeyID, "openid", "profile", "--public"])
         let laptop = try await broker.enrollMachine(name: "laptop")
         // The first sends no nonce (optional in the code flow); the second
         // asks by POST, which OpenID Connect Core §3.1.2.1 requires too.

@@ -9,12 +9,20 @@ struct OpenIDSignInGrant {
 
     /// Spends a code for `client` (RFC 6749 §4.1.3, RFC 7636 §4.6): the
     /// same client and redirect URI as the authorization request, and the
-    /// PKCE verifier of its challenge, confidential client or public. A
-    /// code spent twice may be stolen: the store ends the sign-in it
-    /// bought (``OpenIDCodeRule``).
+    /// PKCE verifier of its challenge; a confidential app (every app not
+    /// registered as public) authenticates first, so a request without its
+    /// secret reads nothing of the code and spends nothing. A code spent
+    /// twice may be stolen: the store ends the sign-in it bought
+    /// (``OpenIDCodeRule``).
     func redeem(code: String, verifier: String, redirectURI: String, client: OAuthClient) async throws
         -> (OAuthTokens, scope: String)
     {
+        // An app whose registration was removed since is confidential.
+        let registration =
+            try await environment.store.openIDClient(apiKeyID: client.key.id) ?? OpenIDClientRegistration(scopes: [])
+        if let refusal = registration.refusal(authenticated: client.authenticated) {
+            throw APIError.oauth("invalid_client", refusal)
+        }
         let unknown = APIError.oauth("invalid_grant", "the authorization code is unknown, expired or already used")
         guard let parsed = OpenIDSignIn.parse(code: code),
             let signIn = try await environment.store.openIDSignIn(eventID: parsed.eventID),

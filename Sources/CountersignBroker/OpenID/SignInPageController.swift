@@ -85,7 +85,7 @@ struct SignInPageController {
                         returnURL: nil, title: "Not signed in"),
                     status: .badRequest))
         }
-        guard let allowed = try await environment.store.openIDScopes(apiKeyID: key.id) else {
+        guard let allowed = try await environment.store.openIDClient(apiKeyID: key.id)?.scopes else {
             return .failed(
                 HostedPage.response(
                     HostedPage.failure(

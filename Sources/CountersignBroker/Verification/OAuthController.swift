@@ -41,7 +41,9 @@ struct OAuthController {
         let claimsParameterSupported = false
         let grantTypesSupported = ["authorization_code", "refresh_token", CIBAController.grantType]
         let codeChallengeMethodsSupported = ["S256"]
-        let tokenEndpointAuthMethodsSupported = ["none", "client_secret_basic", "client_secret_post"]
+        // `none` last: only an app registered as public (and the email
+        // verification flow's clients) may redeem a code without its secret.
+        let tokenEndpointAuthMethodsSupported = ["client_secret_basic", "client_secret_post", "none"]
         let subjectTypesSupported = ["public"]
         let idTokenSigningAlgValuesSupported = ["ES256"]
         let scopesSupported = ["openid", "profile", "email", "phone"]

@@ -40,7 +40,7 @@ extension VerificationPageController {
         }
         // An app that signs in by approval verifies nothing by code: its
         // relying party would take a verified address for an approval.
-        guard !OpenIDAuthorization.signsIn(registered: try await environment.store.openIDScopes(apiKeyID: key.id))
+        guard !OpenIDAuthorization.signsIn(registered: try await environment.store.openIDClient(apiKeyID: key.id))
         else {
             return .failed(
                 HostedPage.response(

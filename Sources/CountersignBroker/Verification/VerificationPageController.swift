@@ -50,9 +50,9 @@ struct VerificationPageController {
     /// a form (OpenID Connect Core §3.1.2.1).
     @Sendable func authorize(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         let form = request.method == .post ? FormQuery(try await request.formBody(context: context)) : request.formQuery
-        var registered: [String]?
+        var registered: OpenIDClientRegistration?
         if let clientID = form["client_id"] {
-            registered = try await environment.store.openIDScopes(apiKeyID: clientID)
+            registered = try await environment.store.openIDClient(apiKeyID: clientID)
         }
         if OpenIDAuthorization.signsIn(registered: registered) {
             return try await SignInPageController(environment: environment).authorize(form)

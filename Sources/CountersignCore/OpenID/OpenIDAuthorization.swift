@@ -35,7 +35,7 @@ public struct OpenIDAuthorization: Sendable, Equatable {
     /// (`registered`) signs in by approval, and only so (a request cannot
     /// turn it into email verification, whose tokens name no approval);
     /// any other app gets the email or phone verification page, as before.
-    public static func signsIn(registered: [String]?) -> Bool { registered != nil }
+    public static func signsIn(registered: OpenIDClientRegistration?) -> Bool { registered != nil }
 
     /// Why an app cannot register `scopes` for sign-in, or nil: each one the
     /// broker gives, `openid` among them, none twice.
