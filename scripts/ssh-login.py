@@ -5,13 +5,18 @@ an ssh client would, with paramiko: prints each prompt the server sends as
 (an empty line is pressing Enter). Once in, runs `id -un` and prints
 "ran: OUTPUT"; a refused login prints "denied: WHY" and exits 1.
 
-    ssh-login.py HOST PORT USER [--disconnect-at-prompt | --disconnect-after-answer]
+    ssh-login.py HOST PORT USER [--disconnect-at-prompt | --disconnect-after-answer] [--retry]
 
 With --disconnect-at-prompt the client drops the connection as soon as the
 first prompt arrives, as a closed terminal or a Ctrl-C would. With
 --disconnect-after-answer it answers the first prompt and drops the
 connection once the answer is on its way, as a person who pressed Enter and
 then closed the terminal would; either way it exits 3.
+
+With --retry a refused login tries keyboard-interactive again in the same
+connection, as OpenSSH's client does (NumberOfPasswordPrompts): a prompt
+then prints "retry prompt: TEXT" and the client drops the connection
+(exit 4); a refusal without one prints "retry denied: WHY" (exit 1).
 """
 import sys
 
@@ -29,6 +34,7 @@ import paramiko
 host, port, user = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 disconnect = "--disconnect-at-prompt" in sys.argv[4:]
 after_answer = "--disconnect-after-answer" in sys.argv[4:]
+retry = "--retry" in sys.argv[4:]
 
 sock = socket.create_connection((host, port), timeout=30)
 transport = paramiko.Transport(sock)
@@ -59,10 +65,22 @@ def handler(title, instructions, prompts):
     return answers
 
 
+def retry_handler(title, instructions, prompts):
+    for text, _echo in prompts:
+        print("retry prompt:", text.replace("\n", " "), flush=True)
+    transport.close()
+    os._exit(4)
+
+
 try:
     transport.auth_interactive(user, handler)
 except paramiko.AuthenticationException as error:
     print("denied:", error, flush=True)
+    if retry:
+        try:
+            transport.auth_interactive(user, retry_handler)
+        except (paramiko.AuthenticationException, paramiko.SSHException, EOFError) as again:
+            print("retry denied:", again, flush=True)
     sys.exit(1)
 channel = transport.open_session(timeout=60)
 channel.exec_command("id -un")

@@ -38,15 +38,20 @@ struct PAMHelper: AsyncParsableCommand {
         do {
             let settings = try PAMSettings.load(path: config)
             verdict = await PAMLogin(
-                settings: settings, unixUser: user, service: service, rhost: rhost, command: command,
+                settings: settings, unixUser: user, service: service, rhost: rhost, tty: tty, command: command,
                 module: module, log: log
             ).run()
         } catch {
             log.write(LOG_ERR, "\(service) login of \(user) denied: \(error)")
+            // Run by hand (the module sends its standard error nowhere),
+            // the reason is printed: where no syslog daemon listens (a
+            // container without /dev/log) the log line is lost.
+            FileHandle.standardError.write(Data("device-agent pam-helper: \(error)\n".utf8))
             // Why, in the log only: the user learns that it is not them.
             module.error(
                 "Countersign: this machine's login configuration is unusable, so logins are refused; "
-                    + "an administrator can see why in the authpriv log.")
+                    + "an administrator can see why in the authpriv log, or by running "
+                    + "device-agent pam-helper --user NAME by hand.")
             verdict = .deny("the Countersign PAM configuration is unusable")
         }
         module.send(verdict.line)

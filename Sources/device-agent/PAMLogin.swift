@@ -7,12 +7,17 @@ import Synchronization
 enum PAMVerdict: Equatable {
     case allow(String)
     case deny(String)
+    /// Denied, and no other try should follow in this conversation: the
+    /// module answers PAM_MAXTRIES, which ends sshd's keyboard-interactive
+    /// for the connection.
+    case refuse(String)
     case ignore(String)
 
     var line: String {
         switch self {
         case .allow(let id): "allow \(id)"
         case .deny(let why): "deny \(why)"
+        case .refuse(let why): "refuse \(why)"
         case .ignore(let why): "ignore \(why)"
         }
     }
@@ -24,6 +29,8 @@ struct PAMLogin {
     let unixUser: String
     let service: String
     let rhost: String
+    /// PAM's terminal: sshd names it `ssh` while it authenticates.
+    var tty = ""
     let command: String
     let module: PAMModuleChannel
     let log: AuthLog
@@ -136,10 +143,12 @@ struct PAMLogin {
         case .approved(let event):
             log.write(LOG_NOTICE, "\(who): request \(id) approved by device \(event.decidedBy ?? "?")")
             return .allow(id)
-        case .rejected:
-            log.write(LOG_NOTICE, "\(who): request \(id) rejected")
-            module.error("Countersign: the request was rejected.")
-            return .deny("rejected")
+        case .rejected(let reported):
+            log.write(LOG_NOTICE, "\(who): request \(id) \(reported ? "reported as not the user's" : "rejected")")
+            return await refused(
+                reported
+                    ? "Countersign: reported on your device as not you; login refused."
+                    : "Countersign: refused on your device; login refused.", why: "rejected")
         case .abandoned:
             return await give(up: ticket, requester, who: who, reason: "the login went away while waiting")
         case .failed(let why):
@@ -230,6 +239,20 @@ struct PAMLogin {
         return .deny("code refused")
     }
 
+    /// A refusal on the device, told to the person. sshd keeps a message
+    /// of a failed keyboard-interactive round to itself (it shows such
+    /// messages only with the next prompt, or after a login that
+    /// succeeds), so over ssh the message comes with a last prompt. Then,
+    /// unless the configuration says `after_refusal = retry`, no fresh
+    /// request may follow in the same connection.
+    private func refused(_ message: String, why: String) async -> PAMVerdict {
+        module.error(message)
+        if tty == "ssh" {
+            _ = await module.ask("Press Enter to close: ")
+        }
+        return settings.afterRefusal == .end ? .refuse(why) : .deny(why)
+    }
+
     private func give(up ticket: EventTicket, _ requester: CountersignClient, who: String, reason: String) async
         -> PAMVerdict
     {
@@ -240,7 +263,8 @@ struct PAMLogin {
 
     enum Outcome {
         case approved(EventDocument)
-        case rejected
+        /// Refused on the device; `reported` when as "this wasn't me".
+        case rejected(reported: Bool)
         case expired
         case abandoned
         case failed(String)
@@ -254,7 +278,9 @@ struct PAMLogin {
                     let event = try await requester.awaitOutcome(of: ticket)
                     switch event.status {
                     case .approved: return .approved(event)
-                    case .rejected: return .rejected
+                    case .rejected:
+                        return .rejected(
+                            reported: event.statusReason == .fraudReported || event.statusReason == .userProtected)
                     case .expired, .pending: return .expired
                     }
                 } catch {

@@ -8,6 +8,7 @@ struct PAMSettings: Equatable {
     enum FailMode: String { case secure, safe }
     enum Unenrolled: String { case deny, skip }
     enum Switch: String { case on, off }
+    enum AfterRefusal: String { case end, retry }
 
     var broker: String
     var apiKeyID: String
@@ -24,6 +25,11 @@ struct PAMSettings: Equatable {
     /// "this wasn't me" holds). Off for a host whose logins all come
     /// through one address (a bastion, a NAT) and would share its budget.
     var clientLimits = Switch.on
+    /// After a refusal on the device or a "this wasn't me": `end` tells the
+    /// program that asked (sshd) that no further try may follow in the same
+    /// connection (PAM_MAXTRIES), `retry` leaves it to the program's own
+    /// count of tries.
+    var afterRefusal = AfterRefusal.end
 
     struct Problem: Error, CustomStringConvertible {
         let description: String
@@ -45,7 +51,7 @@ struct PAMSettings: Equatable {
         }
         let known: Set = [
             "broker", "api_key_id", "api_secret_key", "api_secret_key_file", "user", "fail_mode", "unenrolled",
-            "client_limits",
+            "client_limits", "after_refusal",
         ]
         if let unknown = file.firstUnknown(among: known) {
             throw Problem("\(path):\(unknown.line): unknown setting \(unknown.name)")
@@ -82,6 +88,12 @@ struct PAMSettings: Equatable {
         if let limits = values["client_limits"] {
             guard let value = Switch(rawValue: limits) else { throw Problem("\(path): client_limits is on or off") }
             settings.clientLimits = value
+        }
+        if let after = values["after_refusal"] {
+            guard let value = AfterRefusal(rawValue: after) else {
+                throw Problem("\(path): after_refusal is end or retry")
+            }
+            settings.afterRefusal = value
         }
         guard let url = URLComponents(string: settings.broker), ["http", "https"].contains(url.scheme ?? "") else {
             throw Problem("\(path): broker must be an http(s) URL")

@@ -135,7 +135,9 @@ struct PAMEndToEndTests {
         #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
         refused.send("\n")
         #expect(try await refused.exitCode(timeout: .seconds(120)) != 0, "\(refused.text)")
-        #expect(refused.text.contains("rejected"))
+        #expect(refused.text.contains("refused on your device"), "\(refused.text)")
+        // No further try in this conversation (PAM_MAXTRIES).
+        #expect(refused.text.contains("maximum number of retries"), "\(refused.text)")
         _ = try await log.waitFor("countersign-pam[", "request \(second.ID) rejected")
         #expect(try await broker.backend.events(user: "alice").count == 2, "one request per attempt")
     }
@@ -362,6 +364,14 @@ struct PAMEndToEndTests {
         let exposed = try service.authenticate("alice")
         #expect(try await exposed.exitCode(timeout: .seconds(120)) != 0, "\(exposed.text)")
         #expect(exposed.text.contains("login configuration is unusable"), "told: \(exposed.text)")
+        // Run by hand, the helper prints why (no syslog may be listening).
+        let byHand = try RunningProcess(
+            Binaries.directory.appendingPathComponent("device-agent").path,
+            ["pam-helper", "--user", "alice", "--config", service.config.path])
+        #expect(try await byHand.exitCode(timeout: .seconds(120)) == 0, "\(byHand.text)")
+        #expect(
+            byHand.text.contains("device-agent pam-helper: the configuration \(service.config.path) holds a secret")
+                && byHand.text.contains("chmod 600"), "\(byHand.text)")
         try FileManager.default.setAttributes(
             [.posixPermissions: 0o600, .ownerAccountID: 65534], ofItemAtPath: service.config.path)
         let foreign = try service.authenticate("alice")

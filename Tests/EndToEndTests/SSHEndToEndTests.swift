@@ -14,13 +14,13 @@ struct SSHEndToEndTests {
         var process: RunningProcess!
         var port = 0
 
-        init(broker: LiveBroker, user: String) async throws {
+        init(broker: LiveBroker, user: String, settings: [String: String] = [:]) async throws {
             self.user = user
             guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd") else {
                 throw ProcessFailure("/usr/sbin/sshd is missing: scripts/test.sh installs openssh-server")
             }
             service = try await PAMEndToEndTests.Service(
-                broker: broker, stack: ["auth required MODULE", "session required pam_permit.so"])
+                broker: broker, settings: settings, stack: ["auth required MODULE", "session required pam_permit.so"])
             try await PAMEndToEndTests.addUser(user)
             try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
             let directory = service.directory
@@ -76,12 +76,14 @@ struct SSHEndToEndTests {
     /// A broker with `arguments`, a throwaway user with a trusted machine
     /// (its configuration directory), and an sshd letting that user in
     /// through the module.
-    static func setUp(_ arguments: [String]) async throws -> (LiveBroker, SSHServer, URL) {
+    static func setUp(_ arguments: [String], settings: [String: String] = [:]) async throws
+        -> (LiveBroker, SSHServer, URL)
+    {
         let broker = try await LiveBroker.start(arguments: arguments)
         let user = "cs\(UUID().uuidString.prefix(8).lowercased())"
         do {
             let laptop = try await broker.enrollMachine(user: user, name: "laptop")
-            return (broker, try await SSHServer(broker: broker, user: user), laptop)
+            return (broker, try await SSHServer(broker: broker, user: user, settings: settings), laptop)
         } catch {
             broker.stop()
             throw error
@@ -107,15 +109,44 @@ struct SSHEndToEndTests {
         #expect(try await login.exitCode(timeout: .seconds(120)) == 0, "\(login.text)")
         #expect(login.text.contains("ran: \(server.user)"), "\(login.text)")
 
-        let refused = try server.login()
+        // Refused: told so at a last prompt (sshd would keep a bare message
+        // to itself), and the client's retry in the same connection, as
+        // OpenSSH's client makes, opens no second request.
+        let refused = try server.login(["--retry"])
         _ = try await refused.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
         let second = try await PAMEndToEndTests().pending(broker, user: server.user)
         let reject = try broker.agent(
             ["approve", "--event", second.ID, "--reject"], configDirectory: laptop, user: server.user)
         #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
         refused.send("\n")
+        _ = try await refused.waitFor(
+            "prompt: Countersign: refused on your device.*Press Enter", timeout: .seconds(120))
+        refused.send("\n")
         #expect(try await refused.exitCode(timeout: .seconds(120)) == 1, "\(refused.text)")
-        #expect(refused.text.contains("denied:") && !refused.text.contains("ran:"))
+        #expect(refused.text.contains("retry denied:") && !refused.text.contains("retry prompt:"), "\(refused.text)")
+        #expect(!refused.text.contains("ran:"))
+        #expect(try await broker.backend.events(user: server.user).count == 2, "one request for the connection")
+    }
+
+    @Test("after_refusal = retry: the client's next try in the same connection gets a new request")
+    func retryAfterRefusal() async throws {
+        let (broker, server, laptop) = try await Self.setUp(
+            ["--approval-window", "2m"], settings: ["after_refusal": "retry"])
+        defer {
+            server.stop()
+            broker.stop()
+        }
+        let refused = try server.login(["--retry"])
+        _ = try await refused.waitFor(#"prompt: .*number (\d+),"#, timeout: .seconds(120))
+        let event = try await PAMEndToEndTests().pending(broker, user: server.user)
+        let reject = try broker.agent(
+            ["approve", "--event", event.ID, "--reject"], configDirectory: laptop, user: server.user)
+        #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
+        refused.send("\n")
+        _ = try await refused.waitFor("prompt: Countersign: refused on your device", timeout: .seconds(120))
+        refused.send("\n")
+        _ = try await refused.waitFor(#"retry prompt: .*number (\d+),"#, timeout: .seconds(120))
+        #expect(try await refused.exitCode(timeout: .seconds(120)) == 4, "\(refused.text)")
     }
 
     @Test("a TOTP code typed at sshd's prompt lets the session in once; the same code again is refused")
@@ -205,6 +236,8 @@ struct SSHEndToEndTests {
         let report = try broker.agent(
             ["approve", "--event", event.ID, "--report-fraud"], configDirectory: laptop, user: user)
         #expect(try await report.exitCode(timeout: .seconds(120)) == 0, "\(report.text)")
+        bomb.send("\n")
+        _ = try await bomb.waitFor("prompt: Countersign: reported on your device as not you", timeout: .seconds(120))
         bomb.send("\n")
         #expect(try await bomb.exitCode(timeout: .seconds(120)) == 1, "\(bomb.text)")
 

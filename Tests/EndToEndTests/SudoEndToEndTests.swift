@@ -77,7 +77,8 @@ struct SudoEndToEndTests {
         #expect(try await reject.exitCode(timeout: .seconds(120)) == 0, "\(reject.text)")
         refused.send("\n")
         #expect(try await refused.exitCode(timeout: .seconds(120)) == 1, "\(refused.text)")
-        #expect(refused.text.contains("rejected") && !refused.text.contains(": root"), "\(refused.text)")
+        #expect(
+            refused.text.contains("refused on your device") && !refused.text.contains(": root"), "\(refused.text)")
         _ = try await SyslogReceiver.start().waitFor("countersign-pam[", "request \(second.ID) rejected")
         #expect(try await broker.backend.events(user: user.name).count == 2, "one request per sudo")
     }

@@ -16,6 +16,9 @@
  *   ignore WHY    this module has no say (a user who is not enrolled, when
  *                 configured so)
  *   deny WHY      refused
+ *   refuse WHY    refused on the user's device, and no other try should
+ *                 follow in this conversation: PAM_MAXTRIES, on which sshd
+ *                 turns keyboard-interactive off for the connection
  * Only "allow" followed by the helper's exit status 0 lets the user in;
  * anything else (a crash, a timeout, a malformed line, a signal) is a
  * refusal. The module never retries and starts one helper per attempt.
@@ -309,13 +312,18 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
         } else if (strncmp(line, "ignore ", 7) == 0 || strcmp(line, "ignore") == 0) {
             verdict = PAM_IGNORE;
             break;
+        } else if (strncmp(line, "refuse ", 7) == 0) {
+            pam_syslog(pamh, LOG_NOTICE, "%s refused on the device: no further try in this conversation", shown_user);
+            verdict = PAM_MAXTRIES;
+            break;
         } else {
             /* "deny", or anything the module does not know. */
             break;
         }
     }
     int status = finish_helper(&h);
-    if (verdict != PAM_AUTH_ERR && !(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    if (verdict != PAM_AUTH_ERR && verdict != PAM_MAXTRIES
+        && !(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
         pam_syslog(pamh, LOG_ERR, "the helper did not exit cleanly after its verdict for %s; denied", shown_user);
         verdict = PAM_AUTH_ERR;
     }
