@@ -27,13 +27,10 @@ struct DeviceAgent: AsyncParsableCommand {
 
     static func main() async {
         lineBufferStandardOutput()
-        if let typed = CommandLine.arguments.dropFirst().first, let nearest = nearestCommand(to: typed) {
+        if let suggestion = suggestion(for: Array(CommandLine.arguments.dropFirst())) {
             // Otherwise ArgumentParser names the first option it cannot
             // place ("Unknown option '--config-dir'"), not the typo.
-            exit(
-                withError: usageFailure(
-                    "there is no command '\(DisplayText.escaped(typed))'; did you mean '\(nearest)'? "
-                        + "(device-agent --help lists them)"))
+            exit(withError: usageFailure(suggestion.message(tool: "device-agent")))
         }
         do {
             var command = try parseAsRoot()
@@ -54,34 +51,12 @@ struct DeviceAgent: AsyncParsableCommand {
         }
     }
 
-    /// The command `typed` was likely meant to be, when it is none: the
-    /// nearest name by edit distance, if within two edits (or a third of
-    /// its length).
-    static func nearestCommand(to typed: String) -> String? {
-        guard !typed.hasPrefix("-") else { return nil }
-        let names = configuration.subcommands.map { $0._commandName } + ["help"]
-        guard !names.contains(typed) else { return nil }
-        let scored = names.map { ($0, editDistance(Array(typed.lowercased()), Array($0))) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(2, typed.count / 3) else { return nil }
-        return best.0
-    }
-
-    /// Levenshtein distance, with a swap of two neighbours as one edit.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
-        var rows = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { rows[i][0] = i }
-        for j in 0...b.count { rows[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
-                }
-            }
-        }
-        return rows[a.count][b.count]
+    /// A mistyped command word in `arguments`, with the nearest command.
+    static func suggestion(for arguments: [String]) -> CommandSuggestion? {
+        CommandSuggestion.find(
+            in: arguments, root: DeviceAgent.self as any ParsableCommand.Type,
+            children: { $0.configuration.subcommands },
+            name: { $0._commandName })
     }
 
     /// What the agent sends as `User-Agent`.

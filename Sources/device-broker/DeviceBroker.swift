@@ -17,6 +17,14 @@ struct DeviceBroker: AsyncParsableCommand {
         ],
         defaultSubcommand: Serve.self
     )
+
+    /// A mistyped command word in `arguments`, with the nearest command.
+    static func suggestion(for arguments: [String]) -> CommandSuggestion? {
+        CommandSuggestion.find(
+            in: arguments, root: DeviceBroker.self as any ParsableCommand.Type,
+            children: { $0.configuration.subcommands },
+            name: { $0._commandName })
+    }
 }
 
 /// `device-broker migrate`: brings the store's schema up to date.

@@ -1,4 +1,6 @@
 import ArgumentParser
+import CountersignCore
+import Foundation
 import NIOCore
 import NIOPosix
 
@@ -18,6 +20,11 @@ func runCommand() async {
         arguments = try SettingsArguments.expand(Array(CommandLine.arguments.dropFirst()))
     } catch {
         DeviceBroker.exit(withError: error)
+    }
+    if let suggestion = DeviceBroker.suggestion(for: arguments) {
+        // Otherwise `serve`, the default command, says its usage.
+        FileHandle.standardError.write(Data("Error: \(suggestion.message(tool: "device-broker"))\n".utf8))
+        DeviceBroker.exit(withError: ExitCode.validationFailure)
     }
     await DeviceBroker.main(arguments)
 }
