@@ -21,10 +21,11 @@ struct BackupCommand: AsyncParsableCommand {
     var to: String
 
     func run() async throws {
-        guard store.configuration().databaseURL == nil else {
+        let configuration = try store.configuration()
+        guard configuration.databaseURL == nil else {
             throw ValidationError("on PostgreSQL, back up with pg_dump (docs/operations.md)")
         }
-        let database = store.configuration().databasePath
+        let database = configuration.databasePath
         guard FileManager.default.fileExists(atPath: database) else {
             throw ValidationError("no database at \(database)")
         }

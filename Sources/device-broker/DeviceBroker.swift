@@ -48,8 +48,16 @@ struct Migrate: AsyncParsableCommand {
 struct StoreOptions: ParsableArguments {
     @Option(
         name: .customLong("data-dir"),
-        help: "Directory of the SQLite database (env COUNTERSIGN_DATA_DIR).")
-    var dataDirectory: String = ProcessEnvironment.value("COUNTERSIGN_DATA_DIR") ?? "./countersign-data"
+        help: """
+            Directory of the SQLite database (env COUNTERSIGN_DATA_DIR; default ./countersign-data, or for \
+            the commands other than serve, the store of \(PackagedSettings.path) when that file exists).
+            """)
+    var dataDirectoryOption: String?
+
+    /// The directory `serve` keeps its SQLite file in.
+    var dataDirectory: String {
+        dataDirectoryOption ?? ProcessEnvironment.value("COUNTERSIGN_DATA_DIR") ?? "./countersign-data"
+    }
 
     @Option(
         name: .customLong("database"),

@@ -203,7 +203,7 @@ extension DeviceBroker {
             var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)
-            configuration.databaseURL = store.configuration().databaseURL
+            configuration.databaseURL = try store.configuration(packagedDefault: false).databaseURL
             configuration.databaseConnections = databaseConnections
             (configuration.sender, configuration.phoneSender) = senders.configurations()
             configuration.verification.codeLifetime = codeLifetime.seconds

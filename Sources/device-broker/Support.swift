@@ -44,10 +44,24 @@ extension StoreOptions {
         return try result.get()
     }
 
-    /// A configuration naming this store.
-    func configuration() -> BrokerConfiguration {
+    /// A configuration naming this store. A command other than `serve`
+    /// given no store at all takes the packaged service's (its settings
+    /// file), and says so: a package user's `apikey create` then lands in
+    /// the store the running service reads, not in a new one here.
+    func configuration(packagedDefault: Bool = true) throws -> BrokerConfiguration {
         var configuration = BrokerConfiguration(dataDirectory: dataDirectory)
         configuration.databaseURL = databaseURL ?? ProcessEnvironment.value("COUNTERSIGN_DATABASE_URL")
+        if packagedDefault, dataDirectoryOption == nil, configuration.databaseURL == nil, settingsFile == nil,
+            ProcessEnvironment.value("COUNTERSIGN_DATA_DIR") == nil, let packaged = try PackagedSettings.read()
+        {
+            configuration.dataDirectory = packaged.dataDirectory ?? configuration.dataDirectory
+            configuration.databaseURL = packaged.databaseURL
+            FileHandle.standardError.write(
+                Data(
+                    ("device-broker: using the packaged service's store (\(PackagedSettings.path): "
+                        + (packaged.databaseURL == nil ? configuration.dataDirectory : "its database")
+                        + "); --data-dir, --database or --config chooses another\n").utf8))
+        }
         // A command makes a few queries and exits; serve sets its own pool.
         configuration.databaseConnections = 2
         return configuration

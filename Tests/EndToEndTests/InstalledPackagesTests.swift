@@ -91,6 +91,22 @@ struct InstalledPackagesTests {
         #expect(broker.text.split(separator: "\n").first?.hasPrefix("{") == true, "\(broker.text.prefix(400))")
     }
 
+    @Test("given no store, the commands open the packaged service's and say so; unreadable settings say what to do")
+    func packagedStoreByDefault() async throws {
+        let list = try RunningProcess("/usr/bin/device-broker", ["apikey", "list"])
+        #expect(try await list.exitCode(timeout: .seconds(120)) == 0, "\(list.text)")
+        #expect(
+            list.text.contains(
+                "using the packaged service's store (/etc/countersign/broker.conf: /var/lib/countersign)"),
+            "\(list.text)")
+        let nobody = try RunningProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/device-broker", "apikey", "list"])
+        #expect(try await nobody.exitCode(timeout: .seconds(120)) != 0, "\(nobody.text)")
+        #expect(nobody.text.contains("cannot read /etc/countersign/broker.conf"), "\(nobody.text)")
+        #expect(nobody.text.contains("sudo"), "\(nobody.text)")
+    }
+
     static var multiarch: String {
         #if arch(x86_64)
             "x86_64-linux-gnu"
