@@ -203,6 +203,11 @@ if [ "$(id -u)" != 0 ]; then
 fi
 dpkg --purge countersign-broker countersign-agent >/dev/null 2>&1 || true
 quietly install dpkg -i "$scratch"/dist/countersign-broker_*.deb "$scratch"/dist/countersign-agent_*.deb
+# Where no systemd runs (as here, often), the package says how to start it.
+if [ ! -d /run/systemd/system ] && ! grep -q "systemd is not running here" "$logs/install.log"; then
+    echo "error: without systemd, installing countersign-broker did not say how to start the broker" >&2
+    exit 1
+fi
 status=0
 COUNTERSIGN_TEST_PACKAGES=1 COUNTERSIGN_BIN_DIR=/usr/bin COUNTERSIGN_PAM_MODULE=pam_countersign.so \
     timeout --kill-after=30s 20m swift test --skip-build \

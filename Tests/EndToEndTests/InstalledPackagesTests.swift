@@ -91,6 +91,21 @@ struct InstalledPackagesTests {
         #expect(broker.text.split(separator: "\n").first?.hasPrefix("{") == true, "\(broker.text.prefix(400))")
     }
 
+    @Test("started by hand without systemd's credential, the broker says why it cannot read the TOTP key")
+    func totpKeyByHand() async throws {
+        let port = try freePort()
+        let broker = try RunningProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=countersign", "--regid=countersign", "--init-groups", "--", "/usr/bin/device-broker", "serve",
+                "--config", "/etc/countersign/broker.conf", "--totp-key-file", "/etc/countersign/totp.key", "--port",
+                String(port),
+            ])
+        #expect(try await broker.exitCode(timeout: .seconds(120)) != 0, "\(broker.text)")
+        #expect(broker.text.contains("cannot read the TOTP key file /etc/countersign/totp.key: Permission denied"))
+        #expect(broker.text.contains("owned by root") && broker.text.contains("chgrp countersign"), "\(broker.text)")
+    }
+
     @Test("given no store, the commands open the packaged service's and say so; unreadable settings say what to do")
     func packagedStoreByDefault() async throws {
         let list = try RunningProcess("/usr/bin/device-broker", ["apikey", "list"])

@@ -160,10 +160,37 @@ public enum SenderConfiguration: Sendable {
 enum SecretFile {
     /// The file's content without its final line break.
     static func read(_ file: String, holding name: String) throws -> String {
+        let handle = open(file, O_RDONLY | O_CLOEXEC)
+        guard handle >= 0 else { throw BrokerSetupError(unreadable(file, holding: name, errno: errno)) }
+        close(handle)
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-            throw BrokerSetupError("cannot read the \(name) file \(file)")
+            throw BrokerSetupError("cannot read the \(name) file \(file): it is not UTF-8 text")
         }
         return text.trimmingCharacters(in: .newlines)
+    }
+
+    /// Why a secret file cannot be opened, and what to do: a key file is
+    /// its owner's only (the package's TOTP key is root's, and systemd
+    /// hands the service a copy with `LoadCredential`), so a broker started
+    /// by hand as another user meets a permission error.
+    static func unreadable(_ file: String, holding name: String, errno code: Int32) -> String {
+        let reason = String(cString: strerror(code))
+        var owner = ""
+        if let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+            let mode = attributes[.posixPermissions] as? Int
+        {
+            let name =
+                attributes[.ownerAccountName] as? String
+                ?? (attributes[.ownerAccountID] as? NSNumber).map { "uid \($0)" } ?? "?"
+            owner = ", owned by \(name), mode \(String(mode & 0o777, radix: 8))"
+        }
+        let advice =
+            code == EACCES || code == EPERM
+            ? "; this process runs as uid \(geteuid()). The systemd unit hands the service a copy of the key "
+                + "(LoadCredential); started otherwise, the broker's user must be able to read it (for the "
+                + "package: chgrp countersign \(file) && chmod 0640 \(file))"
+            : ""
+        return "cannot read the \(name) file \(file): \(reason)\(owner)\(advice)"
     }
 }
 
