@@ -154,6 +154,11 @@ install -D -m 0644 deploy/countersign-broker.service "$broker/lib/systemd/system
 # root:countersign, as it must be once it holds a database password.
 install -D -m 0644 deploy/broker.conf "$broker/etc/countersign/broker.conf"
 gzip -9n <docs/operations.md >"$broker/usr/share/doc/countersign-broker/operations.md.gz"
+# An app backend's own checks, run as python3 FILE (joserfc, and
+# py_webauthn for passkeys, from pip: README): not executables of the package.
+for check in verify-event-token.py verify-decision.py; do
+    install -D -m 0644 "scripts/$check" "$broker/usr/share/countersign/$check"
+done
 echo /etc/countersign/broker.conf >"$broker/DEBIAN/conffiles"
 for script in postinst prerm postrm; do
     install -m 0755 "deploy/debian/countersign-broker.$script" "$broker/DEBIAN/$script"
@@ -165,6 +170,7 @@ Architecture: $arch
 Maintainer: $maintainer
 Installed-Size: $(du -sk "$broker" | cut -f1)
 Depends: $(depends "$broker/usr/bin/device-broker"), adduser
+Suggests: python3
 Section: admin
 Priority: optional
 Description: sign in by approving on a device you trust (broker)
@@ -179,7 +185,8 @@ finish "$broker" countersign-broker
 tarball=countersign-$version-linux-$arch
 mkdir "$work/$tarball"
 cp "$work/device-broker" "$work/device-agent" "$work/countersign-bench" "$work/pam_countersign.so" \
-    deploy/countersign-broker.service deploy/broker.conf README.md "$work/$tarball/"
+    deploy/countersign-broker.service deploy/broker.conf README.md scripts/verify-event-token.py \
+    scripts/verify-decision.py "$work/$tarball/"
 tar -C "$work" --owner=0 --group=0 --numeric-owner --sort=name -czf "$out/$tarball.tar.gz" "$tarball"
 
 cd "$out"

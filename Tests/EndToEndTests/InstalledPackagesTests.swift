@@ -122,6 +122,15 @@ struct InstalledPackagesTests {
         #expect(nobody.text.contains("sudo"), "\(nobody.text)")
     }
 
+    @Test("the app backend's checks ship with the broker, and say how to run them")
+    func verificationScripts() async throws {
+        for script in ["verify-event-token.py", "verify-decision.py"] {
+            let help = try RunningProcess("/usr/bin/python3", ["/usr/share/countersign/\(script)", "--help"])
+            #expect(try await help.exitCode(timeout: .seconds(60)) == 0, "\(help.text)")
+            #expect(help.text.contains("joserfc"), "\(help.text)")
+        }
+    }
+
     static var multiarch: String {
         #if arch(x86_64)
             "x86_64-linux-gnu"
