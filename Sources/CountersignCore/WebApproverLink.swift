@@ -16,9 +16,22 @@ public enum WebApproverLink {
         link(broker, [("enroll", token), ("api_key", apiKeyID), ("user", user)])
     }
 
-    private static func link(_ broker: String, _ parameters: [(String, String?)]) -> String {
+    /// A broker at a loopback address is linked at `localhost` on its
+    /// port: a browser keeps passkeys (the screen lock) for a name, never
+    /// for an address, and a broker on loopback answers to both (its
+    /// passkeys' relying party is `localhost`, signing.md §10).
+    static func base(of broker: String) -> String {
         var base = broker
         while base.hasSuffix("/") { base.removeLast() }
+        guard var url = URLComponents(string: base), let host = url.host,
+            host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        else { return base }
+        url.host = "localhost"
+        return url.string ?? base
+    }
+
+    private static func link(_ broker: String, _ parameters: [(String, String?)]) -> String {
+        let base = base(of: broker)
         // As URLSearchParams reads them: unreserved characters as they are,
         // everything else percent-encoded.
         let unreserved = CharacterSet(
