@@ -421,5 +421,22 @@ write("codes.json", {
          "sealed": seal(bytes(32), TOTP_SECRET, device_id, bytes(12)), "result": "invalid"},
     ],
 })
+
+
+def openid_subject(api_key_id: str, user: str) -> str:
+    """A sign-in by approval's `sub` (proto/signing.md §4)."""
+    text = f"countersign sub {len(api_key_id.encode())}:{api_key_id}{user}"
+    return b64url(hashlib.sha256(text.encode()).digest())
+
+
+SUBJECTS = [("ck_GRAFANA", "alice"), ("ck_GRAFANA", "alice@example.com"), ("ck_OTHER", "alice"),
+            ("ck_1", "23alice"), ("ck_12", "3alice"), ("ck_GRAFANA", "Zoë Ångström")]
+write("openid-subjects.json", {
+    "description": "The sub of a sign-in by approval's ID token: stable per app and user name, and the same "
+                   "name at two apps gives two subs (proto/signing.md §4). The length prefix keeps "
+                   "(ck_1, 23alice) and (ck_12, 3alice) apart.",
+    "tests": [{"comment": f"{api_key_id} and {user}", "apiKeyId": api_key_id, "user": user,
+               "sub": openid_subject(api_key_id, user), "result": "valid"} for api_key_id, user in SUBJECTS],
+})
 WRITTEN.sort()
 print("wrote", ", ".join(WRITTEN))
