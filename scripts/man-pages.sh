@@ -20,7 +20,10 @@ for product in device-agent device-broker generate-manual; do
 done
 bin=$(swift build --show-bin-path "$@")
 mkdir -p "$out"
+version=$("$bin/device-agent" --version)
 for command in device-agent device-broker; do
     "$bin/generate-manual" "$bin/$command" --section 1 --authors "the Countersign authors" --output-directory "$out"
+    scripts/man-finish.sh "$command" "$version" <"$out/$command.1" >"$out/$command.1.finished"
+    mv "$out/$command.1.finished" "$out/$command.1"
 done
 ls "$out"

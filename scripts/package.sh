@@ -76,8 +76,8 @@ common() {
     install -d "$tree/DEBIAN" "$tree/usr/share/doc/$package" "$tree/usr/share/man/man1" \
         "$tree/usr/share/bash-completion/completions" "$tree/usr/share/zsh/vendor-completions" \
         "$tree/usr/share/fish/vendor_completions.d"
-    # A blank line in mdoc is a paragraph break that groff warns about: .Pp says it.
-    sed 's/^[[:space:]]*$/.Pp/' "$work/man/$command.1" | gzip -9n >"$tree/usr/share/man/man1/$command.1.gz"
+    scripts/man-finish.sh "$command" "$version" <"$work/man/$command.1" | gzip -9n \
+        >"$tree/usr/share/man/man1/$command.1.gz"
     # Sourced, not run: without its #! line.
     "$work/$command" --generate-completion-script bash | sed '1{/^#!/d}' \
         >"$tree/usr/share/bash-completion/completions/$command"

@@ -142,8 +142,9 @@ if [ -n "$ours" ]; then
 fi
 python3 scripts/check-deploy.py
 
-# The man pages are made from the commands' help; each must render, and
-# name what it documents.
+# The man pages are made from the commands' help; each must render, name
+# what it documents and Countersign in its header, show no Markdown
+# backticks, and have FILES and EXIT STATUS sections.
 if ! command -v man >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
@@ -155,8 +156,15 @@ if ! command -v man >/dev/null; then
 fi
 scripts/man-pages.sh "$scratch/man" >/dev/null
 for command in device-agent device-broker; do
-    MANWIDTH=100 man -l "$scratch/man/$command.1" 2>/dev/null | grep -q "^ *$command subcommand" \
+    page=$(MANWIDTH=100 man -l "$scratch/man/$command.1" 2>/dev/null)
+    grep -q "^ *$command subcommand" <<<"$page" \
         || { echo "error: the man page of $command does not render" >&2; exit 1; }
+    head -n 1 <<<"$page" | grep -q "Countersign General Commands Manual" \
+        || { echo "error: the man page of $command has another header: $(head -n 1 <<<"$page")" >&2; exit 1; }
+    if grep -q '`' <<<"$page" || ! grep -q "^FILES" <<<"$page" || [ "$(grep -c "^EXIT STATUS" <<<"$page")" != 1 ]; then
+        echo "error: the man page of $command shows backticks, or lacks FILES or one EXIT STATUS" >&2
+        exit 1
+    fi
 done
 
 # The contract, from the other side: schemathesis (an independent OpenAPI

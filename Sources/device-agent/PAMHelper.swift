@@ -15,7 +15,10 @@ import Synchronization
 struct PAMHelper: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pam-helper",
-        abstract: "The helper the pam_countersign module runs for each login (see docs/pam.md).",
+        abstract: """
+            The helper the pam_countersign module runs for each login (see \
+            /usr/share/doc/countersign-agent/pam.md.gz, or docs/pam.md in the source).
+            """,
         shouldDisplay: false)
 
     @Option(help: "The helper's configuration file.")
