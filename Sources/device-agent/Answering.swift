@@ -8,6 +8,10 @@ import Synchronization
 /// end (it expires, is withdrawn, or another device answers it), and the
 /// time left counts down on a terminal.
 struct Answering {
+    /// A request's time as the approver reads it: with its zone, since
+    /// the requester may be elsewhere and an audit compares it with logs.
+    static let timeWithZone = Date.FormatStyle(date: .abbreviated, time: .standard).timeZone(.specificName(.short))
+
     let item: InboxItem
     let client: CountersignClient
     let credential: DeviceCredential
@@ -47,7 +51,7 @@ struct Answering {
         print("")
         print("\(RequestText.title(of: item)) for \(shown(credential.clientUserID)) at \(shown(item.app))")
         print("  from:      \(RequestText.from(event))")
-        print("  requested: \(event.CreatedAt.formatted(date: .abbreviated, time: .standard))")
+        print("  requested: \(event.CreatedAt.formatted(Self.timeWithZone))")
         if let details = event.details { print("  details:   \(shown(details))") }
         if let device = item.newDevice {
             print("  device:    \(shown(device.name)) (\(shown(device.type)))")

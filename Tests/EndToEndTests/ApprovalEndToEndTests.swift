@@ -99,6 +99,8 @@ struct ApprovalEndToEndTests {
         #expect(approve.text.contains("Approved."))
         #expect(approve.text.contains("Log-in request for alice at demo"))
         #expect(approve.text.contains("machine-B"))
+        // The time with its zone (the test's processes run in UTC unless TZ says otherwise).
+        #expect(approve.text.firstMatch(of: /requested: .*\d\d:\d\d.*(UTC|GMT)/) != nil, "\(approve.text)")
         #expect(try await login.exitCode() == 0, "\(login.text)")
     }
 

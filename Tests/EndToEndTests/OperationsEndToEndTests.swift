@@ -147,6 +147,10 @@ struct OperationsEndToEndTests {
         let lines = broker.process.text.split(separator: "\n").filter { $0.hasPrefix("{") }
         let records = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(records.count == lines.count, "every line is one JSON object")
+        for record in records {
+            let time = try #require(record["time"] as? String, "\(record)")
+            #expect(time.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "UTC, said: \(time)")
+        }
         let requests = records.filter { $0["message"] as? String == "request" }
         let decision = requests.first { $0["http.path"] as? String == "/api/v1/events/\(ticket.event.ID)/decision" }
         #expect(decision?["http.status"] as? String == "200")

@@ -95,6 +95,7 @@ struct WebApproverBrowserTests {
             let card = try await browser.text(Self.card(eventID))
             #expect(card.contains("Log-in request") && card.contains("Machine\nmachine-B") && card.contains("demo"))
             #expect(card.contains("Address\n127.0.0.1"), "what the broker saw, on a row of its own")
+            #expect(card.firstMatch(of: /Requested\n.*(UTC|GMT)/) != nil, "the time with its zone: \(card)")
             #expect(card.contains("s left"), "a live countdown")
             try await Self.save(browser, "phone-request")
             try await Self.answer(browser, eventID, number: number, button: "approve")

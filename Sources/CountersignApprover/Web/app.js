@@ -210,7 +210,7 @@ function requestCard(item) {
         ["Address", shown.address],
       ];
   if (shown.location && shown.location !== "Unknown") rows.push(["Place", shown.location]);
-  rows.push(["Requested", new Date(shown.created * 1000).toLocaleString()]);
+  rows.push(["Requested", new Date(shown.created * 1000).toLocaleString(undefined, { timeZoneName: "short" })]);
   if (shown.details) rows.push(["Details", shown.details]);
   // The event id stays out of sight (the card's data-event-id has it):
   // nobody holding a phone compares one.

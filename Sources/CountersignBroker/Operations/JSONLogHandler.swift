@@ -27,7 +27,9 @@ public struct JSONLogHandler: LogHandler {
         let merged = metadata.merging(metadataProvider?.get() ?? [:]) { $1 }
             .merging(event.metadata ?? [:]) { $1 }
         for (key, value) in merged { fields[key] = Self.json(value) }
-        fields["time"] = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        // UTC, and says so (a trailing Z): a collector must not take it for local time.
+        fields["time"] = Date().formatted(
+            .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
         fields["level"] = event.level.rawValue
         fields["logger"] = label
         fields["message"] = event.message.description
