@@ -70,14 +70,22 @@ extension DeviceAgent {
                 let unit = UserUnit(account: stored, configDirectory: account.credentials.directory.path)
                 let file = URL(fileURLWithPath: unitDirectory ?? UserUnit.defaultDirectory())
                     .appendingPathComponent(unit.name)
-                if unitDirectory == nil { try? UserUnit.systemctl(["disable", "--now", unit.name]) }
+                var stopped = true
+                if unitDirectory == nil {
+                    stopped = (try? UserUnit.systemctl(["disable", "--now", unit.name])) != nil
+                }
                 guard FileManager.default.fileExists(atPath: file.path) else {
                     print("No unit \(file.path) to remove.")
                     return
                 }
                 try FileManager.default.removeItem(at: file)
-                if unitDirectory == nil { try? UserUnit.systemctl(["daemon-reload"]) }
+                if unitDirectory == nil, stopped { try? UserUnit.systemctl(["daemon-reload"]) }
                 print("Removed \(file.path).")
+                if !stopped {
+                    print(
+                        "systemctl --user did not answer (no systemd user manager here?), so nothing was "
+                            + "stopped; a device-agent watch still running stops with its session.")
+                }
             }
         }
     }
@@ -142,16 +150,23 @@ struct UserUnit {
         text.replacingOccurrences(of: "%", with: "%%")
     }
 
+    /// Runs `systemctl --user`; its own complaint (such as "Failed to
+    /// connect to bus" where no user manager runs: a container, an ssh
+    /// session without lingering) is kept for the failure, not printed.
     static func systemctl(_ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["systemctl", "--user"] + arguments
+        let errors = Pipe()
+        process.standardError = errors
         try process.run()
+        let said = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
+            let why = String(decoding: said, as: UTF8.self).split(separator: "\n").first.map { " (\($0))" } ?? ""
             throw AgentFailure(
-                "systemctl --user \(arguments.joined(separator: " ")) failed; is a systemd user manager running "
-                    + "for you?")
+                "systemctl --user \(arguments.joined(separator: " ")) failed\(why); is a systemd user manager "
+                    + "running for you?")
         }
     }
 }

@@ -94,5 +94,20 @@ struct DesktopNotificationTests {
             ["service", "uninstall", "--unit-directory", units.path], configDirectory: laptop)
         #expect(try await uninstall.exitCode() == 0)
         #expect(!FileManager.default.fileExists(atPath: file.path))
+
+        // In the default directory, where no user bus answers (no
+        // XDG_RUNTIME_DIR, as in a container): removed, and no bus errors.
+        let home = try temporaryDirectory("home")
+        let environment = [
+            "HOME": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path, "XDG_RUNTIME_DIR": "",
+            "DBUS_SESSION_BUS_ADDRESS": "",
+        ]
+        let placed = try broker.agent(
+            ["service", "install", "--no-start"], configDirectory: laptop, environment: environment)
+        #expect(try await placed.exitCode() == 0, "\(placed.text)")
+        let removed = try broker.agent(["service", "uninstall"], configDirectory: laptop, environment: environment)
+        #expect(try await removed.exitCode() == 0, "\(removed.text)")
+        #expect(removed.text.contains("Removed \(home.path)/.config/systemd/user/"), "\(removed.text)")
+        #expect(!removed.text.contains("Failed to connect") && !removed.text.contains("bus"), "\(removed.text)")
     }
 }
