@@ -64,6 +64,23 @@ def origin(url: str) -> tuple:
     return parts.scheme, (parts.hostname or "").lower(), parts.port or default
 
 
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def same_broker(audience: tuple, broker: tuple) -> bool:
+    """A decision's aud names the broker: the same origin, or, for a broker
+    on loopback, any loopback name of it on its scheme and port (it answers
+    at all of them; its web approver is linked at localhost)."""
+    return audience == broker or (loopback(audience[1]) and loopback(broker[1]) and audience[0] == broker[0]
+                                  and audience[2] == broker[2])
+
+
 def pinned(document) -> tuple:
     """The pinned device keys, and each device's pinned passkeys by its id (only a devices document has those)."""
     if isinstance(document, dict) and "devices" in document:
@@ -148,7 +165,7 @@ def check(event: dict, keys: list, passkeys: dict, app: str, broker: str | None)
     expected = {"approve": "approved", "reject": "rejected", "fraud": "rejected"}.get(claims.get("decision"))
     if expected != event.get("status"):
         raise ValueError(f"the device signed {claims.get('decision')} but the event says {event.get('status')}")
-    if broker is not None and origin(claims.get("aud", "")) != origin(broker):
+    if broker is not None and not same_broker(origin(claims.get("aud", "")), origin(broker)):
         raise ValueError("the decision is addressed to another broker")
     if event.get("user_verification") == "required" or event.get("assertion"):
         check_assertion(event, token, passkeys, broker)

@@ -54,7 +54,9 @@ extension DecisionProof {
                 "the device signed \(claims.decision.rawValue) but the event says \(event.status.rawValue)")
         }
         if let broker {
-            guard let audience = Origin(url: claims.aud), audience == Origin(url: broker) else {
+            guard let audience = Origin(url: claims.aud), let expected = Origin(url: broker),
+                audience.names(sameBrokerAs: expected)
+            else {
                 throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
             }
         }

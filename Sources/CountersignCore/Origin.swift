@@ -30,6 +30,20 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
             || host.hasPrefix("127.")
     }
 
+    /// Whether this host is this machine's own: `localhost`, 127.0.0.0/8, ::1.
+    public var isLoopback: Bool {
+        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+    }
+
+    /// Whether a decision addressed to this origin was addressed to the
+    /// broker at `broker`: the same origin, or, for a broker on this
+    /// machine's loopback, any loopback name of it on the same scheme and
+    /// port, since it answers at all of them (its web approver is linked at
+    /// `localhost`, its agents may talk to `127.0.0.1`).
+    public func names(sameBrokerAs broker: Origin) -> Bool {
+        self == broker || (isLoopback && broker.isLoopback && scheme == broker.scheme && port == broker.port)
+    }
+
     public var description: String {
         let defaultPort = scheme == "https" ? 443 : 80
         let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host

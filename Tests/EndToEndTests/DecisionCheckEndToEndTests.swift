@@ -49,6 +49,22 @@ struct DecisionCheckEndToEndTests {
         #expect(status == 0, "\(text)")
         #expect(text.contains(#""decision": "approve""#))
 
+        // The agent addressed its decision to 127.0.0.1; a broker on loopback
+        // is the same broker at localhost, where its web approver is linked.
+        // Another port is another broker.
+        let local = broker.url.replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:")
+        let (localStatus, localText) = try await python(approved, keys: keys, app: "demo", broker: local)
+        #expect(localStatus == 0, "\(localText)")
+        let atLocal = try await DecisionProof.check(storedIn: approved, app: "demo", pinnedKeys: pinned, broker: local)
+        #expect(atLocal.decision == .approve)
+        await #expect(throws: ProtocolError(.wrongAudience, "")) {
+            try await DecisionProof.check(
+                storedIn: approved, app: "demo", pinnedKeys: pinned, broker: "http://localhost:1")
+        }
+        let (otherStatus, otherText) = try await python(
+            approved, keys: keys, app: "demo", broker: "http://localhost:1")
+        #expect(otherStatus != 0 && otherText.contains("another broker"), "\(otherText)")
+
         // Keys the backend did not pin, or another app's name, prove nothing.
         _ = try await broker.enrollDevice(user: "bob")
         let bobs = try await broker.backend.devices(user: "bob").map(\.publicKey)
