@@ -125,15 +125,26 @@ struct Answering {
         if pairing, verdict == nil, number == nil {
             (verdict, number) = try await askPairingCode(digits: digits, live: live)
         }
+        // A request that needs a passkey this machine lacks can only be
+        // refused here: yes is not offered (the broker would refuse it).
+        let rejectOnly = item.event.userVerification == "required" && securityKey == nil
         while verdict == nil {
             guard
                 let reply = try await ask(
-                    "Approve this request? [y]es, [n]o, or [f] this wasn't me: ", live: live)?.lowercased()
+                    rejectOnly
+                        ? "Answer: [n] reject, or [f] this wasn't me: "
+                        : "Approve this request? [y]es, [n]o, or [f] this wasn't me: ", live: live)?.lowercased()
             else { throw AgentFailure("no answer on standard input; use --event ID --yes|--reject|--report-fraud") }
-            if ["y", "yes"].contains(reply) { verdict = .approve }
+            if ["y", "yes"].contains(reply) {
+                if rejectOnly {
+                    live.say("This machine cannot approve it (no passkey): answer n or f, or approve it elsewhere.")
+                    continue
+                }
+                verdict = .approve
+            }
             if ["n", "no"].contains(reply) { verdict = .reject }
             if ["f", "fraud"].contains(reply) { verdict = .fraud }
-            if verdict == nil { live.say("Please answer y, n or f.") }
+            if verdict == nil { live.say(rejectOnly ? "Please answer n or f." : "Please answer y, n or f.") }
         }
         let prompt = pairing ? "Pairing code shown on the new device: " : "Number shown on the requesting machine: "
         /// Asks until the reply is a number of the right length: anything

@@ -104,6 +104,23 @@ struct ApprovalEndToEndTests {
         #expect(try await login.exitCode() == 0, "\(login.text)")
     }
 
+    @Test("a request that needs a passkey this machine lacks: yes is not offered, and refused if typed")
+    func rejectOnly() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let laptop = try await broker.enrollMachine(name: "laptop")
+        let ticket = try await broker.backend.requestApproval(
+            user: "alice", details: "Pay 40.00 EUR to ACME", numberMatching: false, userVerification: true)
+        let approve = try broker.agent(
+            ["approve", "--event", ticket.event.ID], configDirectory: laptop, stdin: "y\nn\n")
+        #expect(try await approve.exitCode() == 0, "\(approve.text)")
+        #expect(approve.text.contains("here it can only be rejected"), "\(approve.text)")
+        #expect(approve.text.contains("Answer: [n] reject, or [f] this wasn't me"), "\(approve.text)")
+        #expect(!approve.text.contains("[y]es"), "\(approve.text)")
+        #expect(approve.text.contains("This machine cannot approve it (no passkey)"), "\(approve.text)")
+        #expect(try await broker.backend.event(id: ticket.event.ID).status == .rejected)
+    }
+
     @Test("reject: B exits 3 with a clear message")
     func reject() async throws {
         let broker = try await LiveBroker.start()
