@@ -83,6 +83,18 @@ if [ ! -f /usr/include/security/pam_modules.h ] || ! command -v pamtester >/dev/
     fi
 fi
 
+# Apache's mod_auth_openidc is a relying party in front of a site, run with
+# the settings docs/sign-in-to-apps.md gives.
+if [ ! -x /usr/sbin/apache2 ] || [ ! -f /usr/lib/apache2/modules/mod_auth_openidc.so ]; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2 libapache2-mod-auth-openidc >/dev/null
+    else
+        echo "error: the Apache sign-in tests need Debian's apache2 and libapache2-mod-auth-openidc" >&2
+        exit 1
+    fi
+fi
+
 # The hosted page is tested in a real headless browser, driven over WebDriver.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
