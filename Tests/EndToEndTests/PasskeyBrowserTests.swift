@@ -380,9 +380,9 @@ struct PasskeyBrowserTests {
             try await browser.setUserVerified(authenticator, false)
             try await browser.click("#screen-lock-off")
             try await browser.acceptDialog()
+            // Said beside the button, not at the top of the page.
             try await browser.waitUntil("the refusal") {
-                let shown = (try? await browser.text("#status")) ?? ""
-                return shown.contains("Not turned off") || shown.contains("screen lock was not")
+                ((try? await browser.text("#screen-lock-error")) ?? "").contains("Not turned off")
             }
             #expect(try await broker.backend.devices(user: "alice").contains { $0.passkey != nil })
             // The owner can.
@@ -397,6 +397,47 @@ struct PasskeyBrowserTests {
             #expect(
                 try await browser.text(Self.card(ticket.event.ID)).contains(
                     "must be approved on a device that can verify you"))
+
+            // The card offers the screen lock where it is needed; once on,
+            // the same card approves, and the device list says so at once.
+            try await browser.click("\(Self.card(ticket.event.ID)) button[name=screen-lock]")
+            try await browser.waitFor(element: "\(Self.card(ticket.event.ID)) button[name=approve]:not([hidden])")
+            try await browser.waitUntil("the device list names the screen lock") {
+                ((try? await browser.text("#device-list")) ?? "").contains("screen lock")
+            }
+            try await browser.click("\(Self.card(ticket.event.ID)) button[name=approve]")
+            try await WebApproverBrowserTests.waitForOutcome(browser, ticket.event.ID, "Approved")
+            #expect(try await broker.backend.event(id: ticket.event.ID).status == .approved)
+        }
+    }
+
+    @Test("a passkey lost from the phone: approving and turning off say how to get out, by removal and pairing")
+    func lostPasskey() async throws {
+        try await Self.withPairedBrowser("passkey-lost-failure") { broker, _, browser, authenticator in
+            try await browser.click("#screen-lock-on")
+            try await browser.waitFor(text: "On: requests that ask for it")
+            // Deleted in the phone's settings: the broker still holds its key.
+            for credential in try await browser.credentials(authenticator) {
+                try await browser.removeCredential(authenticator, credential)
+            }
+            let ticket = try await broker.backend.requestApproval(
+                user: "alice", numberMatching: false, userVerification: true)
+            try await browser.waitFor(element: Self.card(ticket.event.ID))
+            try await browser.click("\(Self.card(ticket.event.ID)) button[name=approve]")
+            let shown = try await Self.waitForError(browser, ticket.event.ID)
+            #expect(shown.hasPrefix("Not approved.") && !shown.contains("Not sent"), "\(shown)")
+            #expect(
+                shown.contains("no longer holds its passkey") && shown.contains("pair this browser again"), "\(shown)")
+            #expect(try await broker.backend.event(id: ticket.event.ID).status == .pending)
+
+            try await browser.click("#screen-lock-off")
+            try await browser.acceptDialog()
+            var said = ""
+            try await browser.waitUntil("the refusal beside the button") {
+                said = (try? await browser.text("#screen-lock-error")) ?? ""
+                return said.contains("Not turned off")
+            }
+            #expect(said.contains("remove this device from another trusted device"), "\(said)")
         }
     }
 }

@@ -172,6 +172,13 @@ struct WebDriver {
             "value"] as? [[String: Any]] ?? []
     }
 
+    /// Deletes a credential, as a person deleting a passkey in the phone's settings.
+    func removeCredential(_ authenticator: String, _ credential: [String: Any]) async throws {
+        guard let id = credential["credentialId"] as? String else { throw ProcessFailure("no credential id") }
+        try await Self.call(
+            base, .DELETE, "/session/\(session)/webauthn/authenticator/\(authenticator)/credentials/\(id)")
+    }
+
     /// Replaces a credential with the same one whose counter says
     /// `signCount`: what a copy of it taken earlier would hold.
     func setSignCount(_ authenticator: String, of credential: [String: Any], to signCount: Int) async throws {

@@ -5,7 +5,7 @@
 import { forgetAccount, forgetPairing, loadAccount, loadPairing, saveAccount, savePairing } from "./account.js";
 import { Broker, BrokerError } from "./broker.js";
 import { fingerprint, fromBase64url, newKeyPair, publicJWK, shownRequest, thumbprint } from "./keys.js";
-import { passkeyFailure, passkeysUnavailable } from "./passkeys.js";
+import { lostPasskeyHelp, passkeyFailure, passkeysUnavailable } from "./passkeys.js";
 
 const broker = new Broker(location.origin);
 const $ = (id) => document.getElementById(id);
@@ -249,8 +249,19 @@ function requestCard(item) {
       })
     : null;
   if (!canApprove) approve.hidden = true;
+  // A device that could have a passkey but has none is offered one here,
+  // where the request that needs it is.
+  const offer = !canApprove && !passkeysUnavailable()
+    ? element("button", {
+        text: `Turn on this ${deviceNoun()}'s screen lock to approve`,
+        className: "secondary",
+        attributes: { type: "button", name: "screen-lock" },
+      })
+    : null;
+  if (offer) offer.onclick = screenLockOn;
   const form = element("form", {}, [
     ...(verification ? [verification] : []),
+    ...(offer ? [element("div", { className: "actions" }, [offer])] : []),
     ...(item.match_required && canApprove
       ? [element("label", {
           text: pairing ? "Pairing code shown on the new device" : "Number shown on the requesting machine",
@@ -330,7 +341,8 @@ async function answer(entry, verdict) {
     end(entry, ...outcomes[verdict]);
   } catch (error) {
     if (error instanceof DOMException) {
-      entry.error.textContent = `Not sent: ${passkeyFailure(error)}`;
+      entry.error.textContent = `Not approved. ${passkeyFailure(error)}` +
+        (error.name === "NotAllowedError" ? ` ${lostPasskeyHelp}` : "");
     } else if (!(error instanceof BrokerError)) {
       entry.error.textContent = `Could not sign the answer: ${error.message}`;
     } else if (error.code === "user_verification_required") {
@@ -400,8 +412,12 @@ async function sayWhyEnded(entry) {
     return;
   }
   if (event.decided_by === account.deviceID) {
-    // This page's answer landed though its reply was lost.
-    entry.outcome.textContent = event.status === "approved" ? "Approved on this device." : "Rejected on this device.";
+    // This page's answer landed though its reply was lost: told as the
+    // answer itself would have been, in its own colour.
+    const approved = event.status === "approved";
+    entry.outcome.textContent = approved ? "Approved on this device." : "Rejected on this device.";
+    entry.outcome.className = `outcome ${approved ? "approved" : "rejected"}`;
+    entry.element.dataset.state = approved ? "approved" : "rejected";
     return;
   }
   const why = {
@@ -631,23 +647,33 @@ function refreshScreenLock() {
   $("screen-lock-off").hidden = !on;
 }
 
+/** Says what became of a screen lock change beside its buttons, where the person looks. */
+function screenLockSays(text, isError = false) {
+  $("screen-lock-error").textContent = text;
+  $("screen-lock-error").className = isError ? "error" : "muted";
+  $("screen-lock-error").hidden = !text;
+  if (text) $("screen-lock").scrollIntoView({ block: "nearest" });
+}
+
 /** Makes this device's passkey (the browser asks for the screen lock), then shows the new state. */
 async function screenLockOn() {
   $("screen-lock-on").disabled = true;
   try {
-    status("Waiting for the screen lock…");
+    screenLockSays("Waiting for the screen lock…");
     const device = await broker.registerPasskey(account);
     passkeyChanges += 1;
     account.passkey = device.passkey ?? null;
+    screenLockSays("");
     status(`Approvals are now protected with this ${deviceNoun()}'s screen lock.`, false, { fades: true });
   } catch (error) {
     if (isRemoved(error)) return showRemoved();
-    status(error instanceof DOMException ? passkeyFailure(error) : `Not turned on: ${error.message}`, true);
+    screenLockSays(error instanceof DOMException ? passkeyFailure(error) : `Not turned on: ${error.message}`, true);
   } finally {
     $("screen-lock-on").disabled = false;
   }
   refreshScreenLock();
   rerenderCards();
+  refreshDevices();
 }
 
 async function screenLockOff() {
@@ -655,17 +681,24 @@ async function screenLockOff() {
     return;
   }
   try {
-    status("Confirm with the screen lock to turn it off…");
+    screenLockSays("Confirm with the screen lock to turn it off…");
     const device = await broker.removePasskey(account);
     passkeyChanges += 1;
     account.passkey = device.passkey ?? null;
+    screenLockSays("");
     status("The screen lock no longer protects approvals here.", false, { fades: true });
   } catch (error) {
     if (isRemoved(error)) return showRemoved();
-    status(error instanceof DOMException ? passkeyFailure(error) : `Not turned off: ${error.message}`, true);
+    screenLockSays(
+      error instanceof DOMException
+        ? `Not turned off. ${passkeyFailure(error)}` + (error.name === "NotAllowedError" ? ` ${lostPasskeyHelp}` : "")
+        : `Not turned off: ${error.message}`,
+      true,
+    );
   }
   refreshScreenLock();
   rerenderCards();
+  refreshDevices();
 }
 
 /** Draws the waiting cards again: whether they can be approved here changed. */

@@ -79,9 +79,21 @@ export async function assertPasskey(challenge, credentialID) {
   };
 }
 
+/**
+ * The way out when the screen lock cannot be confirmed because the passkey
+ * itself is gone (deleted in the phone's settings, or with the browser's
+ * data): nothing on this device can bring it back or turn it off.
+ */
+export const lostPasskeyHelp =
+  "If its passkey was deleted, this device cannot confirm it again: remove this device from another trusted " +
+  "device (device-agent devices remove, or the approver there), then pair this browser again.";
+
 /** What to tell the person when the browser's passkey prompt failed. */
 export function passkeyFailure(error) {
-  if (error?.name === "NotAllowedError") return "The screen lock was not confirmed (cancelled or timed out).";
+  if (error?.name === "NotAllowedError") {
+    return "The screen lock was not confirmed: it was cancelled or timed out, or this device no longer holds " +
+      "its passkey.";
+  }
   if (error?.name === "InvalidStateError") return "This authenticator already holds a passkey for this device.";
   if (error?.name === "SecurityError") return "Passkeys do not work at this address; open the approver at the broker's own name.";
   if (error?.name === "NotSupportedError") return "This browser has no screen lock or security key to use.";
