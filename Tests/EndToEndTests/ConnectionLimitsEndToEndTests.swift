@@ -170,6 +170,7 @@ struct ConnectionLimitsEndToEndTests {
         let status = try await serve.exitCode(timeout: .seconds(60))
         #expect(status != 0)
         #expect(serve.text.contains("127.0.0.1:\(taken.port) is already in use"), "\(serve.text)")
+        #expect(serve.text.contains("perhaps a broker already running"), "\(serve.text)")
         // Before anything else: no store was opened, nothing else was said.
         #expect(serve.text.hasPrefix("Error: 127.0.0.1:\(taken.port) is already in use"), "\(serve.text)")
         #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("countersign.sqlite").path))

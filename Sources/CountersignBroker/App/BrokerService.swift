@@ -44,7 +44,12 @@ extension BrokerConfiguration {
         let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         switch error.errnoCode {
         case EADDRINUSE:
-            return BrokerSetupError("\(address) is already in use: another process listens there (choose --port)")
+            // Often the broker itself: the package's service listens on
+            // 127.0.0.1:8080 from the moment it is installed.
+            return BrokerSetupError(
+                "\(address) is already in use: another process listens there, perhaps a broker already running "
+                    + "(the countersign-broker package's service listens on 127.0.0.1:8080: use that one); "
+                    + "choose --port to run a second")
         case EACCES:
             return BrokerSetupError("not allowed to listen on \(address) (ports below 1024 need privileges)")
         case EADDRNOTAVAIL:
