@@ -78,6 +78,17 @@ extension ApprovalEvent {
         }
     }
 
+    /// The event withdrawn at `now` by its requester or backend: its window
+    /// closes then (it reads as expired, `withdrawn`). Only for an event
+    /// that takes an answer (``closure(at:)`` is nil).
+    public func withdrawn(at now: Date) -> ApprovalEvent {
+        var after = self
+        after.expiresAt = now
+        after.withdrawnAt = now
+        after.updatedAt = now
+        return after
+    }
+
     /// The event after one more wrong match number at `now`: the
     /// `maxWrong`-th rejects it, with no deciding device. Only for an event
     /// that takes an answer (``closure(at:)`` is nil).

@@ -121,53 +121,52 @@ extension PostgresStore {
         try await refusal(ofChangeTo: id, in: db, logger: logger)
     }
 
-    public func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
-        -> ApprovalEvent
-    {
+    public func updateEvent(
+        id: String, spending: SpentProofID?, now: Date,
+        _ change: @escaping @Sendable (ApprovalEvent) throws -> ApprovalEvent
+    ) async throws -> ApprovalEvent {
         let logger = logger
-        return try await write { db in
-            if let spending { try await Self.spend(spending, in: db, logger: logger) }
-            // Locked until commit: the event read is the one the update
-            // replaces. When a number rejects is Core's rule.
-            guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
-            else { throw StoreError(.notFound, "no event \(id)") }
-            let event = try Self.event(row: row)
-            guard event.closure(at: now) == nil else {
-                throw StoreError(.conflict, "event \(id) is no longer pending", event: event)
+        // READ COMMITTED: the row lock orders the changes of one event, and
+        // the row read after the lock is its newest version; a SERIALIZABLE
+        // transaction would only add retries, and `change` runs once.
+        do {
+            return try await readCommittedWrite { db in
+                if let spending { try await Self.spend(spending, in: db, logger: logger) }
+                guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
+                else { throw StoreError(.notFound, "no event \(id)") }
+                let event = try Self.event(row: row)
+                let after: ApprovalEvent
+                do {
+                    after = try change(event)
+                } catch {
+                    throw ChangeRefusal(error: error)
+                }
+                try await Self.update(after, in: db, logger: logger)
+                try await Self.changed(after, now: now, in: db, logger: logger)
+                return after
             }
-            let after = event.countingWrongMatch(maxWrong: maxWrong, at: now)
-            try await Self.update(after, in: db, logger: logger)
-            try await Self.changed(after, now: now, in: db, logger: logger)
-            return after
+        } catch let refusal as ChangeRefusal {
+            throw refusal.error
         }
     }
 
-    /// Writes what a rule in Core changed of an event read (and locked)
-    /// in this transaction: its verdict, reason and count of wrong numbers.
+    /// What an updater's `change` threw, carried through the transaction
+    /// (rolled back) to its caller untouched: not a database error.
+    struct ChangeRefusal: Error {
+        let error: any Error
+    }
+
+    /// Writes what a rule changed of an event read (and locked) in this
+    /// transaction: the columns ``updateEvent(id:spending:now:_:)`` names.
     private static func update(_ event: ApprovalEvent, in db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             UPDATE events
             SET status = \(event.storedStatus.rawValue), status_reason = \(event.storedReason?.rawValue),
                 decided_at = \(event.decidedAt?.seconds), wrong_matches = \(event.wrongMatches),
+                expires_at = \(event.expiresAt.seconds), withdrawn_at = \(event.withdrawnAt?.seconds),
                 updated_at = \(event.updatedAt.seconds)
             WHERE id = \(event.id)
             """, logger: logger)
-    }
-
-    public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
-        let logger = logger
-        let t = now.seconds
-        return try await write { db in
-            let changed = try await db.run(
-                """
-                UPDATE events SET expires_at = \(t), withdrawn_at = \(t), updated_at = \(t)
-                WHERE id = \(id) AND status = 'pending' AND expires_at > \(t)
-                RETURNING 1
-                """, logger: logger)
-            let after = try await Self.afterConditionalWrite(id: id, changed: changed, in: db, logger: logger)
-            try await Self.changed(after, now: now, in: db, logger: logger)
-            return after
-        }
     }
 }

@@ -127,7 +127,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
     /// the address; cancellation and store errors as they are.
     func mapped(_ error: any Error) -> any Error {
         switch error {
-        case is StoreError, is CancellationError: error
+        case is StoreError, is CancellationError, is ChangeRefusal: error
         case let error as PSQLError: Self.storeError(error)
         case let error as PostgresConnections.Unavailable: StoreError(.backend, "\(error) (\(endpoint))")
         default: StoreError(.backend, "cannot reach PostgreSQL at \(endpoint): \(error)")

@@ -151,56 +151,39 @@ extension SQLiteStore {
         return try afterConditionalWrite(id: id, in: db)
     }
 
-    public func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
-        -> ApprovalEvent
-    {
+    public func updateEvent(
+        id: String, spending: SpentProofID?, now: Date,
+        _ change: @escaping @Sendable (ApprovalEvent) throws -> ApprovalEvent
+    ) async throws -> ApprovalEvent {
         try await write { db in
             if let spending { try Self.spend(spending, in: db) }
             // Serialized with every other write: the event read here is the
-            // one the update replaces. When a number rejects is Core's rule.
+            // one the update replaces.
             guard
                 let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id])
                     .map(Self.event(row:))
             else { throw StoreError(.notFound, "no event \(id)") }
-            guard event.closure(at: now) == nil else {
-                throw StoreError(.conflict, "event \(id) is no longer pending", event: event)
-            }
-            let after = event.countingWrongMatch(maxWrong: maxWrong, at: now)
+            let after = try change(event)
             try Self.update(after, in: db)
             try Self.changed(after, now: now, in: db)
             return after
         }
     }
 
-    /// Writes what a rule in Core changed of an event read in this
-    /// transaction: its verdict, reason and count of wrong numbers.
+    /// Writes what a rule changed of an event read in this transaction:
+    /// the columns ``updateEvent(id:spending:now:_:)`` names.
     private static func update(_ event: ApprovalEvent, in db: Database) throws {
         try db.cachedStatement(
             sql: """
-                UPDATE events SET status = ?, status_reason = ?, decided_at = ?, wrong_matches = ?, updated_at = ?
+                UPDATE events SET status = ?, status_reason = ?, decided_at = ?, wrong_matches = ?, expires_at = ?,
+                    withdrawn_at = ?, updated_at = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
             event.storedStatus.rawValue, event.storedReason?.rawValue, event.decidedAt?.timeIntervalSince1970,
-            event.wrongMatches, event.updatedAt.timeIntervalSince1970, event.id,
+            event.wrongMatches, event.expiresAt.timeIntervalSince1970, event.withdrawnAt?.timeIntervalSince1970,
+            event.updatedAt.timeIntervalSince1970, event.id,
         ])
-    }
-
-    public func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE events SET expires_at = ?, withdrawn_at = ?, updated_at = ?
-                    WHERE id = ? AND status = 'pending' AND expires_at > ?
-                    """,
-                arguments: [
-                    now.timeIntervalSince1970, now.timeIntervalSince1970, now.timeIntervalSince1970, id,
-                    now.timeIntervalSince1970,
-                ])
-            let after = try Self.afterConditionalWrite(id: id, in: db)
-            try Self.changed(after, now: now, in: db)
-            return after
-        }
     }
 
     /// What every change that closes an event writes with it: its webhook

@@ -258,20 +258,27 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
         -> FraudReport
 
-    /// Counts one wrong match number on a pending, unexpired event; the
-    /// `maxWrong`-th one rejects it (with no deciding device). `conflict` if
-    /// the event is no longer pending. Returns the event after the write.
-    /// With `spending`, records that decision id in the same write, as
-    /// ``settleEvent(id:decision:now:)`` does.
-    func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
-        -> ApprovalEvent
-
-    /// Withdraws a pending event unexpired at `now`, with one conditional
-    /// write: its window closes at `now` (from then on it reads as expired)
-    /// and `withdrawnAt` is set. `conflict` if it is no longer pending,
-    /// `notFound` for an unknown id. Wakes the event's waiters, as a
-    /// decision does. Returns the event after the write.
-    func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent
+    /// The update-in-transaction entry (dex's updater): a change of an event
+    /// decided by a rule above the store, written once for every store.
+    ///
+    /// In one write transaction: records `spending` first, as
+    /// ``settleEvent(id:decision:now:)`` does (`replayed` if the device used
+    /// that id before, and `change` does not run); reads event `id` with
+    /// every other change of it held off until commit (PostgreSQL locks its
+    /// row `FOR UPDATE`; SQLite has one writer); hands it to `change`; and
+    /// writes the event `change` returns: the columns a rule changes
+    /// (`status`, `status_reason`, `decided_at`, `wrong_matches`,
+    /// `expires_at`, `withdrawn_at`, `updated_at`), with what every change of
+    /// an event writes in the same transaction (its webhook notice, its
+    /// decision record, the CIBA client's ping, and on PostgreSQL the
+    /// `NOTIFY` of its wake keys). `notFound` for an unknown id. Whatever
+    /// `change` throws leaves everything as it was, the spent id too, and
+    /// reaches the caller as it was thrown. `change` runs once. Returns the
+    /// event as written.
+    func updateEvent(
+        id: String, spending: SpentProofID?, now: Date,
+        _ change: @escaping @Sendable (ApprovalEvent) throws -> ApprovalEvent
+    ) async throws -> ApprovalEvent
 
     // MARK: Email and phone verification
 

@@ -92,3 +92,28 @@ enum Fixture {
         return device
     }
 }
+
+/// The changes the broker makes through the updater, made the same way
+/// (`EventTransitions`): the rule in Core on the event as the transaction
+/// reads it, `conflict` with that event when it no longer takes a change.
+extension CountersignStore {
+    func withdrawEvent(id: String, now: Date) async throws -> ApprovalEvent {
+        try await updateEvent(id: id, spending: nil, now: now) { try open($0, at: now).withdrawn(at: now) }
+    }
+
+    func recordWrongMatch(id: String, maxWrong: Int, spending: SpentProofID?, now: Date) async throws
+        -> ApprovalEvent
+    {
+        try await updateEvent(id: id, spending: spending, now: now) {
+            try open($0, at: now).countingWrongMatch(maxWrong: maxWrong, at: now)
+        }
+    }
+}
+
+/// `event` if it takes a change at `now`, else `conflict` carrying it.
+private func open(_ event: ApprovalEvent, at now: Date) throws -> ApprovalEvent {
+    guard event.closure(at: now) == nil else {
+        throw StoreError(.conflict, "event \(event.id) is no longer pending", event: event)
+    }
+    return event
+}

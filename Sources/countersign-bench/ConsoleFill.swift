@@ -358,7 +358,9 @@ struct HistoryFiller {
                 case .rejected:
                     _ = try await store.settleEvent(id: event.id, decision: decision(.reject), now: answeredAt)
                 case .withdrawn:
-                    _ = try await store.withdrawEvent(id: event.id, now: answeredAt)
+                    _ = try await store.updateEvent(id: event.id, spending: nil, now: answeredAt) {
+                        $0.withdrawn(at: answeredAt)
+                    }
                 case .fraud:
                     // Protected for a day (a broker run with --fraud-protection 1d),
                     // so that the protections still run while the console is measured.

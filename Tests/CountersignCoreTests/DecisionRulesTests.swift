@@ -96,6 +96,9 @@ struct DecisionRulesTests {
         #expect(Withdrawal.evaluate(pending, now: t0 + 1) == .withdraw)
         #expect(Withdrawal.evaluate(pending, now: t0 + 60) == .refused(.expired))
         #expect(Withdrawal.evaluate(event(status: .approved), now: t0 + 1) == .refused(.alreadyDecided))
+        let withdrawn = pending.withdrawn(at: t0 + 1)
+        #expect(withdrawn.withdrawnAt == t0 + 1 && withdrawn.expiresAt == t0 + 1 && withdrawn.updatedAt == t0 + 1)
+        #expect(withdrawn.status(at: t0 + 1) == .expired && withdrawn.closure(at: t0 + 1) == .withdrawn)
         pending.withdrawnAt = t0 + 1
         pending.expiresAt = t0 + 1
         #expect(Withdrawal.evaluate(pending, now: t0 + 2) == .alreadyWithdrawn)

@@ -56,9 +56,9 @@ struct EventTransitions {
     func countWrongMatch(_ event: ApprovalEvent, spending spent: SpentProofID, now: Date) async throws
         -> ApprovalEvent
     {
-        let after = try await refusingConflicts(now: now) {
-            try await environment.store.recordWrongMatch(
-                id: event.id, maxWrong: environment.policy.maxWrongMatches, spending: spent, now: now)
+        let maxWrong = environment.policy.maxWrongMatches
+        let after = try await environment.store.updateEvent(id: event.id, spending: spent, now: now) { current in
+            try Self.open(current, at: now).countingWrongMatch(maxWrong: maxWrong, at: now)
         }
         changed([after])
         return after
@@ -66,12 +66,19 @@ struct EventTransitions {
 
     /// Its requester or backend gave up on it.
     func withdraw(_ event: ApprovalEvent, now: Date) async throws -> ApprovalEvent {
-        let withdrawn = try await refusingConflicts(now: now) {
-            try await environment.store.withdrawEvent(id: event.id, now: now)
+        let withdrawn = try await environment.store.updateEvent(id: event.id, spending: nil, now: now) { current in
+            try Self.open(current, at: now).withdrawn(at: now)
         }
         changed([withdrawn])
         environment.metrics.withdrew()
         return withdrawn
+    }
+
+    /// `event`, read in the change's transaction, if it still takes a
+    /// change; else why not, as ``closed(_:at:)`` says it.
+    static func open(_ event: ApprovalEvent, at now: Date) throws -> ApprovalEvent {
+        guard event.closure(at: now) == nil else { throw closed(event, at: now) }
+        return event
     }
 
     /// A right TOTP code of `device`, accepted once; with `event`, that

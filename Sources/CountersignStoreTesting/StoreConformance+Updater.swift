@@ -1,0 +1,83 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    /// A change `change` throws: it must reach the caller as thrown.
+    struct RefusedChange: Error, Equatable {}
+
+    /// The update-in-transaction entry itself, whatever rule runs in it.
+    static let updaterCases: [Case] = [
+        Case(name: "updater: the columns a rule changes are written whole, with what every change writes") { store in
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let written = try await store.updateEvent(id: event.id, spending: nil, now: Fixture.t0 + 5) { current in
+                var after = current
+                after.storedStatus = .rejected
+                after.storedReason = .tooManyWrongMatches
+                after.decidedAt = Fixture.t0 + 5
+                after.wrongMatches = 7
+                after.expiresAt = Fixture.t0 + 30
+                after.updatedAt = Fixture.t0 + 5
+                return after
+            }
+            try check(try await store.event(id: event.id) == written, "as returned")
+            try check(
+                written.storedStatus == .rejected && written.storedReason == .tooManyWrongMatches
+                    && written.decidedAt == Fixture.t0 + 5 && written.wrongMatches == 7
+                    && written.expiresAt == Fixture.t0 + 30, "every column the rule set")
+            let records = try await store.decisionRecords(
+                issuer: event.issuer, clientUserID: event.clientUserID, limit: 10)
+            try check(records.map(\.eventID) == [event.id], "its decision record, in the same transaction")
+
+            let other = Fixture.event()
+            try await store.insertPendingEvent(other, maxPending: 3, now: Fixture.t0)
+            let withdrawn = try await store.updateEvent(id: other.id, spending: nil, now: Fixture.t0 + 6) {
+                $0.withdrawn(at: Fixture.t0 + 6)
+            }
+            try check(try await store.event(id: other.id) == withdrawn, "withdrawn as returned")
+            try check(withdrawn.withdrawnAt == Fixture.t0 + 6 && withdrawn.expiresAt == Fixture.t0 + 6, "both times")
+        },
+        Case(name: "updater: what the change throws rolls everything back, the spent id too, and reaches the caller") {
+            store in
+            let device = try await Fixture.enrolled(in: store)
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let spent = SpentProofID(jti: "decision:u1", deviceID: device.id, expiresAt: Fixture.t0 + 600)
+            do {
+                _ = try await store.updateEvent(id: event.id, spending: spent, now: Fixture.t0 + 1) { _ in
+                    throw RefusedChange()
+                }
+                throw ConformanceFailure(message: "the refusal was swallowed", location: #fileID)
+            } catch is RefusedChange {}
+            try check(try await store.event(id: event.id) == event, "the event as it was")
+            let counted = try await store.updateEvent(id: event.id, spending: spent, now: Fixture.t0 + 2) {
+                $0.countingWrongMatch(maxWrong: 3, at: Fixture.t0 + 2)
+            }
+            try check(counted.wrongMatches == 1, "the id was not spent by the change that threw")
+            try await checkThrows(.replayed, "spent by the one that was written") {
+                try await store.updateEvent(id: event.id, spending: spent, now: Fixture.t0 + 3) { _ in
+                    throw RefusedChange()
+                }
+            }
+            try await checkThrows(.notFound, "an unknown event") {
+                try await store.updateEvent(id: "ev_unknown", spending: nil, now: Fixture.t0) { $0 }
+            }
+        },
+        Case(name: "updater: concurrent changes of one event are serialised, none lost") { store in
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<12 {
+                    group.addTask {
+                        _ = try await store.updateEvent(id: event.id, spending: nil, now: Fixture.t0 + 1) {
+                            $0.countingWrongMatch(maxWrong: 100, at: Fixture.t0 + 1)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try check(try await store.event(id: event.id)?.wrongMatches == 12, "each change saw the one before it")
+        },
+    ]
+}
