@@ -4,14 +4,10 @@ public import Foundation
 public struct ApprovalPolicy: Sendable {
     /// How long a pending event waits for a decision.
     public var window: TimeInterval
-    /// Pending events one user may have at once (prompt-bombing guard):
-    /// of the backend's own, and of requesters' from one address.
-    public var maxPendingPerUser: Int
-    /// Requesters' pending events one user may have at once, from all
-    /// addresses.
-    public var maxRequesterPendingPerUser = 10
-    /// Requesters' pending events from one address, for all users.
-    public var maxPendingPerAddress = 10
+    /// The limits on pending events and requesters' rates, as
+    /// ``PendingCap`` applies them (the prompt-bombing guards). Their
+    /// defaults are ``PendingLimits``'s own.
+    public var pendingLimits = PendingLimits()
     /// Wrong match numbers after which the event is rejected.
     public var maxWrongMatches: Int
     /// How far a proof's or decision's `iat` may be from the broker's clock.
@@ -22,19 +18,14 @@ public struct ApprovalPolicy: Sendable {
     public var eventTokenLifetime: TimeInterval
     /// The longest a long-poll is held.
     public var maxWait: TimeInterval
-    /// Requesters' events per user in an hour, pending or not.
-    public var maxRequestsPerUser = 30
-    /// Requesters' events from one address in an hour, for all users.
-    public var maxRequestsPerAddress = 120
     /// What a "this wasn't me" answer does to the user's requests.
     public var fraudProtection = FraudProtection()
 
     public init(
-        window: TimeInterval = 60, maxPendingPerUser: Int = 3, maxWrongMatches: Int = 3, proofLeeway: TimeInterval = 60,
+        window: TimeInterval = 60, maxWrongMatches: Int = 3, proofLeeway: TimeInterval = 60,
         enrollmentTokenLifetime: TimeInterval = 600, eventTokenLifetime: TimeInterval = 300, maxWait: TimeInterval = 30
     ) {
         self.window = window
-        self.maxPendingPerUser = maxPendingPerUser
         self.maxWrongMatches = maxWrongMatches
         self.proofLeeway = proofLeeway
         self.enrollmentTokenLifetime = enrollmentTokenLifetime
@@ -42,11 +33,9 @@ public struct ApprovalPolicy: Sendable {
         self.maxWait = maxWait
     }
 
-    /// The limits on pending events, as ``PendingCap`` applies them.
-    public var pendingLimits: PendingLimits {
-        PendingLimits(
-            perUser: maxPendingPerUser, perUserFromRequesters: maxRequesterPendingPerUser,
-            perAddress: maxPendingPerAddress, requestsPerUser: maxRequestsPerUser,
-            requestsPerAddress: maxRequestsPerAddress)
+    /// Wrong numbers left after `event`'s, before the last one allowed
+    /// rejects it (``ApprovalEvent/countingWrongMatch(maxWrong:at:)``).
+    public func wrongMatchesLeft(after event: ApprovalEvent) -> Int {
+        max(0, maxWrongMatches - event.wrongMatches)
     }
 }

@@ -42,19 +42,19 @@ extension DeviceBroker {
                 Pending requests one user may have at once: of the app backend's own, and of requesters' \
                 (the API key id alone) from one address.
                 """)
-        var maxPending = 3
+        var maxPending = PendingLimits().perUser
 
         @Option(help: "Requesters' pending requests one user may have at once, from all addresses together.")
-        var maxRequesterPending = 10
+        var maxRequesterPending = PendingLimits().perUserFromRequesters
 
         @Option(help: "Requesters' pending requests from one client address, for all users.")
-        var maxPendingPerAddress = 10
+        var maxPendingPerAddress = PendingLimits().perAddress
 
         @Option(help: "Requests requesters may make for one user in an hour, answered or not.")
-        var maxRequestsPerUser = 30
+        var maxRequestsPerUser = PendingLimits().requestsPerUser
 
         @Option(help: "Requests requesters may make from one client address in an hour, for all users.")
-        var maxRequestsPerAddress = 120
+        var maxRequestsPerAddress = PendingLimits().requestsPerAddress
 
         @Option(help: "full: fsync every commit (survives power loss); relaxed: survives a broker crash only.")
         var durability: SQLiteStore.Durability = .full
@@ -195,11 +195,9 @@ extension DeviceBroker {
             var policy = ApprovalPolicy()
             policy.window = approvalWindow.seconds
             policy.fraudProtection = FraudProtection(duration: fraudProtection.seconds)
-            policy.maxPendingPerUser = maxPending
-            policy.maxRequesterPendingPerUser = maxRequesterPending
-            policy.maxPendingPerAddress = maxPendingPerAddress
-            policy.maxRequestsPerUser = maxRequestsPerUser
-            policy.maxRequestsPerAddress = maxRequestsPerAddress
+            policy.pendingLimits = PendingLimits(
+                perUser: maxPending, perUserFromRequesters: maxRequesterPending, perAddress: maxPendingPerAddress,
+                requestsPerUser: maxRequestsPerUser, requestsPerAddress: maxRequestsPerAddress)
             var configuration = BrokerConfiguration(
                 host: host, port: port, dataDirectory: store.dataDirectory, publicURLs: publicURLs, policy: policy,
                 durability: durability, logLevel: logLevel, retention: retention.seconds)

@@ -65,6 +65,16 @@ struct DecisionRulesTests {
         let third = once.countingWrongMatch(maxWrong: 3, at: t0 + 2).countingWrongMatch(maxWrong: 3, at: t0 + 3)
         #expect(third.wrongMatches == 3 && third.storedStatus == .rejected && third.decidedAt == t0 + 3)
         #expect(third.decidedBy == nil && third.statusReason == .tooManyWrongMatches)
+        let policy = ApprovalPolicy(maxWrongMatches: 3)
+        #expect(policy.wrongMatchesLeft(after: once) == 2 && policy.wrongMatchesLeft(after: third) == 0)
+    }
+
+    @Test("the pending limits' defaults are PendingLimits's own, and the policy starts from them")
+    func pendingDefaults() {
+        #expect(ApprovalPolicy().pendingLimits == PendingLimits())
+        let limits = PendingLimits()
+        #expect(limits.perUser == 3 && limits.perUserFromRequesters == 10 && limits.perAddress == 10)
+        #expect(limits.requestsPerUser == 30 && limits.requestsPerAddress == 120)
     }
 
     @Test("a fraud report rejects the user's events still open, and never shortens a protection")

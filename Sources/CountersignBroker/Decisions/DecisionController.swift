@@ -112,7 +112,7 @@ struct DecisionController {
                 now: now)
         case .wrongMatch:
             let after = try await transitions.countWrongMatch(event, spending: spent, now: now)
-            let left = environment.policy.maxWrongMatches - after.wrongMatches
+            let left = environment.policy.wrongMatchesLeft(after: after)
             guard left > 0 else {
                 throw APIError(
                     .unprocessableContent, "too_many_wrong_matches",
