@@ -52,10 +52,10 @@ extension DeviceAgent.Devices {
             if let host = URL(string: base)?.host, ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host) {
                 FileHandle.standardError.write(
                     Data(
-                        ("Note: the link names localhost, this machine itself: open it in a browser here (a "
-                            + "screen lock works at localhost), or, for a phone, serve the broker at an https "
-                            + "name the phone reaches and give --approver-url https://… (a phone's browser "
-                            + "keeps no keys and no passkeys at a plain-http address).\n").utf8))
+                        ("Note: the link names localhost, this machine itself, which a phone cannot open: open "
+                            + "it in a browser here (a screen lock works at localhost); for a phone, serve the "
+                            + "broker at an https name the phone reaches and give --approver-url https://… (a "
+                            + "phone's browser keeps no keys and no passkeys at a plain-http address).\n").utf8))
             } else if URL(string: base)?.scheme == "http" {
                 // Browsers give WebCrypto key storage and service workers
                 // only to secure contexts: https, or the device's own localhost.
