@@ -75,64 +75,43 @@ extension PostgresStore {
         }
     }
 
-    public func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws {
+    public func updateOpenIDSignIn<Outcome: Sendable>(
+        eventID: String, _ change: @escaping @Sendable (OpenIDSignIn) throws -> (OpenIDSignInChange, Outcome)
+    ) async throws -> (OpenIDSignIn, Outcome) {
         let logger = logger
-        try await write { db in
-            guard try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger) != nil else {
-                throw StoreError(.notFound, "no sign-in for event \(eventID)")
-            }
-            let updated = try await db.run(
-                """
-                UPDATE openid_sign_ins SET code_digest = \(digest), code_expires_at = \(expiresAt.seconds)
-                WHERE event_id = \(eventID) AND redeemed_at IS NULL AND ended_at IS NULL RETURNING 1
-                """, logger: logger)
-            guard updated == 1 else { throw StoreError(.conflict, "the sign-in's code was spent") }
-        }
-    }
-
-    public func redeemOpenIDCode(
-        eventID: String, digest: Data, confidential: Bool, refreshToken: RefreshTokenRecord, now: Date
-    ) async throws -> (OpenIDCodeRule.Verdict, OpenIDSignIn?) {
-        let logger = logger
-        return try await write { db in
-            var signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger)
-            let verdict = OpenIDCodeRule.decide(signIn, digest: digest, now: now)
-            switch verdict {
-            case .spend:
+        do {
+            // READ COMMITTED: the row lock orders the changes of one sign-in.
+            return try await readCommittedWrite { db in
+                guard let signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger)
+                else { throw StoreError(.notFound, "no sign-in for event \(eventID)") }
+                let update: OpenIDSignInChange
+                let outcome: Outcome
+                do {
+                    (update, outcome) = try change(signIn)
+                } catch {
+                    throw ChangeRefusal(error: error)
+                }
+                let after = update.signIn
                 try await db.run(
                     """
-                    UPDATE openid_sign_ins SET redeemed_at = \(now.seconds), confidential = \(confidential)
+                    UPDATE openid_sign_ins
+                    SET code_digest = \(after.codeDigest), code_expires_at = \(after.codeExpiresAt?.seconds),
+                        redeemed_at = \(after.redeemedAt?.seconds), ended_at = \(after.endedAt?.seconds),
+                        confidential = \(after.confidential)
                     WHERE event_id = \(eventID)
                     """, logger: logger)
-                try await Self.insert(refreshToken, into: db, logger: logger)
-                signIn?.redeemedAt = now
-                signIn?.confidential = confidential
-            case .replayed:
-                if try await Self.end(eventID: eventID, now: now, in: db, logger: logger) { signIn?.endedAt = now }
-            case .unknown, .expired, .ended:
-                break
+                if let token = update.storing { try await Self.insert(token, into: db, logger: logger) }
+                if signIn.endedAt == nil, let ended = after.endedAt {
+                    try await db.run(
+                        """
+                        UPDATE refresh_tokens SET revoked_at = \(ended.seconds)
+                        WHERE family_id = \(signIn.family) AND revoked_at IS NULL
+                        """, logger: logger)
+                }
+                return (after, outcome)
             }
-            return (verdict, signIn)
+        } catch let refusal as ChangeRefusal {
+            throw refusal.error
         }
-    }
-
-    public func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool {
-        let logger = logger
-        return try await write { db in try await Self.end(eventID: eventID, now: now, in: db, logger: logger) }
-    }
-
-    private static func end(eventID: String, now: Date, in db: PostgresSession, logger: Logger) async throws -> Bool {
-        let ended = try await db.run(
-            """
-            UPDATE openid_sign_ins SET ended_at = \(now.seconds)
-            WHERE event_id = \(eventID) AND ended_at IS NULL RETURNING 1
-            """, logger: logger)
-        guard ended == 1 else { return false }
-        try await db.run(
-            """
-            UPDATE refresh_tokens SET revoked_at = \(now.seconds)
-            WHERE family_id = \(OpenIDSignIn.familyPrefix + eventID) AND revoked_at IS NULL
-            """, logger: logger)
-        return true
     }
 }

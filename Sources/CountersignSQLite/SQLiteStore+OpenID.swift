@@ -69,55 +69,33 @@ extension SQLiteStore {
         try read { db in try Self.openIDSignIn(eventID: eventID, in: db) }
     }
 
-    public func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws {
+    public func updateOpenIDSignIn<Outcome: Sendable>(
+        eventID: String, _ change: @escaping @Sendable (OpenIDSignIn) throws -> (OpenIDSignInChange, Outcome)
+    ) async throws -> (OpenIDSignIn, Outcome) {
         try await write { db in
-            guard try Self.openIDSignIn(eventID: eventID, in: db) != nil else {
+            guard let signIn = try Self.openIDSignIn(eventID: eventID, in: db) else {
                 throw StoreError(.notFound, "no sign-in for event \(eventID)")
             }
+            let (update, outcome) = try change(signIn)
+            let after = update.signIn
             try db.execute(
                 sql: """
-                    UPDATE openid_sign_ins SET code_digest = ?, code_expires_at = ?
-                    WHERE event_id = ? AND redeemed_at IS NULL AND ended_at IS NULL
-                    """, arguments: [digest, expiresAt.timeIntervalSince1970, eventID])
-            guard db.changesCount == 1 else { throw StoreError(.conflict, "the sign-in's code was spent") }
-        }
-    }
-
-    public func redeemOpenIDCode(
-        eventID: String, digest: Data, confidential: Bool, refreshToken: RefreshTokenRecord, now: Date
-    ) async throws -> (OpenIDCodeRule.Verdict, OpenIDSignIn?) {
-        try await write { db in
-            var signIn = try Self.openIDSignIn(eventID: eventID, in: db)
-            let verdict = OpenIDCodeRule.decide(signIn, digest: digest, now: now)
-            switch verdict {
-            case .spend:
+                    UPDATE openid_sign_ins SET code_digest = ?, code_expires_at = ?, redeemed_at = ?, ended_at = ?,
+                        confidential = ?
+                    WHERE event_id = ?
+                    """,
+                arguments: [
+                    after.codeDigest, after.codeExpiresAt?.timeIntervalSince1970,
+                    after.redeemedAt?.timeIntervalSince1970, after.endedAt?.timeIntervalSince1970, after.confidential,
+                    eventID,
+                ])
+            if let token = update.storing { try Self.insert(token, into: db) }
+            if signIn.endedAt == nil, let ended = after.endedAt {
                 try db.execute(
-                    sql: "UPDATE openid_sign_ins SET redeemed_at = ?, confidential = ? WHERE event_id = ?",
-                    arguments: [now.timeIntervalSince1970, confidential, eventID])
-                try Self.insert(refreshToken, into: db)
-                signIn?.redeemedAt = now
-                signIn?.confidential = confidential
-            case .replayed:
-                if try Self.end(eventID: eventID, now: now, in: db) { signIn?.endedAt = now }
-            case .unknown, .expired, .ended:
-                break
+                    sql: "UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
+                    arguments: [ended.timeIntervalSince1970, signIn.family])
             }
-            return (verdict, signIn)
+            return (after, outcome)
         }
-    }
-
-    public func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool {
-        try await write { db in try Self.end(eventID: eventID, now: now, in: db) }
-    }
-
-    private static func end(eventID: String, now: Date, in db: Database) throws -> Bool {
-        try db.execute(
-            sql: "UPDATE openid_sign_ins SET ended_at = ? WHERE event_id = ? AND ended_at IS NULL",
-            arguments: [now.timeIntervalSince1970, eventID])
-        guard db.changesCount == 1 else { return false }
-        try db.execute(
-            sql: "UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL",
-            arguments: [now.timeIntervalSince1970, OpenIDSignIn.familyPrefix + eventID])
-        return true
     }
 }

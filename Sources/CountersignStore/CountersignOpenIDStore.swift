@@ -21,21 +21,21 @@ public protocol CountersignOpenIDStore: Sendable {
     func openIDClient(apiKeyID: String) async throws -> OpenIDClientRegistration?
     /// The sign-in of this event, or nil.
     func openIDSignIn(eventID: String) async throws -> OpenIDSignIn?
-    /// Gives the sign-in a new authorization code (by digest), replacing
-    /// one not spent yet (a reloaded page asks again): `notFound` for no
-    /// sign-in, `conflict` once a code was spent or the sign-in ended.
-    func issueOpenIDCode(eventID: String, digest: Data, expiresAt: Date) async throws
-    /// Spends the code as ``OpenIDCodeRule`` decides, in one transaction:
-    /// `spend` marks it spent (and whether the client authenticated,
-    /// `confidential`) and stores `refreshToken`, the one the code buys, so
-    /// that a code is never spent without it; `replayed` ends the sign-in
-    /// and revokes its refresh tokens; the others change nothing. Returns
-    /// the verdict and the sign-in as it then stands.
-    func redeemOpenIDCode(
-        eventID: String, digest: Data, confidential: Bool, refreshToken: RefreshTokenRecord, now: Date
-    ) async throws -> (OpenIDCodeRule.Verdict, OpenIDSignIn?)
-    /// Ends the sign-in and revokes every refresh token of its family, in
-    /// one transaction; false if it was ended before or does not exist.
-    @discardableResult
-    func endOpenIDSignIn(eventID: String, now: Date) async throws -> Bool
+    /// The updater of a sign-in, as ``CountersignStore/updateEvent(id:spending:now:_:)``
+    /// is of an event: a change a rule above the store decides (a new code,
+    /// a code spent or replayed, a sign-out), written once for every store.
+    ///
+    /// In one write transaction: reads the sign-in of event `eventID`, with
+    /// every other change of it held off until commit, hands it to
+    /// `change`, and writes what `change` returns: the row's code (digest
+    /// and expiry), `redeemed_at`, `confidential` and `ended_at`; the
+    /// refresh token to store with it, if any; and, when the change ends
+    /// the sign-in (`endedAt` set where it was nil), the revocation of every
+    /// refresh token of its family. `notFound` for no sign-in. Whatever
+    /// `change` throws leaves everything as it was and reaches the caller as
+    /// thrown; `change` runs once. Returns the sign-in as written and what
+    /// `change` said of it.
+    func updateOpenIDSignIn<Outcome: Sendable>(
+        eventID: String, _ change: @escaping @Sendable (OpenIDSignIn) throws -> (OpenIDSignInChange, Outcome)
+    ) async throws -> (OpenIDSignIn, Outcome)
 }

@@ -67,7 +67,7 @@ extension StoreConformance {
             {
                 let token = refreshToken(signIn)
                 let (verdict, _) = try await store.redeemOpenIDCode(
-                    eventID: event.id, digest: Data(digest), confidential: confidential, refreshToken: token,
+                    eventID: event.id, digest: Data(digest), confidential: confidential, buying: token,
                     now: Fixture.t0 + seconds)
                 return (verdict, token.digest)
             }
@@ -77,7 +77,7 @@ extension StoreConformance {
             try check(
                 try await store.redeemOpenIDCode(
                     eventID: "ev_unknown", digest: Data([1, 2]), confidential: false,
-                    refreshToken: refreshToken(signIn),
+                    buying: refreshToken(signIn),
                     now: Fixture.t0
                 ).0 == .unknown, "no such sign-in")
             try check(try await redeem([1, 2], at: 120).0 == .expired, "an expired code buys nothing")
@@ -113,7 +113,7 @@ extension StoreConformance {
             try await store.issueOpenIDCode(eventID: other.id, digest: Data([5]), expiresAt: Fixture.t0 + 120)
             try check(
                 try await store.redeemOpenIDCode(
-                    eventID: other.id, digest: Data([5]), confidential: false, refreshToken: refreshToken(otherSignIn),
+                    eventID: other.id, digest: Data([5]), confidential: false, buying: refreshToken(otherSignIn),
                     now: Fixture.t0
                 )
                 .0 == .spend, "spent by a public client")
@@ -137,7 +137,7 @@ extension StoreConformance {
                 try await store.refreshToken(digest: Data([8]))?.revokedAt == nil, "another sign-in's tokens live")
             try check(
                 try await store.redeemOpenIDCode(
-                    eventID: other.id, digest: Data([5]), confidential: false, refreshToken: refreshToken(otherSignIn),
+                    eventID: other.id, digest: Data([5]), confidential: false, buying: refreshToken(otherSignIn),
                     now: Fixture.t0 + 12
                 )
                 .0 == .replayed, "a spent code of an ended sign-in is still a replay")

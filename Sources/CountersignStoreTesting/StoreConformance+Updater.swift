@@ -64,6 +64,45 @@ extension StoreConformance {
                 try await store.updateEvent(id: "ev_unknown", spending: nil, now: Fixture.t0) { $0 }
             }
         },
+        Case(name: "updater: a sign-in's change is written whole with its token, or not at all") { store in
+            _ = try await Fixture.enrolled(in: store)
+            let event = Fixture.event()
+            let signIn = OpenIDSignIn(
+                eventID: event.id, apiKeyID: "ck_app", redirectURI: "https://app.example/cb",
+                codeChallenge: String(repeating: "a", count: 43), state: nil, nonce: nil, scope: "openid",
+                createdAt: Fixture.t0, codeDigest: Data([1]), codeExpiresAt: Fixture.t0 + 120)
+            try await store.insertPendingEvent(
+                event, by: .backend, limits: PendingLimits(), announcing: [], attached: .signIn(signIn),
+                now: Fixture.t0)
+            let token = RefreshTokenRecord(
+                digest: Data([7]), familyID: signIn.family, apiKeyID: "ck_app", identityID: "",
+                createdAt: Fixture.t0, expiresAt: Fixture.t0 + 3600, clientUserID: "alice")
+            do {
+                _ = try await store.updateOpenIDSignIn(eventID: event.id) { current -> (OpenIDSignInChange, Void) in
+                    _ = OpenIDSignInChange(current.ending(at: Fixture.t0 + 1)!, storing: token)
+                    throw RefusedChange()
+                }
+                throw ConformanceFailure(message: "the refusal was swallowed", location: #fileID)
+            } catch is RefusedChange {}
+            try check(try await store.openIDSignIn(eventID: event.id) == signIn, "the sign-in as it was")
+            try check(try await store.refreshToken(digest: Data([7])) == nil, "no token")
+            let (written, said) = try await store.updateOpenIDSignIn(eventID: event.id) { current in
+                var spent = current
+                spent.redeemedAt = Fixture.t0 + 2
+                spent.confidential = true
+                return (OpenIDSignInChange(spent, storing: token), "spent")
+            }
+            try check(said == "spent" && written.redeemedAt == Fixture.t0 + 2 && written.confidential, "as returned")
+            try check(try await store.openIDSignIn(eventID: event.id) == written, "as stored")
+            try check(try await store.refreshToken(digest: Data([7]))?.revokedAt == nil, "its token, stored with it")
+            _ = try await store.updateOpenIDSignIn(eventID: event.id) {
+                (OpenIDSignInChange($0.ending(at: Fixture.t0 + 3)!), ())
+            }
+            try check(try await store.refreshToken(digest: Data([7]))?.revokedAt != nil, "ending revokes its family")
+            try await checkThrows(.notFound, "an unknown sign-in") {
+                try await store.updateOpenIDSignIn(eventID: "ev_unknown") { (OpenIDSignInChange($0), ()) }
+            }
+        },
         Case(name: "updater: concurrent changes of one event are serialised, none lost") { store in
             let event = Fixture.event()
             try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)

@@ -160,6 +160,35 @@ struct OpenIDAuthorizationTests {
         #expect(OpenIDCodeRule.decide(signIn, digest: Data([2]), now: now) == .unknown, "a guess is no replay")
     }
 
+    @Test("a code's change: a spend stores what it buys, a login gone buys nothing, a replay ends the sign-in")
+    func codeChanges() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let signIn = OpenIDSignIn(
+            eventID: "ev_x", apiKeyID: "ck_a", redirectURI: "https://a/cb", codeChallenge: "c", state: nil,
+            nonce: nil, scope: "openid", createdAt: now, codeDigest: Data([1]), codeExpiresAt: now + 120)
+        let token = RefreshTokenRecord(
+            digest: Data([9]), familyID: signIn.family, apiKeyID: "ck_a", identityID: "", createdAt: now,
+            expiresAt: now + 3600, clientUserID: "alice")
+        let (spend, spent) = OpenIDCodeRule.redemption(
+            of: signIn, digest: Data([1]), confidential: true, buying: token, now: now + 1)
+        #expect(spend == .spend && spent.storing == token)
+        #expect(spent.signIn.redeemedAt == now + 1 && spent.signIn.confidential && spent.signIn.endedAt == nil)
+        let (gone, untouched) = OpenIDCodeRule.redemption(
+            of: signIn, digest: Data([1]), confidential: true, buying: nil, now: now + 1)
+        #expect(gone == .unknown && untouched == OpenIDSignInChange(signIn), "a collected login buys nothing")
+        let (replay, ended) = OpenIDCodeRule.redemption(
+            of: spent.signIn, digest: Data([1]), confidential: false, buying: token, now: now + 2)
+        #expect(replay == .replayed && ended.signIn.endedAt == now + 2 && ended.storing == nil)
+        let (stranger, same) = OpenIDCodeRule.redemption(
+            of: spent.signIn, digest: Data([2]), confidential: false, buying: token, now: now + 2)
+        #expect(stranger == .unknown && same == OpenIDSignInChange(spent.signIn))
+
+        #expect(signIn.issuingCode(digest: Data([3]), expiresAt: now + 5)?.codeDigest == Data([3]))
+        #expect(spent.signIn.issuingCode(digest: Data([3]), expiresAt: now + 5) == nil, "not once spent")
+        #expect(signIn.ending(at: now)?.issuingCode(digest: Data([3]), expiresAt: now + 5) == nil, "not once ended")
+        #expect(ended.signIn.ending(at: now + 3) == nil, "ended once")
+    }
+
     @Test("the browser named for the approver")
     func browsers() {
         let firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"

@@ -37,23 +37,19 @@ struct OpenIDSignInGrant {
         let now = environment.now()
         // A code is issued only once its login was approved, which no
         // later write undoes: read before spending it, so that the refresh
-        // token it buys is stored in the same transaction.
-        guard let event = try await environment.store.event(id: signIn.eventID), event.status(at: now) == .approved
-        else {
-            // The login is gone (collected while the sign-in's refresh
-            // tokens live on): its code buys nothing, but a replay of it
-            // still ends the sign-in, as the store would have.
-            if OpenIDCodeRule.decide(signIn, digest: SecretToken.digest(code), now: now) == .replayed {
-                try await environment.store.endOpenIDSignIn(eventID: signIn.eventID, now: now)
-            }
-            throw unknown
+        // token it buys is stored in the same transaction. A login that is
+        // gone (collected while the sign-in's refresh tokens live on) buys
+        // nothing; the rule still ends the sign-in on a replay.
+        let approved = try await environment.store.event(id: signIn.eventID).flatMap {
+            $0.status(at: now) == .approved ? $0 : nil
         }
         let issuer = OAuthTokenIssuer(environment: environment)
-        let (secret, refreshToken) = issuer.newRefreshToken(signIn: signIn, approved: event)
+        let bought = approved.map { issuer.newRefreshToken(signIn: signIn, approved: $0) }
         let (verdict, stands) = try await environment.store.redeemOpenIDCode(
             eventID: signIn.eventID, digest: SecretToken.digest(code), confidential: client.authenticated,
-            refreshToken: refreshToken, now: now)
-        guard verdict == .spend, let redeemed = stands else { throw unknown }
+            buying: bought?.1, now: now)
+        guard verdict == .spend, let redeemed = stands, let event = approved, let (secret, refreshToken) = bought
+        else { throw unknown }
         let tokens = try await issuer.tokens(
             signIn: redeemed, user: event.clientUserID, authTime: refreshToken.authTime ?? now, acr: refreshToken.acr,
             refreshToken: secret, nonce: redeemed.nonce)
