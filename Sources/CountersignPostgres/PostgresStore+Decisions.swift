@@ -32,8 +32,9 @@ extension PostgresStore {
             if let user = try await db.row(
                 "SELECT issuer, client_user_id FROM events WHERE id = \(id)", logger: logger)
             {
-                let key =
-                    try user.value("issuer", as: String.self) + "\n" + user.value("client_user_id", as: String.self)
+                let key = RequestCount.storedKey(
+                    issuer: try user.value("issuer", as: String.self),
+                    clientUserID: try user.value("client_user_id", as: String.self))
                 try await db.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
             }
             let reported = try await Self.settle(

@@ -15,7 +15,7 @@ extension PostgresStore {
         // other. A requester's event also takes its address's lock, always
         // after the user's, so that two never wait for each other. The
         // statements after the locks see every insert committed before.
-        try await readCommittedWrite(locking: event.issuer + "\n" + event.clientUserID) { db in
+        try await readCommittedWrite(locking: Self.userKey(of: event)) { db in
             if case .requester(let address) = requester {
                 try await db.run(
                     "SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
@@ -84,7 +84,9 @@ extension PostgresStore {
     }
 
     /// The key of a user's request counter.
-    static func userKey(of event: ApprovalEvent) -> String { event.issuer + "\n" + event.clientUserID }
+    static func userKey(of event: ApprovalEvent) -> String {
+        RequestCount.storedKey(issuer: event.issuer, clientUserID: event.clientUserID)
+    }
 
     public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
         let logger = logger

@@ -66,7 +66,10 @@ extension SQLiteStore {
 
     /// The counters a requester's event adds to: its user's and its address's.
     private static func rateKeys(of event: ApprovalEvent, from address: String) -> [(scope: String, key: String)] {
-        [("user", event.issuer + "\n" + event.clientUserID), ("address", address)]
+        [
+            ("user", RequestCount.storedKey(issuer: event.issuer, clientUserID: event.clientUserID)),
+            ("address", address),
+        ]
     }
 
     /// One more request in `minute` for each of `keys`.
