@@ -179,9 +179,9 @@ struct CIBAController {
                         authRequestID: ping.map { _ in CIBARequest.authRequestID(eventID: event.id, secret: secret) },
                         createdAt: event.createdAt))
             }
-        } catch let error as APIError where error.code == "no_trusted_device" {
-            throw APIError.oauth("unknown_user_id", "this user has no trusted device to approve the request")
-        } catch let error as APIError where error.code == "passkeys_unavailable" {
+        } catch let error as APIError where error == .noTrustedDevice {
+            throw APIError.oauth("unknown_user_id", error.message)
+        } catch let error as APIError where error == .passkeysUnavailable {
             throw APIError.oauth("invalid_request", "user verification is required: \(error.message)")
         } catch let error as StoreError {
             guard case .limitReached(let retryAfter) = error.code else { throw error }

@@ -52,7 +52,7 @@ struct PendingEvents {
         let key = draft.key
         let devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
         guard !RequesterPolicy.tellsNoDevice(devices, callerHoldsSecret: holdsSecret) else {
-            throw APIError.conflict("no_trusted_device", "this user has no trusted device to approve the request")
+            throw APIError.noTrustedDevice
         }
         let now = environment.now()
         let requesterToken = SecretToken.generate(bytes: 32)

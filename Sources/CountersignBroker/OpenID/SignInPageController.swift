@@ -162,7 +162,7 @@ struct SignInPageController {
                 SignInPage.userNameForm(
                     app: key.name, parameters: carried, userName: user, error: message, back: back),
                 status: .tooManyRequests)
-        } catch let error as APIError where error.code == "passkeys_unavailable" {
+        } catch let error as APIError where error == .passkeysUnavailable {
             return HostedPage.redirect(
                 to: errorRedirect(
                     authorization.redirectURI, error: "server_error",

@@ -88,9 +88,7 @@ extension BrokerEnvironment {
     /// public URLs names a domain (WebAuthn takes no address as the RP ID).
     func relyingParty() throws -> RelyingParty {
         guard let origin = Origin(url: issuer), let relyingParty = RelyingParty(issuer: origin, origins: origins) else {
-            throw APIError(
-                .serviceUnavailable, "passkeys_unavailable",
-                "passkeys need the broker's public URL to name a domain (localhost on one machine), not an address")
+            throw APIError.passkeysUnavailable
         }
         return relyingParty
     }

@@ -1,0 +1,15 @@
+import HTTPTypes
+
+/// Errors that one flow throws and another answers in its own terms (CIBA
+/// and the sign-in page speak OAuth): named once here and matched by value,
+/// never by their code's spelling.
+extension APIError {
+    /// The user has no device that could approve a request.
+    static let noTrustedDevice = APIError(
+        .conflict, "no_trusted_device", "this user has no trusted device to approve the request")
+
+    /// Passkeys cannot be asked for: WebAuthn takes no address as the RP ID.
+    static let passkeysUnavailable = APIError(
+        .serviceUnavailable, "passkeys_unavailable",
+        "passkeys need the broker's public URL to name a domain (localhost on one machine), not an address")
+}
