@@ -143,7 +143,9 @@ struct OAuthController {
         var scope = "openid"
         switch form.grantType {
         case "authorization_code": (tokens, scope) = try await redeem(form, client: context.client)
-        case "refresh_token": (tokens, scope) = try await refresh(form, client: context.client)
+        case "refresh_token":
+            (tokens, scope) = try await RefreshTokenGrant(environment: environment).refresh(
+                form.refreshToken, client: context.client)
         case CIBAController.grantType:
             tokens = try await CIBAController(environment: environment).redeem(form.authReqID, client: context.client)
         default:
@@ -163,84 +165,7 @@ struct OAuthController {
             return try await OpenIDSignInGrant(environment: environment).redeem(
                 code: code, verifier: verifier, redirectURI: redirectURI, client: client)
         }
-        let key = client.key
-        guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
-            throw APIError.oauth("invalid_grant", "unknown authorization code")
-        }
-        let redeemed: VerificationChallenge
-        do {
-            redeemed = try await CodeRedemption(environment: environment).redeem(
-                challengeID: challengeID, code: code, verifier: verifier, redirectURL: redirectURI, apiKeyID: key.id)
-        } catch let failure as CodeRedemption.Failure {
-            throw APIError.oauth("invalid_grant", failure.explanation)
-        }
-        let now = environment.now()
-        let identity = try await environment.store.verifiedIdentity(
-            apiKeyID: key.id, type: redeemed.identifierType, identifier: redeemed.identifier, now: now)
-        let tokens = try await OAuthTokenIssuer(environment: environment)
-            .issue(
-                for: identity, family: CodeRedemption.family(of: redeemed), authTime: redeemed.verifiedAt ?? now,
-                nonce: redeemed.nonce)
-        return (tokens, "openid")
-    }
-
-    private func refresh(_ form: TokenForm, client: OAuthClient) async throws -> (OAuthTokens, scope: String) {
-        guard let presented = form.refreshToken else {
-            throw APIError.oauth("invalid_request", "refresh_token is required")
-        }
-        let digest = SecretToken.digest(presented)
-        guard let record = try await environment.store.refreshToken(digest: digest), record.apiKeyID == client.key.id
-        else {
-            throw APIError.oauth("invalid_grant", "unknown refresh token")
-        }
-        let signsIn = record.familyID.hasPrefix(OpenIDSignIn.familyPrefix)
-        // A CIBA grant's client is confidential: its refresh needs the
-        // secret too. A sign-in's client may be public.
-        if record.clientUserID != nil, !signsIn, !client.authenticated {
-            throw APIError.oauth("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
-        }
-        if signsIn {
-            try await OpenIDSignInGrant(environment: environment).requireOpen(family: record.familyID, client: client)
-        }
-        let identity: VerifiedIdentity?
-        if record.clientUserID == nil {
-            guard let found = try await environment.store.verifiedIdentity(id: record.identityID) else {
-                throw APIError.oauth("invalid_grant", "unknown refresh token")
-            }
-            identity = found
-        } else {
-            identity = nil
-        }
-        let issuer = OAuthTokenIssuer(environment: environment)
-        let (secret, replacement) =
-            identity.map { issuer.newRefreshToken(for: $0, family: record.familyID) }
-            ?? issuer.newRefreshToken(replacing: record)
-        let rotated: RefreshTokenRecord
-        do {
-            rotated = try await environment.store.rotateRefreshToken(
-                digest: digest, replacement: replacement, now: environment.now())
-        } catch let error as StoreError where error.code == .conflict {
-            // A sign-in's access tokens stop at userinfo too.
-            if signsIn {
-                try await environment.store.endOpenIDSignIn(
-                    eventID: String(record.familyID.dropFirst(OpenIDSignIn.familyPrefix.count)), now: environment.now())
-            }
-            throw APIError.oauth(
-                "invalid_grant", "this refresh token was already used; every token of its grant is revoked")
-        } catch let error as StoreError where error.code == .notFound {
-            throw APIError.oauth("invalid_grant", "the refresh token has expired")
-        }
-        let authTime = rotated.authTime ?? record.createdAt
-        if signsIn {
-            return try await OpenIDSignInGrant(environment: environment).refreshed(
-                rotated, secret: secret, client: client)
-        }
-        if let identity {
-            return (try await issuer.tokens(for: identity, authTime: authTime, refreshToken: secret), "openid")
-        }
-        let tokens = try await issuer.tokens(
-            user: record.clientUserID ?? "", apiKeyID: record.apiKeyID, authTime: authTime, refreshToken: secret,
-            acr: rotated.acr)
-        return (tokens, "openid")
+        return try await VerificationCodeGrant(environment: environment).redeem(
+            code: code, verifier: verifier, redirectURI: redirectURI, client: client)
     }
 }
