@@ -79,7 +79,8 @@ public struct BrokerConnection: Sendable {
         } catch {
             throw CountersignError(
                 status: 0, code: "unreachable",
-                message: "cannot reach the broker at \(baseURL): \(Self.explain(error, timeout: timeout))")
+                message: "cannot reach the broker at \(baseURL): "
+                    + Self.explain(error, timeout: timeout, plainHTTP: baseURL.hasPrefix("http:")))
         }
         let data = Data(payload.readableBytesView)
         guard (200..<300).contains(response.status.code) else {
@@ -100,20 +101,27 @@ public struct BrokerConnection: Sendable {
 
     /// Why a request got no answer, in words a person can act on: no
     /// library type names, no errno dumps.
-    static func explain(_ error: any Error, timeout: TimeInterval) -> String {
+    /// `plainHTTP`: the request went out as plain http, so a reset may be
+    /// a TLS server hanging up on it.
+    static func explain(_ error: any Error, timeout: TimeInterval, plainHTTP wentPlain: Bool = false) -> String {
         let plainHTTP = "the broker does not speak TLS there; if it serves plain HTTP, use http://"
         if let failure = error as? NIOConnectionError {
             if failure.dnsAError != nil || failure.dnsAAAAError != nil, failure.connectionErrors.isEmpty {
                 return "the host name \(failure.host) cannot be resolved"
             }
-            if let first = failure.connectionErrors.first { return explain(first.error, timeout: timeout) }
+            if let first = failure.connectionErrors.first {
+                return explain(first.error, timeout: timeout, plainHTTP: wentPlain)
+            }
         }
         if let error = error as? IOError {
             switch error.errnoCode {
             case ECONNREFUSED: return "connection refused (is it running?)"
             case EHOSTUNREACH, ENETUNREACH: return "no route to that host (is the address right?)"
             case ETIMEDOUT: return "the connection timed out"
-            case ECONNRESET: return "the connection was reset"
+            // A TLS server answers a request in the clear by closing the
+            // connection, at times with a reset (which one depends on timing).
+            case ECONNRESET:
+                return "the connection was reset" + (wentPlain ? "; if the broker serves https, use https://" : "")
             default: return String(cString: strerror(error.errnoCode)).lowercased()
             }
         }
