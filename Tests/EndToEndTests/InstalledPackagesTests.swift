@@ -122,6 +122,26 @@ struct InstalledPackagesTests {
         #expect(nobody.text.contains("sudo"), "\(nobody.text)")
     }
 
+    @Test(
+        "without systemd, removing the package stops a broker its user started by hand",
+        .enabled(if: !FileManager.default.fileExists(atPath: "/run/systemd/system")))
+    func prermStopsBrokerStartedByHand() async throws {
+        let port = try freePort()
+        let broker = try RunningProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=countersign", "--regid=countersign", "--init-groups", "--", "/usr/bin/device-broker", "serve",
+                "--config", "/etc/countersign/broker.conf", "--port", String(port),
+            ])
+        defer { broker.stop() }
+        _ = try await broker.waitFor("serving at most", timeout: .seconds(120))
+        // The package's own maintainer script, as dpkg runs it before removal.
+        let prerm = try RunningProcess("/var/lib/dpkg/info/countersign-broker.prerm", ["remove"])
+        #expect(try await prerm.exitCode(timeout: .seconds(120)) == 0, "\(prerm.text)")
+        #expect(prerm.text.contains("stopping the broker started by hand"), "\(prerm.text)")
+        #expect(try await broker.exitCode(timeout: .seconds(60)) == 0, "stopped by SIGTERM: \(broker.text)")
+    }
+
     @Test("the app backend's checks ship with the broker, and say how to run them")
     func verificationScripts() async throws {
         for script in ["verify-event-token.py", "verify-decision.py"] {
