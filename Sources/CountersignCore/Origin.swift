@@ -26,13 +26,16 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
     /// on this machine. Only there do they give a page passkeys, service
     /// workers and notifications.
     public var isPotentiallyTrustworthy: Bool {
-        scheme == "https" || host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
-            || host.hasPrefix("127.")
+        scheme == "https" || host.hasSuffix(".localhost") || isLoopback
     }
 
-    /// Whether this host is this machine's own: `localhost`, 127.0.0.0/8, ::1.
+    /// Whether this host is this machine's own: `localhost`, an address
+    /// of 127.0.0.0/8 written as one (not a name such as
+    /// `127.example.com`), or ::1.
     public var isLoopback: Bool {
-        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
     /// Whether a decision addressed to this origin was addressed to the

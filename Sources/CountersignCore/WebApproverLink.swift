@@ -23,9 +23,7 @@ public enum WebApproverLink {
     static func base(of broker: String) -> String {
         var base = broker
         while base.hasSuffix("/") { base.removeLast() }
-        guard var url = URLComponents(string: base), let host = url.host,
-            host.hasPrefix("127.") || host == "::1" || host == "[::1]"
-        else { return base }
+        guard var url = URLComponents(string: base), Origin(url: base)?.isLoopback == true else { return base }
         url.host = "localhost"
         return url.string ?? base
     }

@@ -11,7 +11,10 @@ struct OriginTests {
         for alias in ["http://localhost:8080", "http://127.0.0.1:8080/", "http://[::1]:8080", "http://127.0.0.2:8080"] {
             #expect(Self.origin(alias).names(sameBrokerAs: loopback), "\(alias)")
         }
-        for other in ["http://localhost:8081", "https://localhost:8080", "http://192.0.2.7:8080"] {
+        for other in [
+            "http://localhost:8081", "https://localhost:8080", "http://192.0.2.7:8080", "http://127.example.com:8080",
+            "http://127.0.0.1.example.com:8080", "http://127.0.0:8080",
+        ] {
             #expect(!Self.origin(other).names(sameBrokerAs: loopback), "\(other)")
         }
         let named = Self.origin("https://auth.example.com")

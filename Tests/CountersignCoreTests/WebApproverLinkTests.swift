@@ -17,5 +17,8 @@ struct WebApproverLinkTests {
         #expect(
             WebApproverLink.pairing(broker: "http://192.0.2.7:8080", apiKeyID: "k", user: "a").hasPrefix(
                 "http://192.0.2.7:8080/"))
+        #expect(
+            WebApproverLink.pairing(broker: "http://127.example.com:8080", apiKeyID: "k", user: "a").hasPrefix(
+                "http://127.example.com:8080/"), "a name is not an address")
     }
 }

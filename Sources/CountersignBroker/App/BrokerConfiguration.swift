@@ -88,6 +88,14 @@ public struct BrokerConfiguration: Sendable {
         for url in urls {
             guard let origin = Origin(url: url) else { throw BrokerSetupError("not an http(s) URL: \(url)") }
             origins.insert(origin)
+            // A broker on this machine's loopback answers at each of its
+            // names: its web approver is linked at localhost (where browsers
+            // keep passkeys), its agents may say 127.0.0.1.
+            if origin.isLoopback {
+                for alias in ["localhost", "127.0.0.1", "[::1]"] {
+                    origins.insert(Origin(url: "\(origin.scheme)://\(alias):\(origin.port)")!)
+                }
+            }
         }
         return (Origin(url: urls[0])!.description, origins)
     }

@@ -64,8 +64,7 @@ public struct RelyingParty: Sendable, Equatable {
     /// origin at its RP ID that client data names. Nil for another
     /// address: WebAuthn takes none.
     public static func of(broker: Origin) -> (relyingParty: RelyingParty, origin: Origin)? {
-        let loopback = broker.host.hasPrefix("127.") || broker.host == "::1" || broker.host == "[::1]"
-        let local = loopback ? Origin(url: "\(broker.scheme)://localhost:\(broker.port)") : nil
+        let local = broker.isLoopback ? Origin(url: "\(broker.scheme)://localhost:\(broker.port)") : nil
         guard let relyingParty = RelyingParty(issuer: broker, origins: Set([local].compactMap { $0 })),
             let named = ([broker] + [local].compactMap { $0 }).first(where: { $0.host == relyingParty.id })
         else { return nil }
