@@ -57,17 +57,24 @@ struct OpenIDSignInGrant {
     }
 
     /// The sign-in of a refresh-token family, unless it was ended; a
-    /// client that spent its code with its secret refreshes with it too.
+    /// client that spent its code with its secret refreshes with it too,
+    /// and so does a confidential app (as registered now: a sign-in spent
+    /// while the app was public does not refresh without the secret once
+    /// it is not).
     @discardableResult
     func requireOpen(family: String, client: OAuthClient) async throws -> OpenIDSignIn {
         let eventID = String(family.dropFirst(OpenIDSignIn.familyPrefix.count))
         guard let signIn = try await environment.store.openIDSignIn(eventID: eventID), signIn.endedAt == nil else {
             throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
         }
-        if signIn.confidential, !client.authenticated {
+        guard !client.authenticated else { return signIn }
+        if signIn.confidential {
             throw APIError.oauth(
                 "invalid_client", "this client spent its code with its secret: refresh with the secret too")
         }
+        let registration =
+            try await environment.store.openIDClient(apiKeyID: client.key.id) ?? OpenIDClientRegistration(scopes: [])
+        if let refusal = registration.refusal(authenticated: false) { throw APIError.oauth("invalid_client", refusal) }
         return signIn
     }
 
