@@ -85,20 +85,36 @@ extension StoreConformance {
                 throw ConformanceFailure(message: "the refusal was swallowed", location: #fileID)
             } catch is RefusedChange {}
             try check(try await store.openIDSignIn(eventID: event.id) == signIn, "the sign-in as it was")
-            try check(try await store.refreshToken(digest: Data([7])) == nil, "no token")
+            // A change whose own write fails (its token's digest is taken)
+            // leaves the sign-in's row as it was too.
+            var taken = token
+            taken.familyID = "oidc:ev_elsewhere"
+            try await store.insertRefreshToken(taken)
+            try await checkThrows(.alreadyExists, "a token whose digest is taken") {
+                try await store.updateOpenIDSignIn(eventID: event.id) { current in
+                    var spent = current
+                    spent.redeemedAt = Fixture.t0 + 1
+                    return (OpenIDSignInChange(spent, storing: token), ())
+                }
+            }
+            try check(try await store.openIDSignIn(eventID: event.id) == signIn, "not spent without its token")
+            let fresh = RefreshTokenRecord(
+                digest: Data([8]), familyID: signIn.family, apiKeyID: "ck_app", identityID: "",
+                createdAt: Fixture.t0, expiresAt: Fixture.t0 + 3600, clientUserID: "alice")
             let (written, said) = try await store.updateOpenIDSignIn(eventID: event.id) { current in
                 var spent = current
                 spent.redeemedAt = Fixture.t0 + 2
                 spent.confidential = true
-                return (OpenIDSignInChange(spent, storing: token), "spent")
+                return (OpenIDSignInChange(spent, storing: fresh), "spent")
             }
             try check(said == "spent" && written.redeemedAt == Fixture.t0 + 2 && written.confidential, "as returned")
             try check(try await store.openIDSignIn(eventID: event.id) == written, "as stored")
-            try check(try await store.refreshToken(digest: Data([7]))?.revokedAt == nil, "its token, stored with it")
+            try check(try await store.refreshToken(digest: Data([8]))?.revokedAt == nil, "its token, stored with it")
             _ = try await store.updateOpenIDSignIn(eventID: event.id) {
                 (OpenIDSignInChange($0.ending(at: Fixture.t0 + 3)!), ())
             }
-            try check(try await store.refreshToken(digest: Data([7]))?.revokedAt != nil, "ending revokes its family")
+            try check(try await store.refreshToken(digest: Data([8]))?.revokedAt != nil, "ending revokes its family")
+            try check(try await store.refreshToken(digest: Data([7]))?.revokedAt == nil, "and no other family")
             try await checkThrows(.notFound, "an unknown sign-in") {
                 try await store.updateOpenIDSignIn(eventID: "ev_unknown") { (OpenIDSignInChange($0), ()) }
             }
