@@ -7,7 +7,7 @@ import Testing
 /// whatever `--public-url` names it (as the container's README command does).
 @Suite("the broker's origins")
 struct BrokerOriginsTests {
-    @Test("a loopback public URL brings its loopback aliases; a named one only itself")
+    @Test("a loopback issuer brings its loopback aliases; a named one only itself")
     func aliases() throws {
         let loopback = try BrokerConfiguration(publicURLs: ["http://127.0.0.1:8080"]).origins()
         #expect(loopback.issuer == "http://127.0.0.1:8080")
@@ -19,5 +19,8 @@ struct BrokerOriginsTests {
         #expect(named.origins == [Origin(url: "https://auth.example.com")!])
         let lookalike = try BrokerConfiguration(publicURLs: ["https://127.example.com"]).origins()
         #expect(lookalike.origins == [Origin(url: "https://127.example.com")!], "a name is no loopback address")
+        // Known first elsewhere, a broker keeps the list it was given.
+        let elsewhere = try BrokerConfiguration(publicURLs: ["https://192.0.2.10", "http://127.0.0.1:8080"]).origins()
+        #expect(elsewhere.origins == [Origin(url: "https://192.0.2.10")!, Origin(url: "http://127.0.0.1:8080")!])
     }
 }

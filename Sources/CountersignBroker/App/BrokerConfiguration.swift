@@ -88,10 +88,14 @@ public struct BrokerConfiguration: Sendable {
         for url in urls {
             guard let origin = Origin(url: url) else { throw BrokerSetupError("not an http(s) URL: \(url)") }
             origins.insert(origin)
-            // A broker on this machine's loopback answers at each of its
-            // names: its web approver is linked at localhost (where browsers
-            // keep passkeys), its agents may say 127.0.0.1.
-            if origin.isLoopback {
+        }
+        // A broker known first by a loopback URL (on one machine, or as
+        // README's container command names it) answers at each loopback
+        // name of it, as the default does: its web approver is linked at
+        // localhost (where browsers keep passkeys), its agents may say
+        // 127.0.0.1. A broker whose issuer is elsewhere keeps its list.
+        if let issuer = Origin(url: urls[0]), issuer.isLoopback {
+            for origin in origins where origin.isLoopback {
                 for alias in ["localhost", "127.0.0.1", "[::1]"] {
                     origins.insert(Origin(url: "\(origin.scheme)://\(alias):\(origin.port)")!)
                 }
