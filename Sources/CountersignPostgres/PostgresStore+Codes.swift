@@ -1,5 +1,5 @@
 public import CountersignCore
-public import CountersignStore
+import CountersignStore
 public import Foundation
 import PostgresNIO
 
@@ -22,83 +22,66 @@ extension PostgresStore {
         }
     }
 
-    public func reserveCodeAttempt(
-        issuer: String, clientUserID: String, eventID: String?, limits: CodeLimits, now: Date
-    ) async throws -> CodeAttempt {
+    public func updateCodes<Outcome: Sendable>(
+        issuer: String, clientUserID: String, eventID: String?, deviceID: String?, now: Date,
+        _ change: @escaping @Sendable (CodeState) throws -> (CodeChange, Outcome)
+    ) async throws -> Outcome {
         let logger = logger
-        return try await write { db in
-            let t = now.seconds
+        // READ COMMITTED: the lock on the user orders the changes of their
+        // codes (a first failure has no row to lock); the device's and the
+        // event's row locks order them with the device's and event's other
+        // changes, taken in the order a revocation takes them.
+        return try await update(locking: "codes:\(issuer)/\(clientUserID)") { db in
             let failures = try await db.row(
                 """
-                SELECT consecutive, locked_until FROM code_failures
+                SELECT consecutive, locked_until, last_attempt_at FROM code_failures
                 WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)
-                """, logger: logger)
-            try limits.refuseWhileLocked(until: try failures?.optionalDate("locked_until"), now: now)
-            var eventLeft: Int?
+                """, logger: logger
+            ).map {
+                CodeFailures(
+                    consecutive: try $0.value("consecutive"), lockedUntil: try $0.optionalDate("locked_until"),
+                    lastAttemptAt: try $0.optionalDate("last_attempt_at"))
+            }
+            var device: TrustedDevice?
+            if let deviceID {
+                device = try await db.row("SELECT * FROM devices WHERE id = \(deviceID) FOR UPDATE", logger: logger)
+                    .map(Self.device(row:))
+            }
+            var event: ApprovalEvent?
             if let eventID {
-                let event = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger)
+                event = try await db.row("SELECT * FROM events WHERE id = \(eventID) FOR UPDATE", logger: logger)
                     .map(Self.event(row:))
-                eventLeft = try limits.attemptsLeft(
-                    after: event, id: eventID, issuer: issuer, clientUserID: clientUserID, now: now)
+            }
+            let (after, outcome) = try Self.applying {
+                try change(CodeState(failures: failures ?? .none, event: event, device: device))
+            }
+            if after.failures == .none {
                 try await db.run(
-                    "UPDATE events SET code_attempts = code_attempts + 1, updated_at = \(t) WHERE id = \(eventID)",
+                    "DELETE FROM code_failures WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)",
                     logger: logger)
-            }
-            let counted = (try failures?.value("consecutive", as: Int.self) ?? 0) + 1
-            let lockedUntil = limits.lockout(afterFailures: counted).map { t + $0 }
-            try await db.run(
-                """
-                INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until, last_attempt_at)
-                VALUES (\(issuer), \(clientUserID), \(counted), \(lockedUntil), \(t))
-                ON CONFLICT (issuer, client_user_id)
-                DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
-                    last_attempt_at = excluded.last_attempt_at
-                """, logger: logger)
-            if let lockout = limits.lockout(afterFailures: counted) {
-                try await Self.announce(
-                    [
-                        WebhookNotice.accountLocked(
-                            issuer: issuer, clientUserID: clientUserID, failures: counted, until: now + lockout,
-                            now: now)
-                    ], into: db, logger: logger)
-            }
-            return CodeAttempt(eventAttemptsLeft: eventLeft, consecutiveFailures: counted)
-        }
-    }
-
-    public func acceptTOTPCode(deviceID: String, step: Int64, eventID: String?, now: Date) async throws
-        -> ApprovalEvent?
-    {
-        let logger = logger
-        return try await write { db in
-            let t = now.seconds
-            guard
-                let row = try await db.row(
+            } else {
+                try await db.run(
                     """
-                    UPDATE devices SET totp_last_step = \(step)
-                    WHERE id = \(deviceID) AND revoked_at IS NULL AND totp_secret IS NOT NULL
-                      AND (totp_last_step IS NULL OR totp_last_step < \(step))
-                    RETURNING *
+                    INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until, last_attempt_at)
+                    VALUES (\(issuer), \(clientUserID), \(after.failures.consecutive),
+                        \(after.failures.lockedUntil?.seconds), \(after.failures.lastAttemptAt?.seconds))
+                    ON CONFLICT (issuer, client_user_id)
+                    DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
+                        last_attempt_at = excluded.last_attempt_at
                     """, logger: logger)
-            else { throw StoreError(.conflict, "the device is revoked, has no TOTP secret, or used this step") }
-            let device = try Self.device(row: row)
-            try await db.run(
-                "DELETE FROM code_failures WHERE issuer = \(device.issuer) AND client_user_id = \(device.clientUserID)",
-                logger: logger)
-            guard let eventID else { return nil }
-            let changed = try await db.run(
-                """
-                UPDATE events
-                SET status = 'approved', method = \(AuthMethod.totp.rawValue), decided_by = \(deviceID),
-                    decided_at = \(t), updated_at = \(t)
-                WHERE id = \(eventID) AND status = 'pending' AND withdrawn_at IS NULL
-                  AND expires_at > \(CodeLimits.codesTaken(expiringAfter: now).seconds)
-                  AND issuer = \(device.issuer) AND client_user_id = \(device.clientUserID)
-                RETURNING 1
-                """, logger: logger)
-            let settled = try await Self.afterConditionalWrite(id: eventID, changed: changed, in: db, logger: logger)
-            try await Self.changed(settled, now: now, in: db, logger: logger)
-            return settled
+            }
+            if let step = after.acceptedStep, let deviceID {
+                try await db.run(
+                    "UPDATE devices SET totp_last_step = \(step) WHERE id = \(deviceID)", logger: logger)
+            }
+            if let changed = after.event {
+                try await Self.update(changed, in: db, logger: logger)
+                if changed.storedStatus != event?.storedStatus {
+                    try await Self.changed(changed, now: now, in: db, logger: logger)
+                }
+            }
+            try await Self.announce(after.notices, into: db, logger: logger)
+            return outcome
         }
     }
 

@@ -130,42 +130,27 @@ extension PostgresStore {
         // READ COMMITTED: the row lock orders the changes of one event, and
         // the row read after the lock is its newest version; a SERIALIZABLE
         // transaction would only add retries, and `change` runs once.
-        do {
-            return try await readCommittedWrite { db in
-                if let spending { try await Self.spend(spending, in: db, logger: logger) }
-                guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
-                else { throw StoreError(.notFound, "no event \(id)") }
-                let event = try Self.event(row: row)
-                let after: ApprovalEvent
-                do {
-                    after = try change(event)
-                } catch {
-                    throw ChangeRefusal(error: error)
-                }
-                try await Self.update(after, in: db, logger: logger)
-                try await Self.changed(after, now: now, in: db, logger: logger)
-                return after
-            }
-        } catch let refusal as ChangeRefusal {
-            throw refusal.error
+        return try await update { db in
+            if let spending { try await Self.spend(spending, in: db, logger: logger) }
+            guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
+            else { throw StoreError(.notFound, "no event \(id)") }
+            let after = try Self.applying { try change(try Self.event(row: row)) }
+            try await Self.update(after, in: db, logger: logger)
+            try await Self.changed(after, now: now, in: db, logger: logger)
+            return after
         }
-    }
-
-    /// What an updater's `change` threw, carried through the transaction
-    /// (rolled back) to its caller untouched: not a database error.
-    struct ChangeRefusal: Error {
-        let error: any Error
     }
 
     /// Writes what a rule changed of an event read (and locked) in this
     /// transaction: the columns ``updateEvent(id:spending:now:_:)`` names.
-    private static func update(_ event: ApprovalEvent, in db: PostgresSession, logger: Logger) async throws {
+    static func update(_ event: ApprovalEvent, in db: PostgresSession, logger: Logger) async throws {
         try await db.run(
             """
             UPDATE events
             SET status = \(event.storedStatus.rawValue), status_reason = \(event.storedReason?.rawValue),
+                method = \(event.method.rawValue), decided_by = \(event.decidedBy),
                 decided_at = \(event.decidedAt?.seconds), wrong_matches = \(event.wrongMatches),
-                expires_at = \(event.expiresAt.seconds), withdrawn_at = \(event.withdrawnAt?.seconds),
+                code_attempts = \(event.codeAttempts), expires_at = \(event.expiresAt.seconds), withdrawn_at = \(event.withdrawnAt?.seconds),
                 updated_at = \(event.updatedAt.seconds)
             WHERE id = \(event.id)
             """, logger: logger)

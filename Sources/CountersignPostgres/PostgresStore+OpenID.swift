@@ -79,39 +79,29 @@ extension PostgresStore {
         eventID: String, _ change: @escaping @Sendable (OpenIDSignIn) throws -> (OpenIDSignInChange, Outcome)
     ) async throws -> (OpenIDSignIn, Outcome) {
         let logger = logger
-        do {
-            // READ COMMITTED: the row lock orders the changes of one sign-in.
-            return try await readCommittedWrite { db in
-                guard let signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger)
-                else { throw StoreError(.notFound, "no sign-in for event \(eventID)") }
-                let update: OpenIDSignInChange
-                let outcome: Outcome
-                do {
-                    (update, outcome) = try change(signIn)
-                } catch {
-                    throw ChangeRefusal(error: error)
-                }
-                let after = update.signIn
+        // READ COMMITTED: the row lock orders the changes of one sign-in.
+        return try await update { db in
+            guard let signIn = try await Self.openIDSignIn(eventID: eventID, locking: true, in: db, logger: logger)
+            else { throw StoreError(.notFound, "no sign-in for event \(eventID)") }
+            let (written, outcome) = try Self.applying { try change(signIn) }
+            let after = written.signIn
+            try await db.run(
+                """
+                UPDATE openid_sign_ins
+                SET code_digest = \(after.codeDigest), code_expires_at = \(after.codeExpiresAt?.seconds),
+                    redeemed_at = \(after.redeemedAt?.seconds), ended_at = \(after.endedAt?.seconds),
+                    confidential = \(after.confidential)
+                WHERE event_id = \(eventID)
+                """, logger: logger)
+            if let token = written.storing { try await Self.insert(token, into: db, logger: logger) }
+            if signIn.endedAt == nil, let ended = after.endedAt {
                 try await db.run(
                     """
-                    UPDATE openid_sign_ins
-                    SET code_digest = \(after.codeDigest), code_expires_at = \(after.codeExpiresAt?.seconds),
-                        redeemed_at = \(after.redeemedAt?.seconds), ended_at = \(after.endedAt?.seconds),
-                        confidential = \(after.confidential)
-                    WHERE event_id = \(eventID)
+                    UPDATE refresh_tokens SET revoked_at = \(ended.seconds)
+                    WHERE family_id = \(signIn.family) AND revoked_at IS NULL
                     """, logger: logger)
-                if let token = update.storing { try await Self.insert(token, into: db, logger: logger) }
-                if signIn.endedAt == nil, let ended = after.endedAt {
-                    try await db.run(
-                        """
-                        UPDATE refresh_tokens SET revoked_at = \(ended.seconds)
-                        WHERE family_id = \(signIn.family) AND revoked_at IS NULL
-                        """, logger: logger)
-                }
-                return (after, outcome)
             }
-        } catch let refusal as ChangeRefusal {
-            throw refusal.error
+            return (after, outcome)
         }
     }
 }

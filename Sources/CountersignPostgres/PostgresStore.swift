@@ -175,6 +175,34 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
         }
     }
 
+    /// An updater's transaction: ``readCommittedWrite(locking:_:)``, in
+    /// which what the caller's rule threw (through ``applying(_:)``)
+    /// rolls it back and reaches the caller untouched.
+    func update<T: Sendable>(
+        locking key: String? = nil, _ body: @escaping @Sendable (PostgresSession) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await readCommittedWrite(locking: key, body)
+        } catch let refusal as ChangeRefusal {
+            throw refusal.error
+        }
+    }
+
+    /// Runs an updater's `change`, the caller's rule, inside ``update(locking:_:)``.
+    static func applying<T>(_ change: () throws -> T) throws -> T {
+        do {
+            return try change()
+        } catch {
+            throw ChangeRefusal(error: error)
+        }
+    }
+
+    /// What an updater's `change` threw, carried through the transaction
+    /// (rolled back) to its caller: not a database error.
+    struct ChangeRefusal: Error {
+        let error: any Error
+    }
+
     /// Runs `body` in one transaction at `isolation`.
     func transaction<T: Sendable>(
         isolation: String = "READ COMMITTED", hold: Hold = .query,

@@ -1,5 +1,5 @@
 public import CountersignCore
-public import CountersignStore
+import CountersignStore
 public import Foundation
 import GRDB
 
@@ -17,83 +17,60 @@ extension SQLiteStore {
         }
     }
 
-    public func reserveCodeAttempt(
-        issuer: String, clientUserID: String, eventID: String?, limits: CodeLimits, now: Date
-    ) async throws -> CodeAttempt {
+    public func updateCodes<Outcome: Sendable>(
+        issuer: String, clientUserID: String, eventID: String?, deviceID: String?, now: Date,
+        _ change: @escaping @Sendable (CodeState) throws -> (CodeChange, Outcome)
+    ) async throws -> Outcome {
         try await write { db in
-            let t = now.timeIntervalSince1970
             let failures = try Row.fetchOne(
-                db, sql: "SELECT consecutive, locked_until FROM code_failures WHERE issuer = ? AND client_user_id = ?",
-                arguments: [issuer, clientUserID])
-            try limits.refuseWhileLocked(
-                until: (failures?["locked_until"] as Double?).map(Date.init(timeIntervalSince1970:)), now: now)
-            var eventLeft: Int?
-            if let eventID {
-                let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
-                eventLeft = try limits.attemptsLeft(
-                    after: event, id: eventID, issuer: issuer, clientUserID: clientUserID, now: now)
+                db,
+                sql: """
+                    SELECT consecutive, locked_until, last_attempt_at FROM code_failures
+                    WHERE issuer = ? AND client_user_id = ?
+                    """,
+                arguments: [issuer, clientUserID]
+            ).map {
+                CodeFailures(
+                    consecutive: $0["consecutive"],
+                    lockedUntil: ($0["locked_until"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                    lastAttemptAt: ($0["last_attempt_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
+            }
+            let event = try eventID.flatMap {
+                try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [$0]).map(Self.event(row:))
+            }
+            let device = try deviceID.flatMap {
+                try Row.fetchOne(db, sql: Self.deviceByID, arguments: [$0]).map(Self.device(row:))
+            }
+            let before = CodeState(failures: failures ?? .none, event: event, device: device)
+            let (after, outcome) = try change(before)
+            if after.failures == .none {
                 try db.execute(
-                    sql: "UPDATE events SET code_attempts = code_attempts + 1, updated_at = ? WHERE id = ?",
-                    arguments: [t, eventID])
+                    sql: "DELETE FROM code_failures WHERE issuer = ? AND client_user_id = ?",
+                    arguments: [issuer, clientUserID])
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until, last_attempt_at)
+                        VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT (issuer, client_user_id)
+                        DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
+                            last_attempt_at = excluded.last_attempt_at
+                        """,
+                    arguments: [
+                        issuer, clientUserID, after.failures.consecutive,
+                        after.failures.lockedUntil?.timeIntervalSince1970,
+                        after.failures.lastAttemptAt?.timeIntervalSince1970,
+                    ])
             }
-            let counted = (failures?["consecutive"] as Int? ?? 0) + 1
-            try db.execute(
-                sql: """
-                    INSERT INTO code_failures (issuer, client_user_id, consecutive, locked_until, last_attempt_at)
-                    VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (issuer, client_user_id)
-                    DO UPDATE SET consecutive = excluded.consecutive, locked_until = excluded.locked_until,
-                        last_attempt_at = excluded.last_attempt_at
-                    """,
-                arguments: [issuer, clientUserID, counted, limits.lockout(afterFailures: counted).map { t + $0 }, t])
-            if let lockout = limits.lockout(afterFailures: counted) {
-                try Self.announce(
-                    [
-                        WebhookNotice.accountLocked(
-                            issuer: issuer, clientUserID: clientUserID, failures: counted, until: now + lockout,
-                            now: now)
-                    ], into: db)
+            if let step = after.acceptedStep, let deviceID {
+                try db.execute(sql: "UPDATE devices SET totp_last_step = ? WHERE id = ?", arguments: [step, deviceID])
             }
-            return CodeAttempt(eventAttemptsLeft: eventLeft, consecutiveFailures: counted)
-        }
-    }
-
-    public func acceptTOTPCode(deviceID: String, step: Int64, eventID: String?, now: Date) async throws
-        -> ApprovalEvent?
-    {
-        try await write { db in
-            let t = now.timeIntervalSince1970
-            try db.execute(
-                sql: """
-                    UPDATE devices SET totp_last_step = ?
-                    WHERE id = ? AND revoked_at IS NULL AND totp_secret IS NOT NULL
-                      AND (totp_last_step IS NULL OR totp_last_step < ?)
-                    """,
-                arguments: [step, deviceID, step])
-            guard db.changesCount == 1,
-                let device = try Row.fetchOne(db, sql: Self.deviceByID, arguments: [deviceID]).map(Self.device(row:))
-            else {
-                throw StoreError(.conflict, "the device is revoked, has no TOTP secret, or used this step")
+            if let changed = after.event {
+                try Self.update(changed, in: db)
+                if changed.storedStatus != event?.storedStatus { try Self.changed(changed, now: now, in: db) }
             }
-            try db.execute(
-                sql: "DELETE FROM code_failures WHERE issuer = ? AND client_user_id = ?",
-                arguments: [device.issuer, device.clientUserID])
-            guard let eventID else { return nil }
-            try db.execute(
-                sql: """
-                    UPDATE events
-                    SET status = 'approved', method = ?, decided_by = ?, decided_at = ?, updated_at = ?
-                    WHERE id = ? AND status = 'pending' AND withdrawn_at IS NULL AND expires_at > ?
-                      AND issuer = ? AND client_user_id = ?
-                    """,
-                arguments: [
-                    AuthMethod.totp.rawValue, deviceID, t, t, eventID,
-                    CodeLimits.codesTaken(expiringAfter: now).timeIntervalSince1970, device.issuer,
-                    device.clientUserID,
-                ])
-            let settled = try Self.afterConditionalWrite(id: eventID, in: db)
-            try Self.changed(settled, now: now, in: db)
-            return settled
+            try Self.announce(after.notices, into: db)
+            return outcome
         }
     }
 

@@ -172,16 +172,17 @@ extension SQLiteStore {
 
     /// Writes what a rule changed of an event read in this transaction:
     /// the columns ``updateEvent(id:spending:now:_:)`` names.
-    private static func update(_ event: ApprovalEvent, in db: Database) throws {
+    static func update(_ event: ApprovalEvent, in db: Database) throws {
         try db.cachedStatement(
             sql: """
-                UPDATE events SET status = ?, status_reason = ?, decided_at = ?, wrong_matches = ?, expires_at = ?,
-                    withdrawn_at = ?, updated_at = ?
+                UPDATE events SET status = ?, status_reason = ?, method = ?, decided_by = ?, decided_at = ?,
+                    wrong_matches = ?, code_attempts = ?, expires_at = ?, withdrawn_at = ?, updated_at = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
-            event.storedStatus.rawValue, event.storedReason?.rawValue, event.decidedAt?.timeIntervalSince1970,
-            event.wrongMatches, event.expiresAt.timeIntervalSince1970, event.withdrawnAt?.timeIntervalSince1970,
+            event.storedStatus.rawValue, event.storedReason?.rawValue, event.method.rawValue, event.decidedBy,
+            event.decidedAt?.timeIntervalSince1970, event.wrongMatches, event.codeAttempts,
+            event.expiresAt.timeIntervalSince1970, event.withdrawnAt?.timeIntervalSince1970,
             event.updatedAt.timeIntervalSince1970, event.id,
         ])
     }

@@ -120,36 +120,26 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// has one already or is revoked, `notFound` for an unknown device.
     func setTOTPSecret(_ sealed: Data, deviceID: String) async throws
 
-    /// Counts one TOTP code attempt *before* the code is checked, so that
-    /// concurrent guesses cannot outrun the limits. In one transaction:
-    /// - `limitReached(retryAfter:)` while the user is locked out; nothing
-    ///   is counted.
-    /// - With `eventID`: `notFound` for an unknown event or one of another
-    ///   user; `conflict` unless it takes a code (`CodeLimits.takesCode`:
-    ///   pending, or expired unanswered within `CodeLimits.lateCodeWindow`);
-    ///   `limitReached(retryAfter:)` (until it expires) once it has had
-    ///   `limits.perEvent` attempts. Else the attempt is counted on it.
-    ///   These refusals carry the event (``StoreError/event``); the
-    ///   lock-out's does not.
-    /// - The attempt counts as one more consecutive failure of the user
-    ///   until ``acceptTOTPCode(deviceID:step:eventID:now:)`` clears them.
-    ///   The failure that reaches `limits.lockoutAfter`, and each one after,
-    ///   locks the user out for `limits.firstLockout`, doubled per further
-    ///   failure, at most `limits.maxLockout`.
-    func reserveCodeAttempt(issuer: String, clientUserID: String, eventID: String?, limits: CodeLimits, now: Date)
-        async throws -> CodeAttempt
-
-    /// Accepts a device's matching code of time step `step`, in one
-    /// transaction: `conflict` if the device is revoked, has no TOTP secret,
-    /// or had a code of this or a later step accepted (nothing changes).
-    /// Clears the user's consecutive failures. With `eventID`, also settles
-    /// that event of the same user as approved by this device with method
-    /// `TOTP` if it takes a code (`CodeLimits.takesCode`: pending, or its
-    /// window ran out unanswered less than `CodeLimits.lateCodeWindow` ago;
-    /// `conflict` otherwise, and nothing changes) and returns it: every
-    /// login a code lets in leaves an approved event.
-    @discardableResult
-    func acceptTOTPCode(deviceID: String, step: Int64, eventID: String?, now: Date) async throws -> ApprovalEvent?
+    /// The updater of a user's TOTP codes (a code attempt counted, a right
+    /// code accepted): a change decided by a rule above the store
+    /// (``CodeLimits``), written once for every store.
+    ///
+    /// In one write transaction, after every other change of this user's
+    /// codes (PostgreSQL takes a lock on the user, then the device's and the
+    /// event's rows `FOR UPDATE`; SQLite has one writer): reads the user's
+    /// failures (``CodeFailures/none`` when none are kept), the event
+    /// `eventID` and the device `deviceID` (each nil if not asked for or not
+    /// there), hands them to `change`, and writes what it returns: the
+    /// failures (forgotten when ``CodeFailures/none``), the event if given
+    /// (the columns ``updateEvent(id:spending:now:_:)`` writes, with what
+    /// every change of an event writes when it leaves `pending`), the
+    /// device's accepted step if given, and the notices. Whatever `change`
+    /// throws leaves everything as it was and reaches the caller as thrown;
+    /// `change` runs once. Returns what `change` said.
+    func updateCodes<Outcome: Sendable>(
+        issuer: String, clientUserID: String, eventID: String?, deviceID: String?, now: Date,
+        _ change: @escaping @Sendable (CodeState) throws -> (CodeChange, Outcome)
+    ) async throws -> Outcome
 
     /// Replaces all of a user's recovery codes with new ones (their digests).
     func replaceRecoveryCodes(_ digests: [Data], issuer: String, clientUserID: String, now: Date) async throws
@@ -267,8 +257,9 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// every other change of it held off until commit (PostgreSQL locks its
     /// row `FOR UPDATE`; SQLite has one writer); hands it to `change`; and
     /// writes the event `change` returns: the columns a rule changes
-    /// (`status`, `status_reason`, `decided_at`, `wrong_matches`,
-    /// `expires_at`, `withdrawn_at`, `updated_at`), with what every change of
+    /// (`status`, `status_reason`, `method`, `decided_by`, `decided_at`,
+    /// `wrong_matches`, `code_attempts`, `expires_at`, `withdrawn_at`,
+    /// `updated_at`), with what every change of
     /// an event writes in the same transaction (its webhook notice, its
     /// decision record, the CIBA client's ping, and on PostgreSQL the
     /// `NOTIFY` of its wake keys). `notFound` for an unknown id. Whatever

@@ -17,6 +17,9 @@ extension StoreConformance {
                 after.storedReason = .tooManyWrongMatches
                 after.decidedAt = Fixture.t0 + 5
                 after.wrongMatches = 7
+                after.method = .totp
+                after.decidedBy = "dev_rule"
+                after.codeAttempts = 4
                 after.expiresAt = Fixture.t0 + 30
                 after.updatedAt = Fixture.t0 + 5
                 return after
@@ -25,7 +28,9 @@ extension StoreConformance {
             try check(
                 written.storedStatus == .rejected && written.storedReason == .tooManyWrongMatches
                     && written.decidedAt == Fixture.t0 + 5 && written.wrongMatches == 7
-                    && written.expiresAt == Fixture.t0 + 30, "every column the rule set")
+                    && written.expiresAt == Fixture.t0 + 30 && written.method == .totp
+                    && written.decidedBy == "dev_rule"
+                    && written.codeAttempts == 4, "every column the rule set")
             let records = try await store.decisionRecords(
                 issuer: event.issuer, clientUserID: event.clientUserID, limit: 10)
             try check(records.map(\.eventID) == [event.id], "its decision record, in the same transaction")
@@ -133,6 +138,63 @@ extension StoreConformance {
                 try await group.waitForAll()
             }
             try check(try await store.event(id: event.id)?.wrongMatches == 12, "each change saw the one before it")
+        },
+        Case(name: "updater: concurrent changes of one user's codes are serialised, none lost") { store in
+            let event = Fixture.event(user: "nina")
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            let limits = CodeLimits(perEvent: 100, lockoutAfter: 100)
+            // The first failure has no row to lock: the user's lock orders them.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<12 {
+                    group.addTask {
+                        _ = try await store.reserveCodeAttempt(
+                            issuer: "ck_app", clientUserID: "nina", eventID: index.isMultiple(of: 2) ? event.id : nil,
+                            limits: limits, now: Fixture.t0 + 1)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try check(try await store.event(id: event.id)?.codeAttempts == 6, "each attempt on the event counted")
+            let next = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "nina", eventID: nil, limits: limits, now: Fixture.t0 + 2)
+            try check(next.consecutiveFailures == 13, "each failure counted: \(next)")
+        },
+        Case(name: "updater: a codes change that throws leaves the failures, the event and the step as they were") {
+            store in
+            let device = try await Fixture.enrolled(in: store, user: "otto")
+            try await store.setTOTPSecret(Data([1]), deviceID: device.id)
+            let event = Fixture.event(user: "otto")
+            try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0)
+            _ = try await store.reserveCodeAttempt(
+                issuer: "ck_app", clientUserID: "otto", eventID: event.id, limits: CodeLimits(), now: Fixture.t0 + 1)
+            let read = try await store.updateCodes(
+                issuer: "ck_app", clientUserID: "otto", eventID: event.id, deviceID: device.id, now: Fixture.t0 + 2
+            ) { state in (CodeChange(failures: state.failures), state) }
+            try check(
+                read.failures.consecutive == 1 && read.failures.lastAttemptAt == Fixture.t0 + 1
+                    && read.event?.codeAttempts == 1 && read.device?.id == device.id, "the state as stored: \(read)")
+            do {
+                _ = try await store.updateCodes(
+                    issuer: "ck_app", clientUserID: "otto", eventID: event.id, deviceID: device.id,
+                    now: Fixture.t0 + 3
+                ) { state -> (CodeChange, Void) in
+                    _ = CodeChange(
+                        failures: .none, event: state.event?.approved(byCodeOf: device.id, at: Fixture.t0 + 3),
+                        acceptedStep: 9)
+                    throw RefusedChange()
+                }
+                throw ConformanceFailure(message: "the refusal was swallowed", location: #fileID)
+            } catch is RefusedChange {}
+            let after = try await store.updateCodes(
+                issuer: "ck_app", clientUserID: "otto", eventID: event.id, deviceID: device.id, now: Fixture.t0 + 4
+            ) { state in (CodeChange(failures: state.failures), state) }
+            try check(after == read, "nothing changed: \(after)")
+            let unknown = try await store.updateCodes(
+                issuer: "ck_app", clientUserID: "nobody", eventID: "ev_unknown", deviceID: "dev_unknown",
+                now: Fixture.t0
+            ) { state in (CodeChange(failures: state.failures), state) }
+            try check(
+                unknown == CodeState(failures: .none, event: nil, device: nil), "nothing there reads as nothing")
         },
     ]
 }

@@ -152,6 +152,58 @@ struct DecisionRulesTests {
         #expect(CodeLimits().lockout(afterFailures: 9) == nil && CodeLimits().lockout(afterFailures: 11) == 120)
     }
 
+    @Test("code changes: an attempt counts on the event and the user, locks out; a right code clears and approves")
+    func codeChanges() throws {
+        let limits = CodeLimits(perEvent: 5, lockoutAfter: 2, firstLockout: 60)
+        let pending = event()
+        let fresh = CodeState(failures: .none, event: pending, device: nil)
+        let (first, left) = try limits.counting(
+            attemptOn: fresh, eventAsked: true, issuer: "ck_app", clientUserID: "alice", now: t0 + 1
+        ).get()
+        #expect(left == 4 && first.event?.codeAttempts == 1 && first.event?.updatedAt == t0 + 1)
+        #expect(first.failures == CodeFailures(consecutive: 1, lastAttemptAt: t0 + 1) && first.notices.isEmpty)
+        let second = try limits.counting(
+            attemptOn: CodeState(failures: first.failures, event: nil, device: nil), eventAsked: false,
+            issuer: "ck_app", clientUserID: "alice", now: t0 + 2
+        ).get().0
+        #expect(second.failures == CodeFailures(consecutive: 2, lockedUntil: t0 + 62, lastAttemptAt: t0 + 2))
+        #expect(second.event == nil && second.notices.map(\.type) == [.accountLocked])
+        let locked = CodeState(failures: second.failures, event: pending, device: nil)
+        #expect(
+            limits.counting(attemptOn: locked, eventAsked: true, issuer: "ck_app", clientUserID: "alice", now: t0 + 3)
+                .failureValue == .lockedOut(retryAfter: 59), "the lock-out first, counting nothing")
+        #expect(
+            limits.counting(attemptOn: fresh, eventAsked: true, issuer: "ck_app", clientUserID: "bob", now: t0)
+                .failureValue == .unknownEvent)
+
+        var device = device()
+        device.sealedTOTPSecret = Data([1])
+        device.lastTOTPStep = 10
+        let withDevice = CodeState(failures: second.failures, event: pending, device: device)
+        let accepted = try CodeLimits.accepting(step: 11, on: withDevice, eventAsked: true, now: t0 + 5).get()
+        #expect(accepted.failures == .none && accepted.acceptedStep == 11)
+        #expect(
+            accepted.event?.storedStatus == .approved && accepted.event?.method == .totp
+                && accepted.event?.decidedBy == device.id && accepted.event?.decidedAt == t0 + 5)
+        #expect(CodeLimits.accepting(step: 10, on: withDevice, eventAsked: false, now: t0).failureValue == .stepRefused)
+        var revoked = device
+        revoked.revokedAt = t0
+        #expect(
+            CodeLimits.accepting(
+                step: 11, on: CodeState(failures: .none, event: nil, device: revoked), eventAsked: false, now: t0
+            ).failureValue == .stepRefused)
+        var decided = pending
+        decided.storedStatus = .rejected
+        #expect(
+            CodeLimits.accepting(
+                step: 11, on: CodeState(failures: .none, event: decided, device: device), eventAsked: true, now: t0
+            ).failureValue == .eventClosed(decided))
+        #expect(
+            CodeLimits.accepting(
+                step: 11, on: CodeState(failures: .none, event: nil, device: device), eventAsked: true, now: t0
+            ).failureValue == .unknownEvent)
+    }
+
     @Test("refresh rotation: a live token rotates within its family; a used one revokes it; an unknown one nothing")
     func refreshRotation() {
         let live = RefreshTokenRecord(
@@ -245,5 +297,13 @@ struct DecisionRulesTests {
             PendingCap.Open(sameRequester: [], createdFromAddress: minutes), for: .requester(address: "a"),
             limits: PendingLimits(requestsPerAddress: 4, rateWindow: 3600), now: now)
         #expect(verdict == .refuse(.addressRate, retryAfter: 30))
+    }
+}
+
+extension Result {
+    /// The error, or nil for a success.
+    fileprivate var failureValue: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -83,12 +83,14 @@ public enum CodeAttemptOutcome: Sendable, Equatable {
     /// Count nothing.
     case refused(Refusal)
 
-    public enum Refusal: Sendable, Equatable {
+    public enum Refusal: Error, Sendable, Equatable {
         /// No such event of this user.
         case unknownEvent
         /// It was decided or withdrawn, or expired over ``CodeLimits/lateCodeWindow`` ago.
         case notPending
         /// It had all its attempts; it takes none until it expires.
         case exhausted(retryAfter: Int)
+        /// The user is locked out for `retryAfter` seconds more.
+        case lockedOut(retryAfter: Int)
     }
 }
