@@ -23,6 +23,21 @@ public struct FraudProtection: Sendable, Equatable {
     public static func until(_ requested: Date, running: Date?) -> Date {
         max(requested, running ?? requested)
     }
+
+    /// What a report of `reported` (rejected by it) leaves at `now`, given
+    /// the user's other `pending` events and the protection `running` from
+    /// an earlier report, as the store's transaction reads them: each of
+    /// those events that still takes an answer rejected
+    /// (``ApprovalEvent/rejectedByFraudReport(at:)``), and the user
+    /// protected until `requested` or the running protection's end, the later.
+    public static func report(
+        _ reported: ApprovalEvent, pending: [ApprovalEvent], requested: Date, running: Date?, now: Date
+    ) -> FraudReport {
+        FraudReport(
+            event: reported,
+            alsoRejected: pending.filter { $0.id != reported.id }.compactMap { $0.rejectedByFraudReport(at: now) },
+            protectedUntil: until(requested, running: running))
+    }
 }
 
 extension ApprovalEvent {

@@ -22,11 +22,14 @@ extension PostgresStore {
         }
     }
 
-    public func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
-        -> FraudReport
-    {
+    public func reportFraud(
+        id: String, decision: RecordedDecision, now: Date,
+        _ change:
+            @escaping @Sendable (_ reported: ApprovalEvent, _ pending: [ApprovalEvent], _ running: Date?)
+            throws -> FraudReport
+    ) async throws -> FraudReport {
         let logger = logger
-        return try await readCommittedWrite { db in
+        return try await update { db in
             // The user's lock, which a new pending event of theirs takes
             // too: none is opened between the rejections and the protection.
             if let user = try await db.row(
@@ -39,35 +42,34 @@ extension PostgresStore {
             }
             let reported = try await Self.settle(
                 id: id, decision: decision, reason: .fraudReported, now: now, in: db, logger: logger)
-            // Which of the user's events the report rejects, and for how
-            // long it protects them, are Core's rules (FraudProtection).
             // Under the user's lock no event of theirs is added, and rows
             // read FOR UPDATE are not decided under us.
-            let rejected = try await db.rows(
+            let pending = try await db.rows(
                 """
                 SELECT * FROM events
                 WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID)
                   AND status = 'pending'
                 ORDER BY created_at, id FOR UPDATE
                 """, logger: logger
-            ).map(Self.event(row:)).compactMap { $0.rejectedByFraudReport(at: now) }
-            for event in rejected { try await Self.update(event, in: db, logger: logger) }
+            ).map(Self.event(row:))
             let running = try await db.row(
                 """
                 SELECT until FROM user_protections
                 WHERE issuer = \(reported.issuer) AND client_user_id = \(reported.clientUserID) FOR UPDATE
                 """, logger: logger
             )?.date("until")
-            let until = FraudProtection.until(protectUntil, running: running)
+            let report = try Self.applying { try change(reported, pending, running) }
+            for event in report.alsoRejected { try await Self.update(event, in: db, logger: logger) }
             try await db.run(
                 """
                 INSERT INTO user_protections (issuer, client_user_id, until)
-                VALUES (\(reported.issuer), \(reported.clientUserID), \(until.seconds))
+                VALUES (\(reported.issuer), \(reported.clientUserID), \(report.protectedUntil.seconds))
                 ON CONFLICT (issuer, client_user_id) DO UPDATE SET until = excluded.until
                 """, logger: logger)
-            let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
             try await Self.announce([WebhookNotice.fraud(report, now: now)], into: db, logger: logger)
-            for event in [reported] + rejected { try await Self.changed(event, now: now, in: db, logger: logger) }
+            for event in [reported] + report.alsoRejected {
+                try await Self.changed(event, now: now, in: db, logger: logger)
+            }
             return report
         }
     }

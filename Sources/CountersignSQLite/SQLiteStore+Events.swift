@@ -89,36 +89,36 @@ extension SQLiteStore {
         }
     }
 
-    public func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
-        -> FraudReport
-    {
+    public func reportFraud(
+        id: String, decision: RecordedDecision, now: Date,
+        _ change:
+            @escaping @Sendable (_ reported: ApprovalEvent, _ pending: [ApprovalEvent], _ running: Date?)
+            throws -> FraudReport
+    ) async throws -> FraudReport {
         try await write { db in
             let reported = try Self.settle(id: id, decision: decision, reason: .fraudReported, now: now, in: db)
-            // Which of the user's events the report rejects, and for how
-            // long it protects them, are Core's rules (FraudProtection).
-            let rejected = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.eventColumns) FROM events
-                    WHERE issuer = ? AND client_user_id = ? AND status = 'pending' ORDER BY created_at, id
-                    """,
+            let pending = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.eventColumns) FROM events
+                        WHERE issuer = ? AND client_user_id = ? AND status = 'pending' ORDER BY created_at, id
+                        """),
                 arguments: [reported.issuer, reported.clientUserID]
-            ).map(Self.event(row:)).compactMap { $0.rejectedByFraudReport(at: now) }
-            for event in rejected { try Self.update(event, in: db) }
+            ).map(Self.event(row:))
             let running = try Double.fetchOne(
                 db, sql: "SELECT until FROM user_protections WHERE issuer = ? AND client_user_id = ?",
                 arguments: [reported.issuer, reported.clientUserID]
             ).map(Date.init(timeIntervalSince1970:))
-            let until = FraudProtection.until(protectUntil, running: running)
+            let report = try change(reported, pending, running)
+            for event in report.alsoRejected { try Self.update(event, in: db) }
             try db.execute(
                 sql: """
                     INSERT INTO user_protections (issuer, client_user_id, until) VALUES (?, ?, ?)
                     ON CONFLICT (issuer, client_user_id) DO UPDATE SET until = excluded.until
                     """,
-                arguments: [reported.issuer, reported.clientUserID, until.timeIntervalSince1970])
-            let report = FraudReport(event: reported, alsoRejected: rejected, protectedUntil: until)
+                arguments: [reported.issuer, reported.clientUserID, report.protectedUntil.timeIntervalSince1970])
             try Self.announce([WebhookNotice.fraud(report, now: now)], into: db)
-            for event in [reported] + rejected { try Self.changed(event, now: now, in: db) }
+            for event in [reported] + report.alsoRejected { try Self.changed(event, now: now, in: db) }
             return report
         }
     }

@@ -236,17 +236,31 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// recorded; such an event can never be settled by it anyway.
     func settleEvent(id: String, decision: RecordedDecision, now: Date) async throws -> ApprovalEvent
 
-    /// Rejects a pending event as fraud ("this wasn't me"), in one
-    /// transaction: the same conditions and spent id as
-    /// ``settleEvent(id:decision:now:)`` (`decision.status` is `rejected`),
-    /// its reason `fraud_reported`; every other pending, unexpired event of
-    /// the user is rejected too (reason `user_protected`, no deciding
-    /// device), and the user is protected until `protectUntil` (or later,
-    /// if an earlier report said so): ``insertPendingEvent`` refuses
-    /// requesters' events for them with `userProtected` until then.
-    /// Wakes every rejected event's waiters.
-    func reportFraud(id: String, decision: RecordedDecision, protectUntil: Date, now: Date) async throws
-        -> FraudReport
+    /// The updater of a fraud report ("this wasn't me"), whose rule
+    /// (``FraudProtection/report(_:pending:requested:running:now:)``) runs
+    /// above the store, written once for every store.
+    ///
+    /// In one write transaction, with every change of the user's events
+    /// held off until commit and no event of theirs added meanwhile
+    /// (PostgreSQL takes the user's lock, which a new pending event takes
+    /// too, and their pending rows `FOR UPDATE`; SQLite has one writer):
+    /// rejects event `id` by `decision` with reason `fraud_reported`, on the
+    /// conditions and with the spent id of ``settleEvent(id:decision:now:)``
+    /// (its refusals, and `change` does not run); reads the user's events
+    /// stored as pending and the end of their running protection, hands
+    /// them with the reported event to `change`, and writes the report it
+    /// returns: its other rejected events (the columns
+    /// ``updateEvent(id:spending:now:_:)`` writes), the protection
+    /// (``insertPendingEvent`` refuses requesters' events with
+    /// `userProtected` until then), the `event.fraud_reported` notice, and
+    /// for the reported event and each rejected one what every change of an
+    /// event writes. Whatever `change` throws leaves everything as it was.
+    func reportFraud(
+        id: String, decision: RecordedDecision, now: Date,
+        _ change:
+            @escaping @Sendable (_ reported: ApprovalEvent, _ pending: [ApprovalEvent], _ running: Date?)
+            throws -> FraudReport
+    ) async throws -> FraudReport
 
     /// The update-in-transaction entry (dex's updater): a change of an event
     /// decided by a rule above the store, written once for every store.

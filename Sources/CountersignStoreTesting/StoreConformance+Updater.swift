@@ -196,5 +196,30 @@ extension StoreConformance {
             try check(
                 unknown == CodeState(failures: .none, event: nil, device: nil), "nothing there reads as nothing")
         },
+        Case(name: "updater: a fraud report whose change throws leaves the reported event pending, its id unspent") {
+            store in
+            let device = try await Fixture.enrolled(in: store, user: "pia")
+            let reported = Fixture.event(user: "pia")
+            let other = Fixture.event(user: "pia")
+            for event in [reported, other] { try await store.insertPendingEvent(event, maxPending: 3, now: Fixture.t0) }
+            let spent = SpentProofID(jti: "decision:fraud-u", deviceID: device.id, expiresAt: Fixture.t0 + 600)
+            let decision = RecordedDecision(status: .rejected, deviceID: device.id, jws: "jws", spends: spent)
+            do {
+                _ = try await store.reportFraud(id: reported.id, decision: decision, now: Fixture.t0 + 1) {
+                    reported, pending, running in
+                    try check(
+                        reported.statusReason == .fraudReported && pending.map(\.id) == [other.id] && running == nil,
+                        "the change reads the reported event settled, the others pending: \(pending.map(\.id))")
+                    throw RefusedChange()
+                }
+                throw ConformanceFailure(message: "the refusal was swallowed", location: #fileID)
+            } catch is RefusedChange {}
+            for event in [reported, other] {
+                try check(try await store.event(id: event.id) == event, "\(event.id) as it was")
+            }
+            let report = try await store.reportFraud(
+                id: reported.id, decision: decision, protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 2)
+            try check(report.alsoRejected.map(\.id) == [other.id], "the id was not spent by the change that threw")
+        },
     ]
 }

@@ -91,6 +91,13 @@ struct DecisionRulesTests {
         #expect(FraudProtection.until(t0 + 900, running: t0 + 1800) == t0 + 1800)
         #expect(FraudProtection.until(t0 + 900, running: t0 + 300) == t0 + 900)
         #expect(FraudProtection.until(t0 + 900, running: nil) == t0 + 900)
+        var reported = event(status: .rejected)
+        reported.id = "ev_reported"
+        let open = event()
+        let report = FraudProtection.report(
+            reported, pending: [reported, open, withdrawn], requested: t0 + 900, running: t0 + 1800, now: t0 + 2)
+        #expect(report.event == reported && report.protectedUntil == t0 + 1800)
+        #expect(report.alsoRejected.map(\.id) == [open.id], "the open one only, never the reported one again")
     }
 
     @Test("a pending event reads as expired from the end of its window")
