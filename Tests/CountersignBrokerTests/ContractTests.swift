@@ -12,6 +12,22 @@ import Testing
 /// Where the broker once answered otherwise than proto/openapi.yaml says.
 @Suite("the contract's edges")
 struct ContractTests {
+    @Test("openapi's ErrorCode lists every code of the broker's error table, and no other")
+    func errorCodeTable() throws {
+        let openAPI = try String(
+            contentsOf: vectorFile("").deletingLastPathComponent().appendingPathComponent("openapi.yaml"),
+            encoding: .utf8)
+        // The enum's items, one per line under `ErrorCode:`'s `enum:`.
+        let lines = openAPI.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex(of: "    ErrorCode:"))
+        let items = try #require(lines[start...].firstIndex(of: "      enum:"))
+        let listed = lines[(items + 1)...].prefix { $0.hasPrefix("        - ") }.map { String($0.dropFirst(10)) }
+        let table = ErrorCode.allCases.map(\.rawValue)
+        #expect(Set(listed).subtracting(table).sorted() == [], "listed in openapi, not in the table")
+        #expect(Set(table).subtracting(listed).sorted() == [], "in the table, not listed in openapi")
+        #expect(listed.count == Set(listed).count, "each listed once")
+    }
+
     @Test("a path that exists under other methods is a 405 naming them in Allow; an unknown path is a 404")
     func methodNotAllowed() async throws {
         let broker = try await TestBroker()

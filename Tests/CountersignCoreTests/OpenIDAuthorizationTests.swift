@@ -19,7 +19,7 @@ struct OpenIDAuthorizationTests {
     }
 
     static func refusal(_ changes: [String: String?]) -> String? {
-        if case .failure(let refusal) = check(changes) { refusal.error } else { nil }
+        if case .failure(let refusal) = check(changes) { refusal.error.rawValue } else { nil }
     }
 
     @Test("which page answers is the app's choice, never the request's")

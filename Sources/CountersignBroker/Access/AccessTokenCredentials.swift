@@ -16,10 +16,10 @@ enum AccessTokenCredentials {
         switch (header, body) {
         case (let token?, nil), (nil, let token?): return token
         case (.some, .some):
-            throw APIError.oauth("invalid_request", "send the access token once, not in both the header and the body")
+            throw APIError.oauth(.invalidRequest, "send the access token once, not in both the header and the body")
         case (nil, nil):
             var error = APIError.oauth(
-                "invalid_request", "send the access token as a Bearer token", status: .unauthorized)
+                .invalidRequest, "send the access token as a Bearer token", status: .unauthorized)
             error.headers[.wwwAuthenticate] = #"Bearer realm="countersign""#
             throw error
         }

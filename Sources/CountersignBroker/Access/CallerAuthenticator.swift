@@ -81,7 +81,7 @@ struct CallerAuthenticator: Sendable {
         let body = try await request.decodeJSON(Decider.Body.self, context: context)
         let jws = try CompactJWS.Parsed(body.decision)
         guard let device = try await environment.store.device(id: try DeviceProof.deviceID(in: jws)) else {
-            throw APIError.forbidden("unknown_device", "no device with this key is enrolled")
+            throw APIError.forbidden(.unknownDevice, "no device with this key is enrolled")
         }
         return .decider(Decider(device: device, decision: jws, text: body.decision, assertion: body.assertion))
     }
@@ -107,20 +107,20 @@ struct CallerAuthenticator: Sendable {
         if let basic = try APIKeyCredentials(basic: request.headers[.authorization]) {
             guard form.clientSecret == nil else {
                 throw APIError.oauth(
-                    "invalid_request", "authenticate with one method: Basic or client_secret, not both")
+                    .invalidRequest, "authenticate with one method: Basic or client_secret, not both")
             }
             guard form.clientID == nil || form.clientID == basic.id else {
-                throw APIError.oauth("invalid_client", "client_id differs from the authenticated client")
+                throw APIError.oauth(.invalidClient, "client_id differs from the authenticated client")
             }
             credentials = basic
         } else {
             credentials = APIKeyCredentials(id: form.clientID ?? "", secret: form.clientSecret)
         }
-        guard !credentials.id.isEmpty else { throw APIError.oauth("invalid_client", "client_id is missing") }
+        guard !credentials.id.isEmpty else { throw APIError.oauth(.invalidClient, "client_id is missing") }
         switch try await apiKey(credentials) {
         case .backend(let key): return .oauthClient(OAuthClient(key: key, authenticated: true, form: body))
         case .app(let key): return .oauthClient(OAuthClient(key: key, authenticated: false, form: body))
-        default: throw APIError.oauth("invalid_client", "client_id is missing or unknown")
+        default: throw APIError.oauth(.invalidClient, "client_id is missing or unknown")
         }
     }
 
@@ -177,14 +177,14 @@ struct CallerAuthenticator: Sendable {
         do {
             return try DeviceProof.deviceID(in: jws)
         } catch {
-            throw APIError(.unauthorized, "invalid_proof", error.message)
+            throw APIError(.unauthorized, .invalidProof, error.message)
         }
     }
 
     @inline(never)
     private static func unrevoked(_ device: TrustedDevice?) throws -> Enrolled {
         guard let device else {
-            throw APIError(.unauthorized, "unknown_device", "no device with this key is enrolled")
+            throw APIError(.unauthorized, .unknownDevice, "no device with this key is enrolled")
         }
         guard device.revokedAt == nil else { throw APIError.deviceRevoked }
         return Enrolled(device)
@@ -202,7 +202,7 @@ struct CallerAuthenticator: Sendable {
 
     @inline(never)
     private static func existing(_ key: APIKey?) throws -> APIKey {
-        guard let key else { throw APIError(.unauthorized, "unknown_device", "the device's app no longer exists") }
+        guard let key else { throw APIError(.unauthorized, .unknownDevice, "the device's app no longer exists") }
         return key
     }
 }

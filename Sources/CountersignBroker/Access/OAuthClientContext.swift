@@ -30,7 +30,7 @@ struct OAuthClientContext: ChildRequestContext {
 
     init(context: BrokerRequestContext) throws {
         guard case .oauthClient(let client) = context.identity else {
-            throw APIError.oauth("invalid_client", "client_id is missing or unknown")
+            throw APIError.oauth(.invalidClient, "client_id is missing or unknown")
         }
         self.client = client
         self.coreContext = context.coreContext

@@ -39,7 +39,7 @@ struct ProofCheck {
                 jws, key: key, method: request.method.rawValue, path: request.uri.path,
                 acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
         } catch {
-            throw APIError(.unauthorized, "invalid_proof", error.message)
+            throw APIError(.unauthorized, .invalidProof, error.message)
         }
     }
 
@@ -49,7 +49,7 @@ struct ProofCheck {
         do {
             return try CompactJWS.Parsed(proof)
         } catch {
-            throw APIError(.unauthorized, "invalid_proof", error.message)
+            throw APIError(.unauthorized, .invalidProof, error.message)
         }
     }
 
@@ -63,7 +63,7 @@ struct ProofCheck {
                 expiresAt: Date(timeIntervalSince1970: TimeInterval(claims.iat)) + environment.policy.proofLeeway * 2,
                 now: now)
         } catch let error as StoreError where error.code == .replayed {
-            throw APIError(.unauthorized, "replayed_proof", "this proof was used before; sign a new one per request")
+            throw APIError(.unauthorized, .replayedProof, "this proof was used before; sign a new one per request")
         }
     }
 }

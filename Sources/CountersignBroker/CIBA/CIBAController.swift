@@ -71,7 +71,7 @@ struct CIBAController {
         let form = try context.form(AuthenticationForm.self)
         guard context.client.authenticated else {
             throw APIError.oauth(
-                "invalid_client", "a CIBA client authenticates with its secret (client_secret_basic or _post)")
+                .invalidClient, "a CIBA client authenticates with its secret (client_secret_basic or _post)")
         }
         let checked = try Self.check(form, window: environment.policy.window)
         let ping = try await notification(for: context.client, token: form.clientNotificationToken)
@@ -94,17 +94,17 @@ struct CIBAController {
         guard let endpoint = try await environment.store.cibaNotificationEndpoint(apiKeyID: client.key.id) else {
             guard token == nil else {
                 throw APIError.oauth(
-                    "invalid_request", "this client is registered for the poll mode: send no client_notification_token")
+                    .invalidRequest, "this client is registered for the poll mode: send no client_notification_token")
             }
             return nil
         }
         guard let token else {
             throw APIError.oauth(
-                "invalid_request", "this client is registered for the ping mode: client_notification_token is required")
+                .invalidRequest, "this client is registered for the ping mode: client_notification_token is required")
         }
         guard CIBARequest.isValidNotificationToken(token) else {
             throw APIError.oauth(
-                "invalid_request", "client_notification_token must be 16 to 1024 characters of a bearer token")
+                .invalidRequest, "client_notification_token must be 16 to 1024 characters of a bearer token")
         }
         return (endpoint, token)
     }
@@ -112,25 +112,25 @@ struct CIBAController {
     static func check(_ form: AuthenticationForm, window: TimeInterval) throws -> Checked {
         let scopes = (form.scope ?? "").split(separator: " ").map(String.init)
         guard scopes.contains("openid") else {
-            throw APIError.oauth("invalid_scope", "scope must include openid")
+            throw APIError.oauth(.invalidScope, "scope must include openid")
         }
         let hints = [form.loginHint, form.idTokenHint, form.loginHintToken].compactMap { $0 }
         guard hints.count == 1 else {
             throw APIError.oauth(
-                "invalid_request", "send exactly one of login_hint, id_token_hint and login_hint_token")
+                .invalidRequest, "send exactly one of login_hint, id_token_hint and login_hint_token")
         }
         guard form.idTokenHint == nil, form.loginHintToken == nil else {
             throw APIError.oauth(
-                "invalid_request",
+                .invalidRequest,
                 "only login_hint (the app's user id) names the user; id_token_hint and "
                     + "login_hint_token are not supported")
         }
         guard form.userCode == nil else {
             throw APIError.oauth(
-                "invalid_request", "user_code is not supported (backchannel_user_code_parameter_supported)")
+                .invalidRequest, "user_code is not supported (backchannel_user_code_parameter_supported)")
         }
         guard let user = form.loginHint, ClientUserID.isValid(user) else {
-            throw APIError.oauth("unknown_user_id", "login_hint is not a valid user id")
+            throw APIError.oauth(.unknownUserID, "login_hint is not a valid user id")
         }
         var bindingMessage: String?
         if let message = form.bindingMessage {
@@ -138,14 +138,14 @@ struct CIBAController {
             case .success(let text): bindingMessage = text
             case .failure(let refusal):
                 throw APIError.oauth(
-                    "invalid_binding_message", refusal.message(field: DisplayText.Field.bindingMessage.name))
+                    .invalidBindingMessage, refusal.message(field: DisplayText.Field.bindingMessage.name))
             }
         }
         var expiry = Int(window)
         if let requested = form.requestedExpiry {
             guard let seconds = Int(requested), CIBAPollRule.expiryRange.contains(seconds) else {
                 throw APIError.oauth(
-                    "invalid_request",
+                    .invalidRequest,
                     "requested_expiry must be whole seconds from \(CIBAPollRule.expiryRange.lowerBound) to "
                         + "\(CIBAPollRule.expiryRange.upperBound)")
             }
@@ -180,13 +180,13 @@ struct CIBAController {
                         createdAt: event.createdAt))
             }
         } catch let error as APIError where error == .noTrustedDevice {
-            throw APIError.oauth("unknown_user_id", error.message)
+            throw APIError.oauth(.unknownUserID, error.message)
         } catch let error as APIError where error == .passkeysUnavailable {
-            throw APIError.oauth("invalid_request", "user verification is required: \(error.message)")
+            throw APIError.oauth(.invalidRequest, "user verification is required: \(error.message)")
         } catch let error as StoreError {
             guard case .limitReached(let retryAfter) = error.code else { throw error }
             throw APIError.oauth(
-                "access_denied", "too many requests are waiting for this user", status: .tooManyRequests,
+                .accessDenied, "too many requests are waiting for this user", status: .tooManyRequests,
                 retryAfter: retryAfter)
         }
         return AuthenticationResponse(
@@ -197,11 +197,11 @@ struct CIBAController {
     /// The token endpoint's answer to `grant_type=urn:openid:params:grant-type:ciba` (CIBA Core §10-11).
     func redeem(_ authReqID: String?, client: OAuthClient) async throws -> OAuthTokens {
         guard client.authenticated else {
-            throw APIError.oauth("invalid_client", "a CIBA client authenticates with its secret")
+            throw APIError.oauth(.invalidClient, "a CIBA client authenticates with its secret")
         }
-        guard let authReqID else { throw APIError.oauth("invalid_request", "auth_req_id is required") }
+        guard let authReqID else { throw APIError.oauth(.invalidRequest, "auth_req_id is required") }
         // Unknown, malformed, another client's or a wrong secret: one answer.
-        let unknown = APIError.oauth("invalid_grant", "unknown auth_req_id")
+        let unknown = APIError.oauth(.invalidGrant, "unknown auth_req_id")
         guard let (eventID, secret) = CIBARequest.parse(authRequestID: authReqID),
             let request = try await environment.store.cibaRequest(eventID: eventID),
             request.apiKeyID == client.key.id,
@@ -212,15 +212,15 @@ struct CIBAController {
         let poll = try await environment.store.pollCIBARequest(eventID: eventID, now: environment.now())
         switch poll.outcome {
         case .pending:
-            throw APIError.oauth("authorization_pending", "the user has not answered yet")
+            throw APIError.oauth(.authorizationPending, "the user has not answered yet")
         case .slowDown(let next):
-            throw APIError.oauth("slow_down", "poll at most every \(next.interval) s")
+            throw APIError.oauth(.slowDown, "poll at most every \(next.interval) s")
         case .denied:
-            throw APIError.oauth("access_denied", "the user rejected the request")
+            throw APIError.oauth(.accessDenied, "the user rejected the request")
         case .expired:
-            throw APIError.oauth("expired_token", "the request expired before the user answered")
+            throw APIError.oauth(.expiredToken, "the request expired before the user answered")
         case .redeemed:
-            throw APIError.oauth("invalid_grant", "this auth_req_id was redeemed already")
+            throw APIError.oauth(.invalidGrant, "this auth_req_id was redeemed already")
         case .issue:
             // The event as the poll decided from: the decision may have
             // landed after the read above.

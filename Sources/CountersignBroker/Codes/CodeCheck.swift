@@ -25,7 +25,7 @@ struct CodeCheck {
     func verify(_ code: String, issuer: String, user: String, event: ApprovalEvent?) async throws -> Match {
         guard let vault = environment.vault else { throw Self.unavailable }
         guard TOTPParameters.isWellFormed(code) else {
-            throw APIError.badRequest("a code is 6 digits", code: "invalid_code")
+            throw APIError.badRequest("a code is 6 digits", code: .invalidCode)
         }
         let now = environment.now()
         let attempt: CodeAttempt
@@ -50,7 +50,7 @@ struct CodeCheck {
             }
         }
         let left = attempt.eventAttemptsLeft.map { "; \(APIError.triesLeft($0)) for this request" } ?? ""
-        throw APIError(.unprocessableContent, "wrong_code", "that code is wrong\(left)")
+        throw APIError(.unprocessableContent, .wrongCode, "that code is wrong\(left)")
     }
 
     /// The device's secret; nil, and logged, if it does not open (sealed
@@ -72,11 +72,11 @@ struct CodeCheck {
         switch error.code {
         case .limitReached where error.event != nil:
             return APIError(
-                .tooManyRequests, "too_many_codes",
+                .tooManyRequests, .tooManyCodes,
                 "this request takes no more codes; approve it on a trusted device or start a new one")
         case .limitReached(let retryAfter):
             return APIError(
-                .tooManyRequests, "too_many_failures",
+                .tooManyRequests, .tooManyFailures,
                 "too many wrong codes for this user; try again in \(retryAfter) s",
                 headers: [.retryAfter: String(retryAfter)])
         case .conflict:
@@ -88,7 +88,7 @@ struct CodeCheck {
     }
 
     static let unavailable = APIError(
-        .notImplemented, "totp_unavailable",
+        .notImplemented, .totpUnavailable,
         "this broker takes no TOTP codes: its operator has not given it a TOTP key (device-broker serve --totp-key-file)"
     )
 }

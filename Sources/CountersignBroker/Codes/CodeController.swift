@@ -40,7 +40,7 @@ struct CodeController {
             try await environment.store.setTOTPSecret(
                 try vault.seal(secret, deviceID: context.device.id), deviceID: context.device.id)
         } catch let error as StoreError where error.code == .conflict {
-            throw APIError.conflict("totp_exists", "this device has its TOTP secret already; it is shown only once")
+            throw APIError.conflict(.totpExists, "this device has its TOTP secret already; it is shown only once")
         }
         let uri = secret.authenticatorURI(app: context.apiKey.name, user: context.device.clientUserID)
         return JSONBody(
@@ -53,7 +53,7 @@ struct CodeController {
     /// A code settles nothing that requires user verification, and the
     /// code is not spent: only a passkey assertion approves such a login.
     static let needsPasskey = APIError(
-        .forbidden, "user_verification_required",
+        .forbidden, .userVerificationRequired,
         "this login requires user verification: only a trusted device's passkey approves it, not a code")
 
     /// A requester finishes its pending LOGIN with a code.
@@ -65,7 +65,7 @@ struct CodeController {
         case .notALogin:
             throw APIError.badRequest(
                 "only a LOGIN can be finished with a code; \(event.name) needs a trusted device's decision",
-                code: "code_not_accepted")
+                code: .codeNotAccepted)
         case .userVerificationRequired: throw Self.needsPasskey
         case nil: break
         }
@@ -112,7 +112,7 @@ struct CodeController {
         RecoveryCodesDocument
     > {
         if let refusal = ConsoleApp.refusal(of: .recoveryCodes, apiKeyID: context.apiKey.id) {
-            throw APIError.forbidden("console_app", refusal)
+            throw APIError.forbidden(.consoleApp, refusal)
         }
         if UserVerificationRule.accountChangeNeedsOwner(key: context.apiKey.userVerification) {
             try await OwnerVerification(environment: environment).require(

@@ -35,7 +35,7 @@ struct ConsoleAccess {
             guard let sent = request.headers[.csrfToken],
                 SecretToken.constantTimeEquals(Data(sent.utf8), Data(expected.utf8))
             else {
-                throw APIError.forbidden("csrf", "send the session's CSRF token in X-CSRF-Token")
+                throw APIError.forbidden(.csrf, "send the session's CSRF token in X-CSRF-Token")
             }
         }
         return ConsoleOperator(session: session, secret: secret)
@@ -92,7 +92,7 @@ extension ConsoleAccess {
         guard Operator.isValid(name: name) else { throw APIError.badRequest("operator is missing or invalid") }
         guard let key = try await environment.store.apiKey(id: ConsoleApp.apiKeyID), key.revokedAt == nil else {
             throw APIError.conflict(
-                "no_operators",
+                .noOperators,
                 "the console has no operators yet: add one on the host with `device-broker operator add NAME`")
         }
         let opened = try await PendingEvents(environment: environment).open(
@@ -116,10 +116,10 @@ extension ConsoleAccess {
         switch ConsoleSessionRule.signIn(event, consoleAppID: ConsoleApp.apiKeyID, now: now) {
         case .notConsoleLogin: throw APIError.notSignedIn("no sign-in is waiting: start again")
         case .notApproved:
-            throw APIError.conflict("not_approved", "the sign-in was not approved: \(event.status(at: now).rawValue)")
+            throw APIError.conflict(.notApproved, "the sign-in was not approved: \(event.status(at: now).rawValue)")
         case .notByDevice:
-            throw APIError.conflict("not_approved", "the console takes an approval on a trusted device, not a code")
-        case .tooLate: throw APIError.conflict("not_approved", "the approval is too old to sign in with: start again")
+            throw APIError.conflict(.notApproved, "the console takes an approval on a trusted device, not a code")
+        case .tooLate: throw APIError.conflict(.notApproved, "the approval is too old to sign in with: start again")
         case .signIn: break
         }
         let secret = SecretToken.generate(bytes: 32)
@@ -135,9 +135,9 @@ extension ConsoleAccess {
             try await environment.store.appendAudit(
                 AuditRecord(
                     at: now, actor: event.clientUserID, action: .signInRefused, target: event.id, ip: address))
-            throw APIError.forbidden("not_operator", "\(event.clientUserID) is not an operator of this console")
+            throw APIError.forbidden(.notOperator, "\(event.clientUserID) is not an operator of this console")
         } catch let error as StoreError where error.code == .alreadyExists {
-            throw APIError.conflict("not_approved", "this approval signed in once already: start again")
+            throw APIError.conflict(.notApproved, "this approval signed in once already: start again")
         }
         return (session, secret)
     }

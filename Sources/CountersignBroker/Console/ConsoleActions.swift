@@ -44,7 +44,7 @@ struct ConsoleActions {
         }
         try Self.refuseAtConsole(device.issuer)
         guard device.revokedAt == nil else {
-            throw APIError.conflict("device_removed", "this device was removed already")
+            throw APIError.conflict(.deviceRemoved, "this device was removed already")
         }
         let removed = try await environment.revoke(
             id, issuer: device.issuer, user: device.clientUserID,
@@ -84,7 +84,7 @@ struct ConsoleActions {
             audit: AuditRecord(
                 at: now, actor: context.signedIn.name, action: .fraudProtectionEnded, target: key.id + "/" + user,
                 ip: context.clientAddress))
-        guard ended else { throw APIError.conflict("not_protected", "\(user) has no fraud protection running") }
+        guard ended else { throw APIError.conflict(.notProtected, "\(user) has no fraud protection running") }
         return JSONBody(Ended(ended: true))
     }
 
@@ -133,7 +133,7 @@ struct ConsoleActions {
     /// change: one operator cannot lock another out, nor sign in as them.
     static func refuseAtConsole(_ apiKeyID: String) throws {
         if let refusal = ConsoleApp.refusal(of: .consoleAction, apiKeyID: apiKeyID) {
-            throw APIError.conflict("console_app", refusal)
+            throw APIError.conflict(.consoleApp, refusal)
         }
     }
 

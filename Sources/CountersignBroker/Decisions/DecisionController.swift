@@ -33,7 +33,7 @@ struct DecisionController {
                 acceptedOrigins: environment.origins, now: now,
                 leeway: environment.policy.proofLeeway)
         } catch {
-            throw APIError.invalid("invalid_decision", error)
+            throw APIError.invalid(.invalidDecision, error)
         }
         // The counter is compared only for a pending event: a decision sent
         // again once its event settled is told it was (`replayed_decision`,
@@ -52,9 +52,9 @@ struct DecisionController {
                 claims, jws: context.decider.text, assertion: assertion,
                 spending: spent, by: device, on: event, ip: context.clientAddress, now: now)
         } catch let error as StoreError where error.code == .replayed {
-            throw APIError.conflict("replayed_decision", "this decision was submitted before")
+            throw APIError.conflict(.replayedDecision, "this decision was submitted before")
         } catch let error as StoreError where error.code == .conflict && error.event == nil {
-            throw APIError.conflict("sign_count", "the passkey was used again meanwhile; answer the request again")
+            throw APIError.conflict(.signCount, "the passkey was used again meanwhile; answer the request again")
         }
         return JSONBody(try await environment.document(for: settled, withToken: false))
     }
@@ -67,7 +67,7 @@ struct DecisionController {
         _ assertion: PasskeyAssertion, of decision: String, by device: TrustedDevice, counting: Bool
     ) throws -> UInt32 {
         guard let passkey = device.passkey else {
-            throw APIError(.badRequest, "invalid_decision", "wrong_key: this device has no passkey")
+            throw APIError(.badRequest, .invalidDecision, "wrong_key: this device has no passkey")
         }
         do {
             return try assertion.verify(
@@ -76,7 +76,7 @@ struct DecisionController {
                 storedSignCount: counting ? passkey.signCount : nil
             ).signCount
         } catch let error as ProtocolError {
-            throw APIError.invalid("invalid_decision", error)
+            throw APIError.invalid(.invalidDecision, error)
         }
     }
 
@@ -101,7 +101,7 @@ struct DecisionController {
                         assertion: assertion?.0, signCount: assertion?.1),
                     now: now)
             } catch let error as StoreError where error.code == .alreadyExists {
-                throw APIError.conflict("device_exists", "the key this pairing would add is enrolled already")
+                throw APIError.conflict(.deviceExists, "the key this pairing would add is enrolled already")
             }
         case .reportFraud:
             return try await transitions.reportFraud(
@@ -115,11 +115,11 @@ struct DecisionController {
             let left = environment.policy.wrongMatchesLeft(after: after)
             guard left > 0 else {
                 throw APIError(
-                    .unprocessableContent, "too_many_wrong_matches",
+                    .unprocessableContent, .tooManyWrongMatches,
                     "that is not the number the requesting machine shows; the request is now rejected")
             }
             throw APIError(
-                .unprocessableContent, "wrong_match",
+                .unprocessableContent, .wrongMatch,
                 "that is not the number the requesting machine shows; \(APIError.triesLeft(left))")
         case .refused(let refusal):
             // Spent all the same, so that a replay is named as one.

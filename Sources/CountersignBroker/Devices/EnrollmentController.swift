@@ -139,14 +139,14 @@ struct EnrollmentController {
             case .recoveryCode(let code): return try await enrollWithRecoveryCode(code, enrollment)
             }
         } catch let error as StoreError where error.code == .alreadyExists {
-            throw APIError.conflict("device_exists", "this key is enrolled already")
+            throw APIError.conflict(.deviceExists, "this key is enrolled already")
         }
     }
 
     /// An operator's devices are enrolled with a token from the host only.
     private static func refuseAtConsole(_ key: APIKey) throws {
         if let refusal = ConsoleApp.refusal(of: .enrollWithoutToken, apiKeyID: key.id) {
-            throw APIError.forbidden("console_app", refusal)
+            throw APIError.forbidden(.consoleApp, refusal)
         }
     }
 
@@ -174,7 +174,7 @@ struct EnrollmentController {
                 author: ChangeAuthor(actor: ChangeAuthor.enrollmentToken, ip: enrollment.ip), now: enrollment.now)
         } catch let error as StoreError where error.code == .notFound {
             throw APIError(
-                .forbidden, "invalid_enrollment_token",
+                .forbidden, .invalidEnrollmentToken,
                 "the enrollment token is unknown, used, expired or for another user")
         }
         return enrolled
@@ -184,7 +184,7 @@ struct EnrollmentController {
         try Self.refuseAtConsole(enrollment.key)
         let enrolled = enrollment.device(for: try enrollment.namedUser())
         let refused = APIError(
-            .forbidden, "invalid_recovery_code", "the recovery code is unknown, used, or for another user")
+            .forbidden, .invalidRecoveryCode, "the recovery code is unknown, used, or for another user")
         guard let digest = RecoveryCode.digest(code) else { throw refused }
         do {
             try await environment.store.enrollDevice(
@@ -206,7 +206,7 @@ struct EnrollmentController {
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(grant, apiKeyID: enrollment.key.id)
         } catch let failure as CodeRedemption.Failure {
-            throw APIError(.forbidden, "invalid_verification", failure.explanation)
+            throw APIError(.forbidden, .invalidVerification, failure.explanation)
         }
         if let user = enrollment.body.clientUserID, user != redeemed.identifier {
             throw APIError.badRequest("client_user_id must be the verified identifier, \(redeemed.identifier)")
@@ -218,7 +218,7 @@ struct EnrollmentController {
                 now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
             throw APIError.conflict(
-                "has_trusted_device", "this user already has a trusted device; a new one must be approved from it")
+                .hasTrustedDevice, "this user already has a trusted device; a new one must be approved from it")
         }
         return enrolled
     }

@@ -84,7 +84,7 @@ struct EventController {
         case .device(let caller):
             let device = caller.device
             if let user = body.clientUserID, user != device.clientUserID {
-                throw APIError.forbidden("wrong_user", "this device belongs to another user")
+                throw APIError.forbidden(.wrongUser, "this device belongs to another user")
             }
             let requires = UserVerificationRule.requires(key: caller.apiKey.userVerification, requested: requested)
             switch UserVerificationRule.ownRequest(requiresUserVerification: requires) {
@@ -123,7 +123,7 @@ struct EventController {
             // The console's sign-ins are asked for by its own page, which
             // says what they are; one asked here could pass for another.
             if let refusal = ConsoleApp.refusal(of: .requesterEvent(name: name), apiKeyID: key.id) {
-                throw APIError.forbidden("console_app", refusal)
+                throw APIError.forbidden(.consoleApp, refusal)
             }
             switch RequesterPolicy.refusal(
                 event: name, setsDetails: body.details != nil, setsIP: body.ip != nil,
@@ -132,10 +132,10 @@ struct EventController {
             {
             case .eventNeedsSecret:
                 throw APIError.forbidden(
-                    "secret_required", "only LOGIN and pairing events may be created without the secret key")
+                    .secretRequired, "only LOGIN and pairing events may be created without the secret key")
             case .fieldsNeedSecret:
                 throw APIError.forbidden(
-                    "secret_required",
+                    .secretRequired,
                     "details, ip, location, number_matching and limit_as_requester need the secret key")
             case nil:
                 break
@@ -176,7 +176,7 @@ struct EventController {
         let claims = try await ProofCheck(environment: environment).possession(
             proof, key: newDevice.publicKey, request: request, now: environment.now())
         guard try await environment.store.device(id: newDevice.publicKey.thumbprint) == nil else {
-            throw APIError.conflict("device_exists", "this key is enrolled already")
+            throw APIError.conflict(.deviceExists, "this key is enrolled already")
         }
         return Pairing(device: newDevice, proof: claims)
     }

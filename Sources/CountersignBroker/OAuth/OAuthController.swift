@@ -150,14 +150,14 @@ struct OAuthController {
             tokens = try await CIBAController(environment: environment).redeem(form.authReqID, client: context.client)
         default:
             throw APIError.oauth(
-                "unsupported_grant_type", "use authorization_code, refresh_token or \(CIBAController.grantType)")
+                .unsupportedGrantType, "use authorization_code, refresh_token or \(CIBAController.grantType)")
         }
         return JSONBody(TokenResponse(tokens, scope: scope), headers: .oauthNoStore)
     }
 
     private func redeem(_ form: TokenForm, client: OAuthClient) async throws -> (OAuthTokens, scope: String) {
         guard let code = form.code, let verifier = form.codeVerifier, let redirectURI = form.redirectURI else {
-            throw APIError.oauth("invalid_request", "code, code_verifier and redirect_uri are required")
+            throw APIError.oauth(.invalidRequest, "code, code_verifier and redirect_uri are required")
         }
         // A sign-in by approval's code starts with its event's id; the
         // hosted verification page's with its challenge's number.

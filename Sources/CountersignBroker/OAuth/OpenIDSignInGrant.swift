@@ -21,18 +21,18 @@ struct OpenIDSignInGrant {
         let registration =
             try await environment.store.openIDClient(apiKeyID: client.key.id) ?? OpenIDClientRegistration(scopes: [])
         if let refusal = registration.refusal(authenticated: client.authenticated) {
-            throw APIError.oauth("invalid_client", refusal)
+            throw APIError.oauth(.invalidClient, refusal)
         }
-        let unknown = APIError.oauth("invalid_grant", "the authorization code is unknown, expired or already used")
+        let unknown = APIError.oauth(.invalidGrant, "the authorization code is unknown, expired or already used")
         guard let parsed = OpenIDSignIn.parse(code: code),
             let signIn = try await environment.store.openIDSignIn(eventID: parsed.eventID),
             signIn.apiKeyID == client.key.id
         else { throw unknown }
         guard redirectURI == signIn.redirectURI else {
-            throw APIError.oauth("invalid_grant", "redirect_uri must be the one the authorization request named")
+            throw APIError.oauth(.invalidGrant, "redirect_uri must be the one the authorization request named")
         }
         guard PKCE.verify(verifier: verifier, challenge: signIn.codeChallenge) else {
-            throw APIError.oauth("invalid_grant", "the code_verifier does not match the code_challenge (S256)")
+            throw APIError.oauth(.invalidGrant, "the code_verifier does not match the code_challenge (S256)")
         }
         let now = environment.now()
         // A code is issued only once its login was approved, which no
@@ -65,16 +65,16 @@ struct OpenIDSignInGrant {
     func requireOpen(family: String, client: OAuthClient) async throws -> OpenIDSignIn {
         let eventID = String(family.dropFirst(OpenIDSignIn.familyPrefix.count))
         guard let signIn = try await environment.store.openIDSignIn(eventID: eventID), signIn.endedAt == nil else {
-            throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
+            throw APIError.oauth(.invalidGrant, "the sign-in of this refresh token has ended (signed out)")
         }
         guard !client.authenticated else { return signIn }
         if signIn.confidential {
             throw APIError.oauth(
-                "invalid_client", "this client spent its code with its secret: refresh with the secret too")
+                .invalidClient, "this client spent its code with its secret: refresh with the secret too")
         }
         let registration =
             try await environment.store.openIDClient(apiKeyID: client.key.id) ?? OpenIDClientRegistration(scopes: [])
-        if let refusal = registration.refusal(authenticated: false) { throw APIError.oauth("invalid_client", refusal) }
+        if let refusal = registration.refusal(authenticated: false) { throw APIError.oauth(.invalidClient, refusal) }
         return signIn
     }
 
@@ -84,7 +84,7 @@ struct OpenIDSignInGrant {
     {
         let signIn = try await requireOpen(family: rotated.familyID, client: client)
         guard let user = rotated.clientUserID else {
-            throw APIError.oauth("invalid_grant", "the sign-in of this refresh token has ended (signed out)")
+            throw APIError.oauth(.invalidGrant, "the sign-in of this refresh token has ended (signed out)")
         }
         let tokens = try await OAuthTokenIssuer(environment: environment).tokens(
             signIn: signIn, user: user, authTime: rotated.authTime ?? rotated.createdAt, acr: rotated.acr,

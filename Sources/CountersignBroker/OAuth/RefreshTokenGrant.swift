@@ -11,18 +11,18 @@ struct RefreshTokenGrant {
 
     func refresh(_ presented: String?, client: OAuthClient) async throws -> (OAuthTokens, scope: String) {
         guard let presented else {
-            throw APIError.oauth("invalid_request", "refresh_token is required")
+            throw APIError.oauth(.invalidRequest, "refresh_token is required")
         }
         let digest = SecretToken.digest(presented)
         guard let record = try await environment.store.refreshToken(digest: digest), record.apiKeyID == client.key.id
         else {
-            throw APIError.oauth("invalid_grant", "unknown refresh token")
+            throw APIError.oauth(.invalidGrant, "unknown refresh token")
         }
         let signsIn = record.familyID.hasPrefix(OpenIDSignIn.familyPrefix)
         // A CIBA grant's client is confidential: its refresh needs the
         // secret too. A sign-in's client may be public.
         if record.clientUserID != nil, !signsIn, !client.authenticated {
-            throw APIError.oauth("invalid_client", "authenticate with the client secret to refresh a CIBA grant")
+            throw APIError.oauth(.invalidClient, "authenticate with the client secret to refresh a CIBA grant")
         }
         if signsIn {
             try await OpenIDSignInGrant(environment: environment).requireOpen(family: record.familyID, client: client)
@@ -30,7 +30,7 @@ struct RefreshTokenGrant {
         let identity: VerifiedIdentity?
         if record.clientUserID == nil {
             guard let found = try await environment.store.verifiedIdentity(id: record.identityID) else {
-                throw APIError.oauth("invalid_grant", "unknown refresh token")
+                throw APIError.oauth(.invalidGrant, "unknown refresh token")
             }
             identity = found
         } else {
@@ -51,9 +51,9 @@ struct RefreshTokenGrant {
                     eventID: String(record.familyID.dropFirst(OpenIDSignIn.familyPrefix.count)), now: environment.now())
             }
             throw APIError.oauth(
-                "invalid_grant", "this refresh token was already used; every token of its grant is revoked")
+                .invalidGrant, "this refresh token was already used; every token of its grant is revoked")
         } catch let error as StoreError where error.code == .notFound {
-            throw APIError.oauth("invalid_grant", "the refresh token has expired")
+            throw APIError.oauth(.invalidGrant, "the refresh token has expired")
         }
         let authTime = rotated.authTime ?? record.createdAt
         if signsIn {

@@ -14,14 +14,14 @@ struct VerificationCodeGrant {
     {
         let key = client.key
         guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
-            throw APIError.oauth("invalid_grant", "unknown authorization code")
+            throw APIError.oauth(.invalidGrant, "unknown authorization code")
         }
         let redeemed: VerificationChallenge
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(
                 challengeID: challengeID, code: code, verifier: verifier, redirectURL: redirectURI, apiKeyID: key.id)
         } catch let failure as CodeRedemption.Failure {
-            throw APIError.oauth("invalid_grant", failure.explanation)
+            throw APIError.oauth(.invalidGrant, failure.explanation)
         }
         let now = environment.now()
         let identity = try await environment.store.verifiedIdentity(

@@ -45,7 +45,7 @@ struct OpenIDSessionController {
 
     /// RFC 6750 §3.1: a Bearer challenge naming the error.
     private static func invalidToken(_ description: String) -> APIError {
-        var error = APIError.oauth("invalid_token", description, status: .unauthorized)
+        var error = APIError.oauth(.invalidToken, description, status: .unauthorized)
         error.headers[.wwwAuthenticate] = #"Bearer realm="countersign", error="invalid_token""#
         return error
     }

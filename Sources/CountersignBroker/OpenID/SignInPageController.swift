@@ -98,7 +98,7 @@ struct SignInPageController {
             return .failed(
                 HostedPage.redirect(
                     to: errorRedirect(
-                        redirectURI, error: refusal.error, description: refusal.description,
+                        redirectURI, error: ErrorCode(refusal.error), description: refusal.description,
                         state: parameter("state"))))
         case .success(let authorization):
             return .valid(key, authorization)
@@ -144,16 +144,16 @@ struct SignInPageController {
                         nonce: authorization.nonce, scope: authorization.scope, createdAt: now))
             }
         } catch let error as StoreError {
-            let (message, refusal, description): (String, String, String)
+            let (message, refusal, description): (String, ErrorCode, String)
             switch error.code {
             case .limitReached(let retryAfter):
                 message =
                     "Too many sign-in requests from here or for this user. Try again in \(HostedPage.minutes(retryAfter))."
-                (refusal, description) = ("temporarily_unavailable", "too many sign-in requests")
+                (refusal, description) = (.temporarilyUnavailable, "too many sign-in requests")
             case .userProtected(let retryAfter):
                 message =
                     "Sign-in is paused for this user after a request was reported as not theirs. Try again in \(HostedPage.minutes(retryAfter))."
-                (refusal, description) = ("access_denied", "sign-in is paused for this user after a fraud report")
+                (refusal, description) = (.accessDenied, "sign-in is paused for this user after a fraud report")
             default: throw error
             }
             let back = errorRedirect(
@@ -165,7 +165,7 @@ struct SignInPageController {
         } catch let error as APIError where error == .passkeysUnavailable {
             return HostedPage.redirect(
                 to: errorRedirect(
-                    authorization.redirectURI, error: "server_error",
+                    authorization.redirectURI, error: .serverError,
                     description: "user verification is required, and this broker cannot verify users: \(error.message)",
                     state: authorization.state))
         }
@@ -212,7 +212,7 @@ struct SignInPageController {
                 headers: [.setCookie: clearCookie(event.id)])
         case .ended(let message, let description):
             let back = errorRedirect(
-                signIn.redirectURI, error: "access_denied", description: description, state: signIn.state)
+                signIn.redirectURI, error: .accessDenied, description: description, state: signIn.state)
             return HostedPage.response(
                 SignInPage.ended(message, app: key.name, back: back), headers: [.setCookie: clearCookie(event.id)])
         }
@@ -287,7 +287,7 @@ struct SignInPageController {
         }
         return HostedPage.redirect(
             to: errorRedirect(
-                signIn.redirectURI, error: "access_denied", description: "the user cancelled the sign-in",
+                signIn.redirectURI, error: .accessDenied, description: "the user cancelled the sign-in",
                 state: signIn.state),
             headers: [.setCookie: clearCookie(event.id)])
     }
@@ -334,7 +334,7 @@ struct SignInPageController {
     }
 
     /// The redirect URI with an OAuth error, `state` and `iss`.
-    func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
+    func errorRedirect(_ url: String, error: ErrorCode, description: String, state: String?) -> String {
         HostedPage.errorRedirect(url, error: error, description: description, state: state, issuer: environment.issuer)
     }
 }

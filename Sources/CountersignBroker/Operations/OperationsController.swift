@@ -29,7 +29,7 @@ struct OperationsController {
     /// a second either way.
     @Sendable func ready(_ request: Request, context: BrokerRequestContext) async throws -> Response {
         guard !Task.isShuttingDownGracefully else {
-            return try APIError(.serviceUnavailable, "shutting_down", "the broker is shutting down")
+            return try APIError(.serviceUnavailable, .shuttingDown, "the broker is shutting down")
                 .response(from: request, context: context)
         }
         var failure: String? = nil
@@ -48,7 +48,7 @@ struct OperationsController {
         if let failure {
             context.logger.warning("readiness check: the store does not answer", metadata: ["error": "\(failure)"])
             return try APIError(
-                .serviceUnavailable, "store_unavailable", "the store does not answer",
+                .serviceUnavailable, .storeUnavailable, "the store does not answer",
                 headers: [.retryAfter: String(ErrorMapper.storeRetryAfter)]
             ).response(from: request, context: context)
         }

@@ -44,14 +44,14 @@ struct OwnerVerification {
         guard let current = device.passkey else {
             guard !required else {
                 throw APIError(
-                    .forbidden, "user_verification_required",
+                    .forbidden, .userVerificationRequired,
                     "\(what) takes the owner verified by a passkey; this device has none: use one that has")
             }
             return
         }
         guard let assertion else {
             throw APIError(
-                .forbidden, "user_verification_required",
+                .forbidden, .userVerificationRequired,
                 "this device has a passkey: \(what) takes an assertion of that passkey")
         }
         let data: AuthenticatorData
@@ -60,14 +60,14 @@ struct OwnerVerification {
                 of: current.credentialID, publicKey: current.publicKey, challenge: challenge,
                 relyingParty: try environment.relyingParty(), storedSignCount: current.signCount)
         } catch let error as ProtocolError {
-            throw APIError.invalid("invalid_passkey", error)
+            throw APIError.invalid(.invalidPasskey, error)
         }
         guard keepingCounter else { return }
         do {
             try await environment.store.advancePasskeySignCount(
                 deviceID: device.id, credentialID: current.credentialID, to: data.signCount)
         } catch let error as StoreError where error.code == .conflict {
-            throw APIError.conflict("sign_count", "the passkey was used for another request meanwhile; try again")
+            throw APIError.conflict(.signCount, "the passkey was used for another request meanwhile; try again")
         }
     }
 }

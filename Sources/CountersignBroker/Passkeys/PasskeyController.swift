@@ -46,13 +46,13 @@ struct PasskeyController {
         do {
             passkey = try body.registration.verify(challenge: challenge, relyingParty: relyingParty, now: now)
         } catch {
-            throw APIError.invalid("invalid_passkey", error)
+            throw APIError.invalid(.invalidPasskey, error)
         }
         do {
             try await environment.store.setPasskey(
                 passkey, deviceID: context.device.id, by: context.author, at: now)
         } catch let error as StoreError where error.code == .alreadyExists {
-            throw APIError.conflict("passkey_exists", "this passkey protects another device already")
+            throw APIError.conflict(.passkeyExists, "this passkey protects another device already")
         }
         var device = context.device
         device.passkey = passkey

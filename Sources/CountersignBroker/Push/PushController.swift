@@ -88,7 +88,7 @@ struct PushController {
 
     private func settings() throws -> PushSettings {
         guard let push = environment.push else {
-            throw APIError(.serviceUnavailable, "push_disabled", "this broker sends no push notifications")
+            throw APIError(.serviceUnavailable, .pushDisabled, "this broker sends no push notifications")
         }
         return push
     }

@@ -6,10 +6,10 @@ import HTTPTypes
 extension APIError {
     /// The user has no device that could approve a request.
     static let noTrustedDevice = APIError(
-        .conflict, "no_trusted_device", "this user has no trusted device to approve the request")
+        .conflict, .noTrustedDevice, "this user has no trusted device to approve the request")
 
     /// Passkeys cannot be asked for: WebAuthn takes no address as the RP ID.
     static let passkeysUnavailable = APIError(
-        .serviceUnavailable, "passkeys_unavailable",
+        .serviceUnavailable, .passkeysUnavailable,
         "passkeys need the broker's public URL to name a domain (localhost on one machine), not an address")
 }

@@ -8,16 +8,16 @@ extension APIError {
     /// reason, whichever flow met it.
     static func refused(_ refusal: DecisionOutcome.Refusal) -> APIError {
         switch refusal {
-        case .revokedDevice: .forbidden(refusal.rawValue, "this device was removed from the account")
-        case .otherUser: .forbidden(refusal.rawValue, "this device does not belong to the event's user")
-        case .alreadyDecided: .conflict(refusal.rawValue, "the event was already decided; the first decision stands")
-        case .expired: APIError(.gone, refusal.rawValue, "the approval window has closed")
-        case .withdrawn: APIError(.gone, refusal.rawValue, "the requesting machine withdrew the request")
+        case .revokedDevice: .forbidden(ErrorCode(refusal), "this device was removed from the account")
+        case .otherUser: .forbidden(ErrorCode(refusal), "this device does not belong to the event's user")
+        case .alreadyDecided: .conflict(ErrorCode(refusal), "the event was already decided; the first decision stands")
+        case .expired: APIError(.gone, ErrorCode(refusal), "the approval window has closed")
+        case .withdrawn: APIError(.gone, ErrorCode(refusal), "the requesting machine withdrew the request")
         case .matchRequired:
-            .badRequest("approving needs the number the requesting machine shows", code: refusal.rawValue)
+            .badRequest("approving needs the number the requesting machine shows", code: ErrorCode(refusal))
         case .userVerificationRequired:
             .forbidden(
-                refusal.rawValue,
+                ErrorCode(refusal),
                 "approving this request needs the device's passkey, with its owner verified (screen lock, fingerprint, PIN)"
             )
         }
@@ -38,7 +38,7 @@ extension APIError {
     /// A right code of a time step spent already (by this code or a later one).
     static func codeUsed(now: Date) -> APIError {
         APIError(
-            .unprocessableContent, "code_used",
+            .unprocessableContent, .codeUsed,
             "this code was used already; wait \(TOTPParameters.secondsLeft(at: now)) s for the next one")
     }
 

@@ -8,8 +8,8 @@ public import Hummingbird
 /// in ``ErrorMapper``, in one place.
 public struct APIError: HTTPResponseError, Equatable {
     public let status: HTTPResponse.Status
-    /// Machine-readable code, e.g. `invalid_proof`.
-    public let code: String
+    /// Machine-readable code, e.g. `invalid_proof`: one of ``ErrorCode``.
+    public let code: ErrorCode
     public let message: String
     /// Extra headers, e.g. `Retry-After`.
     public var headers: HTTPFields = [:]
@@ -25,7 +25,7 @@ public struct APIError: HTTPResponseError, Equatable {
         case oauth
     }
 
-    public init(_ status: HTTPResponse.Status, _ code: String, _ message: String, headers: HTTPFields = [:]) {
+    public init(_ status: HTTPResponse.Status, _ code: ErrorCode, _ message: String, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
@@ -37,9 +37,9 @@ public struct APIError: HTTPResponseError, Equatable {
         let body: Data
         switch form {
         case .api:
-            body = try WireCoding.encoder().encode(ErrorDocument(error: code, message: message))
+            body = try WireCoding.encoder().encode(ErrorDocument(error: code.rawValue, message: message))
         case .oauth:
-            body = try WireCoding.encoder().encode(OAuthErrorDocument(error: code, errorDescription: message))
+            body = try WireCoding.encoder().encode(OAuthErrorDocument(error: code.rawValue, errorDescription: message))
             headers.append(contentsOf: HTTPFields.oauthNoStore)
             if status == .unauthorized, headers[.wwwAuthenticate] == nil {
                 headers[.wwwAuthenticate] = #"Basic realm="countersign""#
@@ -53,34 +53,34 @@ public struct APIError: HTTPResponseError, Equatable {
     /// An OAuth error (RFC 6749 §5.2; CIBA Core §11, §13): `invalid_client`
     /// is a 401, the others a 400 unless `status` says otherwise.
     static func oauth(
-        _ code: String, _ description: String, status: HTTPResponse.Status? = nil, retryAfter: Int? = nil
+        _ code: ErrorCode, _ description: String, status: HTTPResponse.Status? = nil, retryAfter: Int? = nil
     ) -> Self {
         var error = Self(
-            status ?? (code == "invalid_client" ? .unauthorized : .badRequest), code, description,
+            status ?? (code == .invalidClient ? .unauthorized : .badRequest), code, description,
             headers: retryAfter.map { [.retryAfter: String($0)] } ?? [:])
         error.form = .oauth
         return error
     }
 
     static func unauthorized(_ message: String) -> Self {
-        Self(.unauthorized, "unauthorized", message, headers: [.wwwAuthenticate: #"Basic realm="countersign""#])
+        Self(.unauthorized, .unauthorized, message, headers: [.wwwAuthenticate: #"Basic realm="countersign""#])
     }
     /// The console's 401: a cookie, not credentials a browser should ask
     /// the person for (no `WWW-Authenticate`, which opens a password dialog).
-    static func notSignedIn(_ message: String) -> Self { Self(.unauthorized, "not_signed_in", message) }
-    static func badRequest(_ message: String, code: String = "invalid_request") -> Self {
+    static func notSignedIn(_ message: String) -> Self { Self(.unauthorized, .notSignedIn, message) }
+    static func badRequest(_ message: String, code: ErrorCode = .invalidRequest) -> Self {
         Self(.badRequest, code, message)
     }
     /// A signed object refused for `error`, named by `code`
     /// (`invalid_decision`, `invalid_passkey`) with the reason first.
-    static func invalid(_ code: String, _ error: ProtocolError) -> Self {
+    static func invalid(_ code: ErrorCode, _ error: ProtocolError) -> Self {
         Self(.badRequest, code, "\(error.code.rawValue): \(error.message)")
     }
-    static func notFound(_ message: String) -> Self { Self(.notFound, "not_found", message) }
-    static func forbidden(_ code: String, _ message: String) -> Self { Self(.forbidden, code, message) }
-    static func conflict(_ code: String, _ message: String) -> Self { Self(.conflict, code, message) }
+    static func notFound(_ message: String) -> Self { Self(.notFound, .notFound, message) }
+    static func forbidden(_ code: ErrorCode, _ message: String) -> Self { Self(.forbidden, code, message) }
+    static func conflict(_ code: ErrorCode, _ message: String) -> Self { Self(.conflict, code, message) }
     static var deviceRevoked: Self {
-        Self(.unauthorized, "device_revoked", "this device was removed from the account")
+        Self(.unauthorized, .deviceRevoked, "this device was removed from the account")
     }
 }
 

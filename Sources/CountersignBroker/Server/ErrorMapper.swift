@@ -14,7 +14,7 @@ enum ErrorMapper {
         case let error as APIError:
             return error
         case let error as ProtocolError:
-            return APIError(.badRequest, error.code.rawValue, error.message)
+            return APIError(.badRequest, ErrorCode(error.code), error.message)
         case let error as StoreError:
             return map(error, context: context)
         case let error as HTTPError:
@@ -24,13 +24,13 @@ enum ErrorMapper {
             // size that overflows, say): the client's fault, and nothing
             // after it on the connection can be trusted.
             return APIError(
-                .badRequest, "malformed_request", "the request's framing cannot be read",
+                .badRequest, .malformedRequest, "the request's framing cannot be read",
                 headers: [.connection: "close"])
         case let error as any HTTPResponseError:
             return APIError(error.status, code(for: error.status), message(for: error.status, context: context))
         default:
             context.logger.error("unexpected error", metadata: ["error": "\(String(reflecting: error))"])
-            return APIError(.internalServerError, "internal_error", "the broker failed to handle this request")
+            return APIError(.internalServerError, .internalError, "the broker failed to handle this request")
         }
     }
 
@@ -44,7 +44,7 @@ enum ErrorMapper {
         guard form == .oauth, error.form != .oauth, error.status.code < 500 else { return error }
         var told =
             error.status == .unauthorized
-            ? APIError.oauth("invalid_client", error.message) : .oauth("invalid_request", error.message)
+            ? APIError.oauth(.invalidClient, error.message) : .oauth(.invalidRequest, error.message)
         // Its own headers stay (Retry-After, Connection: close).
         told.headers.append(contentsOf: error.headers)
         return told
@@ -53,21 +53,21 @@ enum ErrorMapper {
     static func map(_ error: StoreError, context: some RequestContext) -> APIError {
         switch error.code {
         case .notFound: return .notFound(error.message)
-        case .alreadyExists: return .conflict("already_exists", error.message)
-        case .replayed: return .conflict("replayed", error.message)
-        case .conflict: return .conflict("conflict", error.message)
+        case .alreadyExists: return .conflict(.alreadyExists, error.message)
+        case .replayed: return .conflict(.replayed, error.message)
+        case .conflict: return .conflict(.conflict, error.message)
         case .limitReached(let retryAfter):
             return APIError(
-                .tooManyRequests, "too_many_pending", error.message, headers: [.retryAfter: String(retryAfter)])
+                .tooManyRequests, .tooManyPending, error.message, headers: [.retryAfter: String(retryAfter)])
         case .userProtected(let retryAfter):
             return APIError(
-                .tooManyRequests, "user_protected", error.message, headers: [.retryAfter: String(retryAfter)])
+                .tooManyRequests, .userProtected, error.message, headers: [.retryAfter: String(retryAfter)])
         case .backend:
             // Expected while the database is away (a restart, a failover):
             // the proxy retries another instance, the client after a pause.
             context.logger.notice("store failed", metadata: ["error": "\(error.message)"])
             return APIError(
-                .serviceUnavailable, "store_unavailable", "the broker's store is unavailable; try again shortly",
+                .serviceUnavailable, .storeUnavailable, "the broker's store is unavailable; try again shortly",
                 headers: [.retryAfter: String(storeRetryAfter)])
         }
     }
@@ -79,13 +79,13 @@ enum ErrorMapper {
         status == .contentTooLarge ? "the body is larger than \(context.maxUploadSize) bytes" : status.reasonPhrase
     }
 
-    static func code(for status: HTTPResponse.Status) -> String {
+    static func code(for status: HTTPResponse.Status) -> ErrorCode {
         switch status {
-        case .contentTooLarge: "body_too_large"
-        case .unsupportedMediaType: "unsupported_media_type"
-        case .notFound: "not_found"
-        case .methodNotAllowed: "method_not_allowed"
-        default: status.code < 500 ? "invalid_request" : "internal_error"
+        case .contentTooLarge: .bodyTooLarge
+        case .unsupportedMediaType: .unsupportedMediaType
+        case .notFound: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        default: status.code < 500 ? .invalidRequest : .internalError
         }
     }
 }

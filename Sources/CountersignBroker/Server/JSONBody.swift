@@ -34,14 +34,14 @@ extension Request {
     /// upload size, with a message that says which field is wrong.
     func decodeJSON<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
         guard let type = headers[.contentType].flatMap(MediaType.init(from:)), type.isType(.applicationJson) else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the body as application/json")
+            throw APIError(.unsupportedMediaType, .unsupportedMediaType, "send the body as application/json")
         }
         var request = self
         let buffer = try await request.collectBody(upTo: context.maxUploadSize)
         do {
             return try WireCoding.decoder().decode(T.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
-            throw APIError.badRequest("malformed JSON body: \(Self.describe(error))", code: "malformed_body")
+            throw APIError.badRequest("malformed JSON body: \(Self.describe(error))", code: .malformedBody)
         }
     }
 

@@ -40,7 +40,7 @@ extension Request {
         guard let type = headers[.contentType].flatMap(MediaType.init(from:)),
             type.isType(.applicationUrlEncoded)
         else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the form as x-www-form-urlencoded")
+            throw APIError(.unsupportedMediaType, .unsupportedMediaType, "send the form as x-www-form-urlencoded")
         }
         var request = self
         return String(buffer: try await request.collectBody(upTo: context.maxUploadSize))
@@ -55,7 +55,7 @@ extension Request {
         do {
             return try URLEncodedFormDecoder().decode(T.self, from: fields(FormFieldNames.read(by: T.self), of: body))
         } catch {
-            throw APIError.badRequest("the form is incomplete or malformed", code: "malformed_form")
+            throw APIError.badRequest("the form is incomplete or malformed", code: .malformedForm)
         }
     }
 

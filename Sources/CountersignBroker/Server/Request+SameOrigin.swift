@@ -10,7 +10,7 @@ extension Request {
     /// `Origin: null` (Fetch, "append a request Origin header"), which only
     /// `Sec-Fetch-Site` can vouch for.
     func requireSameOrigin(_ origins: Set<Origin>, _ refusal: String) throws {
-        let refused = APIError.forbidden("csrf", refusal)
+        let refused = APIError.forbidden(.csrf, refusal)
         if let site = headers[.secFetchSite] {
             guard site == "same-origin" else { throw refused }
             return

@@ -43,7 +43,7 @@ extension APIError {
     static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: [HTTPRequest.Method]) -> Self {
         let list = allowed.map(\.rawValue).joined(separator: ", ")
         return Self(
-            .methodNotAllowed, "method_not_allowed", "\(method.rawValue) is not allowed here; use \(list)",
+            .methodNotAllowed, .methodNotAllowed, "\(method.rawValue) is not allowed here; use \(list)",
             headers: [.allow: list])
     }
 }

@@ -222,11 +222,12 @@ enum HostedPage {
     /// The redirect URL with an OAuth error (RFC 6749 §4.1.2.1), the
     /// `state`, and the issuer (RFC 9207), which tells a client talking to
     /// several providers which one answered.
-    static func errorRedirect(_ url: String, error: String, description: String, state: String?, issuer: String)
+    static func errorRedirect(_ url: String, error: ErrorCode, description: String, state: String?, issuer: String)
         -> String
     {
         let items = [
-            URLQueryItem(name: "error", value: error), URLQueryItem(name: "error_description", value: description),
+            URLQueryItem(name: "error", value: error.rawValue),
+            URLQueryItem(name: "error_description", value: description),
             URLQueryItem(name: "state", value: state), URLQueryItem(name: "iss", value: issuer),
         ].filter { $0.value != nil }
         return RedirectURL.appending(items, to: url) ?? url

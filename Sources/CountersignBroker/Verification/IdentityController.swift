@@ -19,7 +19,7 @@ struct IdentityController {
     /// The original API's error body, with Countersign's code beside it.
     struct Failure: Encodable, Sendable {
         let msg: String
-        let error: String
+        let error: ErrorCode
         let message: String
     }
 
@@ -28,7 +28,7 @@ struct IdentityController {
         let body = try await request.decodeJSON(VerifiedCode.self, context: context)
         let withTokens = request.uri.queryParameters["oauth_token"].map { $0 == "true" } ?? false
         func refuse(_ msg: String, _ message: String, status: HTTPResponse.Status = .badRequest) throws -> Response {
-            try JSONBody(Failure(msg: msg, error: "invalid_grant", message: message), status: status)
+            try JSONBody(Failure(msg: msg, error: .invalidGrant, message: message), status: status)
                 .response(from: request, context: context)
         }
         let redeemed: VerificationChallenge

@@ -64,14 +64,14 @@ extension VerificationPageController {
             .failed(
                 HostedPage.redirect(
                     to: errorRedirect(
-                        parameters.redirectURL, error: "invalid_request", description: description,
+                        parameters.redirectURL, error: .invalidRequest, description: description,
                         state: parameters.state)))
         }
         guard responseType == "code" else {
             return .failed(
                 HostedPage.redirect(
                     to: errorRedirect(
-                        parameters.redirectURL, error: "unsupported_response_type",
+                        parameters.redirectURL, error: .unsupportedResponseType,
                         description: "only response_type=code is supported", state: parameters.state)))
         }
         guard let type = IdentifierType(rawValue: parameters.type) else { return refuse("type must be EMAIL or PHONE") }
@@ -118,7 +118,7 @@ extension VerificationPageController {
                 HostedPage.failure(
                     "Too many wrong codes. For your security this verification is closed.",
                     returnURL: errorRedirect(
-                        challenge.redirectURL, error: "access_denied", description: "too many wrong codes",
+                        challenge.redirectURL, error: .accessDenied, description: "too many wrong codes",
                         state: challenge.state)),
                 status: .tooManyRequests)
         case .codeExpired, .open:
@@ -132,7 +132,7 @@ extension VerificationPageController {
             codeChallenge: challenge.codeChallenge, state: challenge.state, nonce: challenge.nonce)
     }
 
-    func errorRedirect(_ url: String, error: String, description: String, state: String?) -> String {
+    func errorRedirect(_ url: String, error: ErrorCode, description: String, state: String?) -> String {
         HostedPage.errorRedirect(url, error: error, description: description, state: state, issuer: environment.issuer)
     }
 

@@ -254,6 +254,6 @@ struct VerificationPageController {
         }
         return HostedPage.redirect(
             to: errorRedirect(
-                form.redirectURL, error: "access_denied", description: "the user cancelled", state: form.state))
+                form.redirectURL, error: .accessDenied, description: "the user cancelled", state: form.state))
     }
 }

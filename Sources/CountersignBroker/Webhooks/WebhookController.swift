@@ -203,7 +203,7 @@ extension WebhookAdministration.Refusal {
         switch kind {
         case .invalid: APIError.badRequest(description)
         case .notFound: APIError.notFound(description)
-        case .conflict: APIError.conflict("conflict", description)
+        case .conflict: APIError.conflict(.conflict, description)
         }
     }
 }

@@ -22,9 +22,20 @@ public struct OpenIDAuthorization: Sendable, Equatable {
 
     /// An OAuth error for the app.
     public struct Refusal: Error, Sendable, Equatable {
-        public let error: String
+        public let error: Code
         public let description: String
-        public init(_ error: String, _ description: String) {
+
+        /// The OAuth and OpenID Connect error codes an authorization request is refused with.
+        public enum Code: String, Sendable, CaseIterable {
+            case invalidRequest = "invalid_request"
+            case unsupportedResponseType = "unsupported_response_type"
+            case requestNotSupported = "request_not_supported"
+            case requestURINotSupported = "request_uri_not_supported"
+            case invalidScope = "invalid_scope"
+            case loginRequired = "login_required"
+        }
+
+        public init(_ error: Code, _ description: String) {
             self.error = error
             self.description = description
         }
@@ -55,29 +66,29 @@ public struct OpenIDAuthorization: Sendable, Equatable {
         -> Result<Self, Refusal>
     {
         func refuse(_ description: String) -> Result<Self, Refusal> {
-            .failure(Refusal("invalid_request", description))
+            .failure(Refusal(.invalidRequest, description))
         }
         guard let responseType = parameter("response_type") else { return refuse("response_type is required") }
         guard responseType == "code" else {
-            return .failure(Refusal("unsupported_response_type", "only response_type=code is supported"))
+            return .failure(Refusal(.unsupportedResponseType, "only response_type=code is supported"))
         }
         guard [nil, "query"].contains(parameter("response_mode")) else {
             return refuse("only response_mode=query is supported")
         }
         if parameter("request") != nil {
-            return .failure(Refusal("request_not_supported", "request objects are not supported"))
+            return .failure(Refusal(.requestNotSupported, "request objects are not supported"))
         }
         if parameter("request_uri") != nil {
-            return .failure(Refusal("request_uri_not_supported", "request_uri is not supported"))
+            return .failure(Refusal(.requestURINotSupported, "request_uri is not supported"))
         }
         let asked = (parameter("scope") ?? "").split(separator: " ").map(String.init)
-        guard asked.contains("openid") else { return .failure(Refusal("invalid_scope", "scope must include openid")) }
+        guard asked.contains("openid") else { return .failure(Refusal(.invalidScope, "scope must include openid")) }
         let prompts = Set((parameter("prompt") ?? "").split(separator: " ").map(String.init))
         if prompts.contains("none") {
             guard prompts.count == 1 else { return refuse("prompt=none cannot be combined with other values") }
             // Every sign-in is approved on a device: there is never a
             // session to answer without the person.
-            return .failure(Refusal("login_required", "every sign-in is approved on a trusted device"))
+            return .failure(Refusal(.loginRequired, "every sign-in is approved on a trusted device"))
         }
         if let maxAge = parameter("max_age"), Int(maxAge).map({ $0 < 0 }) ?? true {
             return refuse("max_age must be a number of seconds")
