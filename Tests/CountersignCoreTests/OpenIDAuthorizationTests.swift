@@ -202,4 +202,16 @@ struct OpenIDAuthorizationTests {
         #expect(BrowserSummary.of(userAgent: "") == "A web browser")
         #expect(BrowserSummary.of(userAgent: "\u{202E}evil") == "A web browser", "nothing of it is shown as sent")
     }
+
+    @Test("an authorization code names the flow that redeems it, or none")
+    func authorizationCodes() {
+        #expect(AuthorizationCode(OpenIDSignIn.code(eventID: "ev_abc", secret: "s3cret")) == .signIn(eventID: "ev_abc"))
+        #expect(
+            AuthorizationCode(AuthorizationCode.verificationCode(challengeID: 42, secret: "s3cret"))
+                == .verification(challengeID: 42))
+        for junk in ["", "42", "42.", ".s", "ev_abc", "x.y", "42.a.b", "ev_abc.s.t"] {
+            #expect(AuthorizationCode(junk) == nil, "\(junk)")
+        }
+    }
+
 }

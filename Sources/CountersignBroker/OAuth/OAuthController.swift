@@ -159,13 +159,15 @@ struct OAuthController {
         guard let code = form.code, let verifier = form.codeVerifier, let redirectURI = form.redirectURI else {
             throw APIError.oauth(.invalidRequest, "code, code_verifier and redirect_uri are required")
         }
-        // A sign-in by approval's code starts with its event's id; the
-        // hosted verification page's with its challenge's number.
-        if OpenIDSignIn.parse(code: code) != nil {
+        switch AuthorizationCode(code) {
+        case .signIn:
             return try await OpenIDSignInGrant(environment: environment).redeem(
                 code: code, verifier: verifier, redirectURI: redirectURI, client: client)
+        case .verification(let challengeID):
+            return try await VerificationCodeGrant(environment: environment).redeem(
+                code: code, challengeID: challengeID, verifier: verifier, redirectURI: redirectURI, client: client)
+        case nil:
+            throw APIError.oauth(.invalidGrant, "unknown authorization code")
         }
-        return try await VerificationCodeGrant(environment: environment).redeem(
-            code: code, verifier: verifier, redirectURI: redirectURI, client: client)
     }
 }

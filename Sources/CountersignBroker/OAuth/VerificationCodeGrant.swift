@@ -9,13 +9,10 @@ import Foundation
 struct VerificationCodeGrant {
     let environment: BrokerEnvironment
 
-    func redeem(code: String, verifier: String, redirectURI: String, client: OAuthClient) async throws
-        -> (OAuthTokens, scope: String)
+    func redeem(code: String, challengeID: Int64, verifier: String, redirectURI: String, client: OAuthClient)
+        async throws -> (OAuthTokens, scope: String)
     {
         let key = client.key
-        guard let challengeID = code.split(separator: ".").first.flatMap({ Int64($0) }) else {
-            throw APIError.oauth(.invalidGrant, "unknown authorization code")
-        }
         let redeemed: VerificationChallenge
         do {
             redeemed = try await CodeRedemption(environment: environment).redeem(

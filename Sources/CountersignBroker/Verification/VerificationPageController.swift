@@ -160,9 +160,9 @@ struct VerificationPageController {
             return page(challenge, error: "Enter the 6-digit code from the message.", status: .badRequest)
         }
         let now = environment.now()
-        // Prefixed with its challenge id so the token endpoint, which gets
-        // only the code, can find it; the secret part is 256 random bits.
-        let authorizationCode = "\(challenge.id).\(SecretToken.generate(bytes: 32))"
+        // The secret part is 256 random bits.
+        let authorizationCode = AuthorizationCode.verificationCode(
+            challengeID: challenge.id, secret: SecretToken.generate(bytes: 32))
         let policy = environment.verification
         let after: VerificationChallenge
         do {
