@@ -167,7 +167,9 @@ extension PostgresStore {
             """, logger: logger)
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
         try await record(DecisionRecord(event, now: now), in: db, logger: logger)
-        try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger)
+        // A CIBA client is pinged once there is a result to fetch, not for
+        // a change that leaves the request pending (a wrong number).
+        if event.isSettled(at: now) { try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger) }
     }
 
     static func record(_ decision: DecisionRecord?, in db: PostgresSession, logger: Logger) async throws {

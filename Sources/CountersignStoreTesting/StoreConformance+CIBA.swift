@@ -109,6 +109,10 @@ extension StoreConformance {
                     event, by: .backend, limits: PendingLimits(perUser: 5), announcing: [],
                     ciba: request(event, ping: ping), now: Fixture.t0)
             }
+            // A wrong number leaves the request pending: nothing to ping about yet.
+            _ = try await store.updateEvent(id: pinged.id, spending: nil, now: Fixture.t0 + 2) {
+                $0.countingWrongMatch(maxWrong: 3, at: Fixture.t0 + 2)
+            }
             for event in [pinged, polled] {
                 _ = try await store.settleEvent(
                     id: event.id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "jws"),
@@ -118,7 +122,9 @@ extension StoreConformance {
             let pings = try await store.outboxMessages(
                 targets: [pinged.id, polled.id, unanswered.id], state: nil, limit: 10
             ).filter { $0.kind == .cibaPing }
-            try check(Set(pings.map(\.target)) == [pinged.id, unanswered.id] && pings.count == 2, "\(pings)")
+            try check(
+                Set(pings.map(\.target)) == [pinged.id, unanswered.id] && pings.count == 2,
+                "one ping each, when answered or expired: \(pings)")
             let payload = pings.first { $0.target == pinged.id }?.payload ?? Data()
             let body = try JSONSerialization.jsonObject(with: payload) as? [String: String]
             try check(body == ["auth_req_id": "\(pinged.id).secret"], "the body carries the auth_req_id")
