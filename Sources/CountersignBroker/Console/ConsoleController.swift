@@ -97,11 +97,9 @@ struct ConsoleController {
     > {
         let attempt = try ConsoleAccess.Attempt(request, cookies: access.cookies)
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
-        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(attempt.eventID)]) : nil
-        let event = try await attempt.event(in: environment)
-        subscription?.claim(holder: "requester/" + event.id)
-        let settled = try await LongPoll(environment: environment).awaitSettled(
-            event, wait: wait, subscription: subscription)
+        let settled = try await LongPoll(environment: environment).event(
+            attempt.eventID, wait: wait, holder: "requester/" + attempt.eventID
+        ) { try await attempt.event(in: environment) }
         return JSONBody(SignInDocument(settled, now: environment.now()))
     }
 

@@ -226,16 +226,10 @@ struct EventController {
     @Sendable func show(_ request: Request, context: EventHolderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
-        // Listening before the first read, so a decision landing after it is not missed.
-        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(id)]) : nil
-        let event = try await Self.event(id, heldBy: context.holder, in: environment)
-        if case .backend = context.holder {
-            subscription?.claim(holder: "backend/" + id)
-        } else {
-            subscription?.claim(holder: "requester/" + id)
+        let holder = if case .backend = context.holder { "backend/" + id } else { "requester/" + id }
+        let settled = try await LongPoll(environment: environment).event(id, wait: wait, holder: holder) {
+            try await Self.event(id, heldBy: context.holder, in: environment)
         }
-        let settled = try await LongPoll(environment: environment).awaitSettled(
-            event, wait: wait, subscription: subscription)
         return JSONBody(try await environment.document(for: settled, withToken: true))
     }
 }

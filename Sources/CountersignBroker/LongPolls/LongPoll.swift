@@ -7,13 +7,27 @@ import ServiceLifecycle
 struct LongPoll {
     let environment: BrokerEnvironment
 
+    /// Event `id`, held up to `wait` seconds until it settles, in the one
+    /// order that misses no decision: listen on the event's key, read it
+    /// (`read`, which also refuses a caller who may not see it), claim the
+    /// hold for `holder` (a newer poll of the same holder ends this one),
+    /// then wait. With no wait, one read.
+    func event(_ id: String, wait: TimeInterval, holder: String, read: () async throws -> ApprovalEvent)
+        async throws -> ApprovalEvent
+    {
+        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(id)]) : nil
+        let event = try await read()
+        subscription?.claim(holder: holder)
+        return try await awaitSettled(event, wait: wait, subscription: subscription)
+    }
+
     /// Returns the event once settled, expired, or when `wait` runs out.
     /// `subscription` listens on the event's key and was opened before
     /// `event` was read.
     ///
     /// The hold is measured on the monotonic clock; expiry on the broker's
     /// clock, which tests move by hand.
-    func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval, subscription: WakeHub.Subscription?)
+    private func awaitSettled(_ event: ApprovalEvent, wait: TimeInterval, subscription: WakeHub.Subscription?)
         async throws -> ApprovalEvent
     {
         guard let subscription else { return event }

@@ -229,16 +229,15 @@ struct SignInPageController {
             throw APIError.notSignedIn("no sign-in is waiting in this browser")
         }
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
-        let subscription = wait > 0 ? environment.hub.subscribe([WakeHub.eventKey(eventID)]) : nil
-        let event: ApprovalEvent
-        do {
-            event = try await EventController.event(eventID, heldBy: .requester(secret: secret), in: environment)
-        } catch let error as APIError where error.status == .notFound {
-            throw APIError.notSignedIn("no sign-in is waiting in this browser")
+        let settled = try await LongPoll(environment: environment).event(
+            eventID, wait: wait, holder: "requester/" + eventID
+        ) {
+            do {
+                return try await EventController.event(eventID, heldBy: .requester(secret: secret), in: environment)
+            } catch let error as APIError where error.status == .notFound {
+                throw APIError.notSignedIn("no sign-in is waiting in this browser")
+            }
         }
-        subscription?.claim(holder: "requester/" + event.id)
-        let settled = try await LongPoll(environment: environment).awaitSettled(
-            event, wait: wait, subscription: subscription)
         return JSONBody(StatusDocument(status: settled.status(at: environment.now()).rawValue))
     }
 
