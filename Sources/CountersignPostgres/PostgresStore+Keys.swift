@@ -227,7 +227,7 @@ extension PostgresStore {
                 // outlast any fixed time), and a day at least.
                 """
                 DELETE FROM openid_sign_ins WHERE created_at < \(cutoff - 86400) AND NOT EXISTS (
-                    SELECT 1 FROM refresh_tokens WHERE family_id = \(OpenIDSignIn.familyPrefix) || openid_sign_ins.event_id)
+                    SELECT 1 FROM refresh_tokens WHERE family_id = \(RefreshFamily.signInPrefix) || openid_sign_ins.event_id)
                 RETURNING 1
                 """,
             ] {

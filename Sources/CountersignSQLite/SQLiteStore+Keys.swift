@@ -217,7 +217,7 @@ extension SQLiteStore {
                 sql: """
                     DELETE FROM openid_sign_ins WHERE created_at < ? AND NOT EXISTS (
                         SELECT 1 FROM refresh_tokens WHERE family_id = ? || openid_sign_ins.event_id)
-                    """, arguments: [cutoff - 86400, OpenIDSignIn.familyPrefix])
+                    """, arguments: [cutoff - 86400, RefreshFamily.signInPrefix])
             removed += db.changesCount
             return removed
         }

@@ -128,7 +128,7 @@ struct OpenIDCodeReplayTests {
             let refresh = try #require(tokens["refresh_token"] as? String)
             #expect(
                 try await broker.store.refreshToken(digest: SecretToken.digest(refresh))?.familyID
-                    == OpenIDSignIn.familyPrefix + event.id, "the refresh token was stored with the spend")
+                    == RefreshFamily.signIn(eventID: event.id).id, "the refresh token was stored with the spend")
 
             // The login is collected; the sign-in stays while its refresh token may live.
             _ = try await broker.store.garbageCollect(now: now + 7200, eventsEndedBefore: now + 3600)

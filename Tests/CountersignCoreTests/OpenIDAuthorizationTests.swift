@@ -214,4 +214,17 @@ struct OpenIDAuthorizationTests {
         }
     }
 
+    @Test("a refresh family's id names its grant, and reads back as the same")
+    func refreshFamilies() {
+        for family in [
+            RefreshFamily.signIn(eventID: "ev_abc"), .ciba(eventID: "ev_def"), .verification(challengeID: 7),
+        ] {
+            #expect(RefreshFamily(family.id) == family, "\(family.id)")
+        }
+        #expect(RefreshFamily.signIn(eventID: "ev_abc").id == "oidc:ev_abc")
+        for junk in ["", "oidc:", "ev_abc", "challenge:x", "other:1", ":ev"] {
+            #expect(RefreshFamily(junk) == nil, "\(junk)")
+        }
+    }
+
 }

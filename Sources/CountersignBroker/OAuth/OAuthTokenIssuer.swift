@@ -70,7 +70,8 @@ struct OAuthTokenIssuer {
     func issue(approved event: ApprovalEvent, authReqID: String) async throws -> OAuthTokens {
         let authTime = event.decidedAt ?? environment.now()
         var (secret, record) = newRefreshToken(
-            apiKeyID: event.issuer, identityID: "", clientUserID: event.clientUserID, family: "ciba:" + event.id)
+            apiKeyID: event.issuer, identityID: "", clientUserID: event.clientUserID,
+            family: RefreshFamily.ciba(eventID: event.id).id)
         record.authTime = authTime
         record.acr = ApprovalAuthentication(of: event).acr
         try await environment.store.insertRefreshToken(record)

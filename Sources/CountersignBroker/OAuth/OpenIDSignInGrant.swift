@@ -62,8 +62,7 @@ struct OpenIDSignInGrant {
     /// while the app was public does not refresh without the secret once
     /// it is not).
     @discardableResult
-    func requireOpen(family: String, client: OAuthClient) async throws -> OpenIDSignIn {
-        let eventID = String(family.dropFirst(OpenIDSignIn.familyPrefix.count))
+    func requireOpen(eventID: String, client: OAuthClient) async throws -> OpenIDSignIn {
         guard let signIn = try await environment.store.openIDSignIn(eventID: eventID), signIn.endedAt == nil else {
             throw APIError.oauth(.invalidGrant, "the sign-in of this refresh token has ended (signed out)")
         }
@@ -78,11 +77,13 @@ struct OpenIDSignInGrant {
         return signIn
     }
 
-    /// New tokens for a refresh token of a sign-in that was not ended.
-    func refreshed(_ rotated: RefreshTokenRecord, secret: String, client: OAuthClient) async throws
-        -> (OAuthTokens, scope: String)
+    /// New tokens for a refresh token of sign-in `eventID`, unless it
+    /// was ended (checked again after the rotation: a sign-out meanwhile
+    /// issues nothing).
+    func refreshed(_ rotated: RefreshTokenRecord, of eventID: String, secret: String, client: OAuthClient)
+        async throws -> (OAuthTokens, scope: String)
     {
-        let signIn = try await requireOpen(family: rotated.familyID, client: client)
+        let signIn = try await requireOpen(eventID: eventID, client: client)
         guard let user = rotated.clientUserID else {
             throw APIError.oauth(.invalidGrant, "the sign-in of this refresh token has ended (signed out)")
         }

@@ -18,14 +18,16 @@ struct RefreshTokenGrant {
         else {
             throw APIError.oauth(.invalidGrant, "unknown refresh token")
         }
-        let signsIn = record.familyID.hasPrefix(OpenIDSignIn.familyPrefix)
+        // The sign-in whose tokens these are, if any.
+        let signIn: String? =
+            if case .signIn(let eventID) = RefreshFamily(record.familyID) { eventID } else { nil }
         // A CIBA grant's client is confidential: its refresh needs the
         // secret too. A sign-in's client may be public.
-        if record.clientUserID != nil, !signsIn, !client.authenticated {
+        if record.clientUserID != nil, signIn == nil, !client.authenticated {
             throw APIError.oauth(.invalidClient, "authenticate with the client secret to refresh a CIBA grant")
         }
-        if signsIn {
-            try await OpenIDSignInGrant(environment: environment).requireOpen(family: record.familyID, client: client)
+        if let signIn {
+            try await OpenIDSignInGrant(environment: environment).requireOpen(eventID: signIn, client: client)
         }
         let identity: VerifiedIdentity?
         if record.clientUserID == nil {
@@ -46,19 +48,16 @@ struct RefreshTokenGrant {
                 digest: digest, replacement: replacement, now: environment.now())
         } catch let error as StoreError where error.code == .conflict {
             // A sign-in's access tokens stop at userinfo too.
-            if signsIn {
-                try await environment.store.endOpenIDSignIn(
-                    eventID: String(record.familyID.dropFirst(OpenIDSignIn.familyPrefix.count)), now: environment.now())
-            }
+            if let signIn { try await environment.store.endOpenIDSignIn(eventID: signIn, now: environment.now()) }
             throw APIError.oauth(
                 .invalidGrant, "this refresh token was already used; every token of its grant is revoked")
         } catch let error as StoreError where error.code == .notFound {
             throw APIError.oauth(.invalidGrant, "the refresh token has expired")
         }
         let authTime = rotated.authTime ?? record.createdAt
-        if signsIn {
+        if let signIn {
             return try await OpenIDSignInGrant(environment: environment).refreshed(
-                rotated, secret: secret, client: client)
+                rotated, of: signIn, secret: secret, client: client)
         }
         if let identity {
             return (try await issuer.tokens(for: identity, authTime: authTime, refreshToken: secret), "openid")

@@ -41,7 +41,9 @@ struct CodeRedemption {
     }
 
     /// The refresh-token family of everything a challenge's code buys.
-    static func family(of challenge: VerificationChallenge) -> String { "challenge:\(challenge.id)" }
+    static func family(of challenge: VerificationChallenge) -> String {
+        RefreshFamily.verification(challengeID: challenge.id).id
+    }
 
     /// Checks and spends a code presented with its proofs.
     func redeem(_ code: VerifiedCode, apiKeyID: String) async throws -> VerificationChallenge {

@@ -54,8 +54,7 @@ public struct OpenIDSignIn: Sendable, Equatable {
     public static let codeLifetime: TimeInterval = 120
 
     /// The refresh-token family of everything the sign-in's code buys.
-    public var family: String { Self.familyPrefix + eventID }
-    public static let familyPrefix = "oidc:"
+    public var family: String { RefreshFamily.signIn(eventID: eventID).id }
 
     /// The scopes granted, one by one.
     public var scopes: [String] { scope.split(separator: " ").map(String.init) }
