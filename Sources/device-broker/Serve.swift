@@ -27,7 +27,7 @@ extension DeviceBroker {
         var publicURLs: [String] = []
 
         @Option(help: "How long a pending request waits for a decision, e.g. 60s, 2m.")
-        var approvalWindow: DurationArgument = DurationArgument(seconds: 60)
+        var approvalWindow = DurationArgument(seconds: ApprovalPolicy().window)
 
         @Option(
             help: ArgumentHelp(
@@ -69,7 +69,7 @@ extension DeviceBroker {
             ?? 20
 
         @Option(help: "How long decided events are kept, e.g. 30d.")
-        var retention: DurationArgument = DurationArgument(seconds: 30 * 86400)
+        var retention = DurationArgument(seconds: BrokerConfiguration.defaultRetention)
 
         @Option(help: "trace, debug, info, notice, warning, error or critical.")
         var logLevel: Logger.Level = .info
@@ -78,7 +78,7 @@ extension DeviceBroker {
         var logFormat: LogFormat = .text
 
         @Option(help: "How long an emailed or texted one-time code can be typed, e.g. 5m.")
-        var codeLifetime: DurationArgument = DurationArgument(seconds: 300)
+        var codeLifetime = DurationArgument(seconds: VerificationPolicy().codeLifetime)
 
         @Option(
             name: .customLong("totp-key-file"),

@@ -30,6 +30,8 @@ public struct BrokerConfiguration: Sendable {
     public var logLevel: Logger.Level
     /// How long settled events are kept.
     public var retention: TimeInterval
+    /// How long decided events are kept unless `--retention` says otherwise.
+    public static let defaultRetention: TimeInterval = 30 * 86400
     /// Where one-time codes go.
     public var sender: SenderConfiguration = .development
     /// Where codes for phone numbers go, if not to ``sender``.
@@ -58,7 +60,8 @@ public struct BrokerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",
         publicURLs: [String] = [], policy: ApprovalPolicy = ApprovalPolicy(),
-        durability: SQLiteStore.Durability = .full, logLevel: Logger.Level = .info, retention: TimeInterval = 30 * 86400
+        durability: SQLiteStore.Durability = .full, logLevel: Logger.Level = .info,
+        retention: TimeInterval = BrokerConfiguration.defaultRetention
     ) {
         self.host = host
         self.port = port
