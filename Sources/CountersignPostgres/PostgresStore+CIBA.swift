@@ -1,5 +1,5 @@
 public import CountersignCore
-public import CountersignStore
+import CountersignStore
 public import Foundation
 import Logging
 import PostgresNIO
@@ -79,26 +79,24 @@ extension PostgresStore {
         }
     }
 
-    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPoll {
+    public func updateCIBARequest<Outcome: Sendable>(
+        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest, Outcome)
+    ) async throws -> Outcome {
         let logger = logger
-        return try await write { db in
+        // READ COMMITTED: the request's row lock orders its polls.
+        return try await update { db in
             guard let request = try await Self.cibaRequest(eventID: eventID, locking: true, in: db, logger: logger),
                 let event = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger)
                     .map(Self.event(row:))
             else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
-            let outcome = CIBAPollRule.poll(request, status: event.status(at: now), now: now)
-            switch outcome {
-            case .pending(let next), .slowDown(let next), .issue(let next):
-                try await db.run(
-                    """
-                    UPDATE ciba_requests SET poll_interval = \(Int32(next.interval)),
-                        next_poll_at = \(next.nextPollAt.seconds), redeemed_at = \(next.redeemedAt?.seconds)
-                    WHERE event_id = \(eventID)
-                    """, logger: logger)
-            case .denied, .expired, .redeemed:
-                break
-            }
-            return CIBAPoll(outcome: outcome, event: event)
+            let (next, outcome) = try Self.applying { try change(request, event) }
+            try await db.run(
+                """
+                UPDATE ciba_requests SET poll_interval = \(Int32(next.interval)),
+                    next_poll_at = \(next.nextPollAt.seconds), redeemed_at = \(next.redeemedAt?.seconds)
+                WHERE event_id = \(eventID)
+                """, logger: logger)
+            return outcome
         }
     }
 }

@@ -1,5 +1,5 @@
 public import CountersignCore
-public import CountersignStore
+import CountersignStore
 public import Foundation
 import GRDB
 
@@ -70,25 +70,21 @@ extension SQLiteStore {
         try read { db in try Self.cibaRequest(eventID: eventID, in: db) }
     }
 
-    public func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPoll {
+    public func updateCIBARequest<Outcome: Sendable>(
+        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest, Outcome)
+    ) async throws -> Outcome {
         try await write { db in
             guard let request = try Self.cibaRequest(eventID: eventID, in: db),
                 let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
             else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
-            let outcome = CIBAPollRule.poll(request, status: event.status(at: now), now: now)
-            switch outcome {
-            case .pending(let next), .slowDown(let next), .issue(let next):
-                try db.execute(
-                    sql:
-                        "UPDATE ciba_requests SET poll_interval = ?, next_poll_at = ?, redeemed_at = ? WHERE event_id = ?",
-                    arguments: [
-                        next.interval, next.nextPollAt.timeIntervalSince1970, next.redeemedAt?.timeIntervalSince1970,
-                        eventID,
-                    ])
-            case .denied, .expired, .redeemed:
-                break
-            }
-            return CIBAPoll(outcome: outcome, event: event)
+            let (next, outcome) = try change(request, event)
+            try db.execute(
+                sql: "UPDATE ciba_requests SET poll_interval = ?, next_poll_at = ?, redeemed_at = ? WHERE event_id = ?",
+                arguments: [
+                    next.interval, next.nextPollAt.timeIntervalSince1970, next.redeemedAt?.timeIntervalSince1970,
+                    eventID,
+                ])
+            return outcome
         }
     }
 }

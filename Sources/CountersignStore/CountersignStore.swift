@@ -198,12 +198,17 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     func cibaNotificationEndpoint(apiKeyID: String) async throws -> String?
     /// The CIBA request of this event, or nil.
     func cibaRequest(eventID: String) async throws -> CIBARequest?
-    /// A token request's poll of a CIBA request: ``CIBAPollRule`` decides
-    /// from the request and its event as they stand, and the request state
-    /// it returns is written in the same transaction, so two polls at once
-    /// cannot both be issued tokens. Throws `notFound` without a request.
-    /// Gives the event it decided from, too: tokens are issued for it.
-    func pollCIBARequest(eventID: String, now: Date) async throws -> CIBAPoll
+    /// The updater of a CIBA request (a token request's poll), whose rule
+    /// runs above the store: in one write transaction, with every other
+    /// change of the request held off until commit (PostgreSQL locks its
+    /// row `FOR UPDATE`; SQLite has one writer), reads the request of event
+    /// `eventID` and the event, hands them to `change`, and writes the
+    /// request it returns (`poll_interval`, `next_poll_at`, `redeemed_at`).
+    /// `notFound` without a request. Whatever `change` throws leaves
+    /// everything as it was; `change` runs once. Returns what it said.
+    func updateCIBARequest<Outcome: Sendable>(
+        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest, Outcome)
+    ) async throws -> Outcome
     /// How many of a user's events were rejected (by a device, a report,
     /// or the last wrong number) at `since` or later.
     func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int

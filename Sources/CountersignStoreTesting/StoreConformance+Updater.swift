@@ -221,5 +221,32 @@ extension StoreConformance {
                 id: reported.id, decision: decision, protectUntil: Fixture.t0 + 900, now: Fixture.t0 + 2)
             try check(report.alsoRejected.map(\.id) == [other.id], "the id was not spent by the change that threw")
         },
+        Case(name: "updater: a CIBA request's change is written whole, or not at all when it throws") { store in
+            let event = Fixture.event(match: nil)
+            let request = CIBARequest(
+                eventID: event.id, apiKeyID: "ck_app", scope: "openid", interval: 2, nextPollAt: Fixture.t0,
+                createdAt: Fixture.t0)
+            try await store.insertPendingEvent(
+                event, by: .backend, limits: PendingLimits(perUser: 3), announcing: [], ciba: request, now: Fixture.t0)
+            do {
+                _ = try await store.updateCIBARequest(eventID: event.id) { current, _ -> (CIBARequest, Void) in
+                    _ = current
+                    throw RefusedChange()
+                }
+                throw ConformanceFailure(message: "the refusal was swallowed", location: #fileID)
+            } catch is RefusedChange {}
+            try check(try await store.cibaRequest(eventID: event.id) == request, "as it was")
+            var next = request
+            next.interval = 9
+            next.nextPollAt = Fixture.t0 + 9
+            next.redeemedAt = Fixture.t0 + 4
+            let written = next
+            let seen = try await store.updateCIBARequest(eventID: event.id) { _, read in (written, read.id) }
+            try check(seen == event.id, "the change read the request's event")
+            try check(try await store.cibaRequest(eventID: event.id) == written, "every column the rule set")
+            try await checkThrows(.notFound, "no request") {
+                try await store.updateCIBARequest(eventID: "ev_unknown") { request, _ in (request, ()) }
+            }
+        },
     ]
 }
