@@ -278,9 +278,9 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// writes the event `change` returns: the columns a rule changes
     /// (`status`, `status_reason`, `method`, `decided_by`, `decided_at`,
     /// `wrong_matches`, `code_attempts`, `expires_at`, `withdrawn_at`,
-    /// `updated_at`), with what every change of
-    /// an event writes in the same transaction (its webhook notice, its
-    /// decision record, the CIBA client's ping, and on PostgreSQL the
+    /// `updated_at`), with what every change of an event writes in the same
+    /// transaction (its webhook notice, its decision record, the CIBA
+    /// client's ping once the event is settled, and on PostgreSQL the
     /// `NOTIFY` of its wake keys). `notFound` for an unknown id. Whatever
     /// `change` throws leaves everything as it was, the spent id too, and
     /// reaches the caller as it was thrown. `change` runs once. Returns the
