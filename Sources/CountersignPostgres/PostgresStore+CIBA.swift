@@ -80,7 +80,7 @@ extension PostgresStore {
     }
 
     public func updateCIBARequest<Outcome: Sendable>(
-        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest, Outcome)
+        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest?, Outcome)
     ) async throws -> Outcome {
         let logger = logger
         // READ COMMITTED: the request's row lock orders its polls.
@@ -89,7 +89,8 @@ extension PostgresStore {
                 let event = try await db.row("SELECT * FROM events WHERE id = \(eventID)", logger: logger)
                     .map(Self.event(row:))
             else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
-            let (next, outcome) = try Self.applying { try change(request, event) }
+            let (changed, outcome) = try Self.applying { try change(request, event) }
+            guard let next = changed else { return outcome }
             try await db.run(
                 """
                 UPDATE ciba_requests SET poll_interval = \(Int32(next.interval)),

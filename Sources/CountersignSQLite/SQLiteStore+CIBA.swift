@@ -71,13 +71,14 @@ extension SQLiteStore {
     }
 
     public func updateCIBARequest<Outcome: Sendable>(
-        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest, Outcome)
+        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest?, Outcome)
     ) async throws -> Outcome {
         try await write { db in
             guard let request = try Self.cibaRequest(eventID: eventID, in: db),
                 let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
             else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
-            let (next, outcome) = try change(request, event)
+            let (changed, outcome) = try change(request, event)
+            guard let next = changed else { return outcome }
             try db.execute(
                 sql: "UPDATE ciba_requests SET poll_interval = ?, next_poll_at = ?, redeemed_at = ? WHERE event_id = ?",
                 arguments: [

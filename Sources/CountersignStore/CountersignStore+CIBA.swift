@@ -17,7 +17,7 @@ extension CountersignStore {
             case .pending(let next), .slowDown(let next), .issue(let next):
                 return (next, CIBAPoll(outcome: outcome, event: event))
             case .denied, .expired, .redeemed:
-                return (request, CIBAPoll(outcome: outcome, event: event))
+                return (nil, CIBAPoll(outcome: outcome, event: event))
             }
         }
     }

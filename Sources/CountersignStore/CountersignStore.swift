@@ -203,11 +203,12 @@ public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStor
     /// change of the request held off until commit (PostgreSQL locks its
     /// row `FOR UPDATE`; SQLite has one writer), reads the request of event
     /// `eventID` and the event, hands them to `change`, and writes the
-    /// request it returns (`poll_interval`, `next_poll_at`, `redeemed_at`).
+    /// request it returns, if any (`poll_interval`, `next_poll_at`,
+    /// `redeemed_at`; nil changes nothing).
     /// `notFound` without a request. Whatever `change` throws leaves
     /// everything as it was; `change` runs once. Returns what it said.
     func updateCIBARequest<Outcome: Sendable>(
-        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest, Outcome)
+        eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest?, Outcome)
     ) async throws -> Outcome
     /// How many of a user's events were rejected (by a device, a report,
     /// or the last wrong number) at `since` or later.

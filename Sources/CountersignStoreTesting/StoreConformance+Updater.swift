@@ -229,7 +229,7 @@ extension StoreConformance {
             try await store.insertPendingEvent(
                 event, by: .backend, limits: PendingLimits(perUser: 3), announcing: [], ciba: request, now: Fixture.t0)
             do {
-                _ = try await store.updateCIBARequest(eventID: event.id) { current, _ -> (CIBARequest, Void) in
+                _ = try await store.updateCIBARequest(eventID: event.id) { current, _ -> (CIBARequest?, Void) in
                     _ = current
                     throw RefusedChange()
                 }
@@ -245,7 +245,7 @@ extension StoreConformance {
             try check(seen == event.id, "the change read the request's event")
             try check(try await store.cibaRequest(eventID: event.id) == written, "every column the rule set")
             try await checkThrows(.notFound, "no request") {
-                try await store.updateCIBARequest(eventID: "ev_unknown") { request, _ in (request, ()) }
+                try await store.updateCIBARequest(eventID: "ev_unknown") { request, _ in (request as CIBARequest?, ()) }
             }
         },
     ]
