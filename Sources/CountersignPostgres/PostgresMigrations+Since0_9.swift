@@ -107,5 +107,17 @@ extension PostgresMigrations {
             "v25-openid-public-clients",
             ["ALTER TABLE openid_clients ADD COLUMN public_client boolean NOT NULL DEFAULT false"]
         ),
+        // The NAS the RADIUS listener answers, known to every instance.
+        (
+            "v26-radius-clients",
+            [
+                """
+                CREATE TABLE radius_clients (
+                    name text PRIMARY KEY, network text NOT NULL, api_key_id text NOT NULL REFERENCES api_keys (id),
+                    secret text NOT NULL, mode text NOT NULL CHECK (mode IN ('challenge', 'push')),
+                    require_message_authenticator boolean NOT NULL, created_at double precision NOT NULL)
+                """
+            ]
+        ),
     ]
 }

@@ -149,5 +149,20 @@ extension SQLiteStore {
             try db.execute(
                 sql: "ALTER TABLE openid_clients ADD COLUMN public_client INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v26-radius-clients") { db in
+            // The NAS the RADIUS listener answers, known to every instance.
+            try db.execute(
+                sql: """
+                    CREATE TABLE radius_clients (
+                        name TEXT PRIMARY KEY,
+                        network TEXT NOT NULL,
+                        api_key_id TEXT NOT NULL REFERENCES api_keys(id),
+                        secret TEXT NOT NULL,
+                        mode TEXT NOT NULL CHECK (mode IN ('challenge', 'push')),
+                        require_message_authenticator INTEGER NOT NULL,
+                        created_at REAL NOT NULL
+                    )
+                    """)
+        }
     }
 }

@@ -12,7 +12,9 @@ public import Foundation
 /// - A conditional write whose condition fails throws
 ///   ``StoreError/Code/conflict`` and changes nothing.
 /// - A method returns only after its write is durable as configured.
-public protocol CountersignStore: CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore {
+public protocol CountersignStore:
+    CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore, CountersignRADIUSStore
+{
     // MARK: API keys and signing keys
 
     /// Inserts a new API key, with its user-verification policy;

@@ -26,5 +26,5 @@ public enum StoreConformance {
     public static let cases: [Case] =
         keyCases + deviceCases + lifecycleCases + eventCases + decisionCases
         + verificationCases + codeCases + outboxCases + webhookCases + fraudCases + cibaCases + consoleCases
-        + consoleSessionCases + consoleWatchCases + pagingCases + openIDCases + updaterCases
+        + consoleSessionCases + consoleWatchCases + pagingCases + openIDCases + updaterCases + radiusCases
 }

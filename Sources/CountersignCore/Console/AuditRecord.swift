@@ -21,6 +21,9 @@ public struct AuditRecord: Sendable, Equatable {
         case apiKeyRotated = "apikey.rotated"
         case apiKeyRevoked = "apikey.revoked"
         case enrollmentIssued = "enrollment.issued"
+        case radiusClientAdded = "radius_client.added"
+        case radiusClientChanged = "radius_client.changed"
+        case radiusClientRemoved = "radius_client.removed"
     }
 
     /// Its place in the log, given by the store; nil before it is stored.
