@@ -46,10 +46,11 @@ scripts/check-format.sh
 # http_ece and py_vapid are the push service's side of Web Push; dbus-next
 # is the desktop's notification server; standardwebhooks is the app
 # backend's side of webhooks; paramiko is the ssh client of the PAM tests;
-# webauthn (py_webauthn) checks stored passkey assertions as a backend would.
-if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks, paramiko, webauthn, cbor2" 2>/dev/null; then
+# webauthn (py_webauthn) checks stored passkey assertions as a backend would;
+# pyrad is a RADIUS client (a NAS) of the broker's listener.
+if ! python3 -c "import joserfc, openapi_spec_validator, yaml, authlib, requests, aiosmtpd, cryptography, pyte, http_ece, py_vapid, dbus_next, standardwebhooks, paramiko, webauthn, cbor2, pyrad" 2>/dev/null; then
     python3 -m pip install --quiet joserfc openapi-spec-validator pyyaml authlib requests aiosmtpd cryptography pyte \
-        http-ece py-vapid dbus-next standardwebhooks paramiko webauthn cbor2
+        http-ece py-vapid dbus-next standardwebhooks paramiko webauthn cbor2 pyrad
 fi
 python3 scripts/check-openapi.py
 
@@ -91,6 +92,18 @@ if [ ! -x /usr/sbin/apache2 ] || [ ! -f /usr/lib/apache2/modules/mod_auth_openid
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apache2 libapache2-mod-auth-openidc >/dev/null
     else
         echo "error: the Apache sign-in tests need Debian's apache2 and libapache2-mod-auth-openidc" >&2
+        exit 1
+    fi
+fi
+
+# FreeRADIUS's radclient is the other independent RADIUS client of the
+# listener's tests.
+if ! command -v radclient >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq freeradius-utils >/dev/null
+    else
+        echo "error: the RADIUS tests need Debian's freeradius-utils (radclient)" >&2
         exit 1
     fi
 fi

@@ -150,8 +150,28 @@ extension DeviceBroker {
             ))
         var allowPrivateWebhookEndpoints = false
 
+        @Option(
+            name: .customLong("radius-listen"),
+            help: ArgumentHelp(
+                "Answer RADIUS (UDP) on HOST:PORT, e.g. 0.0.0.0:1812 or [::]:1812; off by default.",
+                discussion:
+                    "VPN servers, firewalls and Wi-Fi controllers registered with `device-broker radius add` ask there; see docs/radius.md."
+            ))
+        var radiusListen: String?
+
+        @Option(
+            name: .customLong("radius-hold"),
+            help: "How long a RADIUS request waits for the device's decision before it is answered, e.g. 25s (5s-60s).")
+        var radiusHold = DurationArgument(seconds: RADIUSListenerConfiguration.defaultHold)
+
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
+            if let radiusListen, Self.radiusAddress(radiusListen) == nil {
+                throw ValidationError("--radius-listen \(radiusListen) is not HOST:PORT (e.g. 0.0.0.0:1812, [::]:1812)")
+            }
+            guard radiusHold.seconds >= 5, radiusHold.seconds <= 60 else {
+                throw ValidationError("--radius-hold must be between 5s and 60s")
+            }
             guard maxRequestsPerUser >= 1, maxRequestsPerAddress >= 1 else {
                 throw ValidationError("--max-requests-per-user and --max-requests-per-address must be at least 1")
             }
@@ -212,6 +232,9 @@ extension DeviceBroker {
             configuration.push = PushConfiguration(
                 contact: pushContact, allowPrivateEndpoints: allowPrivatePushEndpoints)
             configuration.allowPrivateWebhookEndpoints = allowPrivateWebhookEndpoints
+            if let radiusListen, let (host, port) = Self.radiusAddress(radiusListen) {
+                configuration.radius = RADIUSListenerConfiguration(host: host, port: port, hold: radiusHold.seconds)
+            }
             try await configuration.checkListenAddress()
             var logger = Logger(label: "device-broker")
             logger.logLevel = logLevel
@@ -219,6 +242,17 @@ extension DeviceBroker {
                 databaseConnections: configuration.databaseURL == nil ? 0 : databaseConnections, logger: logger)
             let app = try await buildApplication(configuration)
             try await configuration.run(app, logger: logger)
+        }
+
+        /// The host and port of `HOST:PORT` or `[IPv6]:PORT`.
+        static func radiusAddress(_ text: String) -> (host: String, port: Int)? {
+            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+                (1...65535).contains(port)
+            else { return nil }
+            var host = String(text[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty, !host.contains("["), !host.contains("]") else { return nil }
+            return (host, port)
         }
 
         /// The limits asked for, with the maximum lowered to what the

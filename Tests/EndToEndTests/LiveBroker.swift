@@ -244,6 +244,12 @@ struct LiveBroker {
 
     func stop() { process.stop() }
 
+    /// What `/metrics` shows now.
+    func metricsText() async throws -> String {
+        let response = try await HTTPClient.shared.get(url: url + "/metrics").get()
+        return String(buffer: response.body ?? ByteBuffer())
+    }
+
     /// How many held polls a notification woke, as its metrics say.
     func wakesCounted() async throws -> Int {
         let response = try await HTTPClient.shared.get(url: url + "/metrics").get()

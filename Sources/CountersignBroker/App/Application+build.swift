@@ -89,6 +89,9 @@ private func buildApplication(_ configuration: BrokerConfiguration, logger: Logg
             flag: "--allow-private-webhook-endpoints"))
     app.addServices(
         OutboxWorker(environment: environment, push: push, webhooks: webhooks, cibaPings: cibaPings, logger: logger))
+    if let radius = configuration.radius {
+        app.addServices(RADIUSServer(environment: environment, configuration: radius, logger: logger))
+    }
     watch.enter("starting its services and listening on \(configuration.host):\(configuration.port)")
     return app
 }

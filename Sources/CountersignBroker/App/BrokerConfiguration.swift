@@ -56,6 +56,8 @@ public struct BrokerConfiguration: Sendable {
     /// addresses too (an app backend on the operator's own network); a
     /// broker whose public URL is on loopback always does (development).
     public var allowPrivateWebhookEndpoints = false
+    /// Answers RADIUS on this UDP address; nil (the default) does not.
+    public var radius: RADIUSListenerConfiguration?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",

@@ -37,6 +37,29 @@ extension BrokerConfiguration {
         } catch let error as IOError {
             throw listenFailure(error) ?? error
         }
+        if let radius {
+            do {
+                try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .bind(host: radius.host, port: radius.port).get().close()
+            } catch let error as IOError {
+                let address =
+                    radius.host.contains(":") ? "[\(radius.host)]:\(radius.port)" : "\(radius.host):\(radius.port)"
+                switch error.errnoCode {
+                case EADDRINUSE:
+                    throw BrokerSetupError(
+                        "UDP \(address) is already in use: another RADIUS server (FreeRADIUS?) or broker listens there")
+                case EACCES:
+                    throw BrokerSetupError(
+                        "not allowed to listen on UDP \(address) (ports below 1024 need privileges: CAP_NET_BIND_SERVICE)"
+                    )
+                case EADDRNOTAVAIL:
+                    throw BrokerSetupError(
+                        "cannot listen on UDP \(address): \(radius.host) is not an address of this machine")
+                default: throw error
+                }
+            }
+        }
     }
 
     /// What a failure to listen means, for the errors a person can act on.

@@ -29,6 +29,8 @@ public struct BrokerMetrics: Sendable {
     /// By kind, then by outcome (`queued` counts messages written).
     private let outbox: [OutboxMessage.Kind: [String: CoreMetrics.Counter]]
     private let outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer]
+    /// RADIUS requests by what they were answered.
+    private let radius: [RADIUSOutcome: CoreMetrics.Counter]
 
     public init(registry: PrometheusCollectorRegistry? = nil) {
         self.registry = registry
@@ -65,6 +67,14 @@ public struct BrokerMetrics: Sendable {
         }
         self.outbox = outbox
         self.outboxLatency = outboxLatency
+        self.radius = Dictionary(
+            uniqueKeysWithValues: RADIUSOutcome.allCases.map {
+                (
+                    $0,
+                    CoreMetrics.Counter(
+                        label: "countersign_radius_requests_total", dimensions: [("outcome", $0.rawValue)])
+                )
+            })
         // The release, as a gauge of 1 labelled with it (the usual
         // build_info idiom): a dashboard sees which instances run which.
         CoreMetrics.Gauge(label: "countersign_build_info", dimensions: [("version", CountersignVersion.current)])
@@ -132,6 +142,11 @@ public struct BrokerMetrics: Sendable {
         case .cancelled: label = "cancelled"
         }
         outbox[message.kind]?[label]?.increment()
+    }
+
+    /// A RADIUS request, by how it was answered.
+    func radius(_ outcome: RADIUSOutcome) {
+        radius[outcome]?.increment()
     }
 
     func withdrew() {

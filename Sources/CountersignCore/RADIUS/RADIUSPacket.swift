@@ -119,6 +119,7 @@ public struct RADIUSAttribute: Sendable, Equatable {
     public enum Kind: UInt8, Sendable {
         case userName = 1
         case userPassword = 2
+        case chapPassword = 3
         case nasIPAddress = 4
         case nasPort = 5
         case replyMessage = 18

@@ -1,0 +1,85 @@
+import CountersignCore
+import Foundation
+import Testing
+
+@Suite("RADIUS logins: what each state of the event is answered, the State, client names and secrets")
+struct RADIUSLoginTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func event(_ change: (inout ApprovalEvent) -> Void = { _ in }) -> ApprovalEvent {
+        var event = ApprovalEvent.pending(
+            issuer: "ck_app", user: "alice", name: EventName.login, ip: "198.51.100.23", location: nil, details: nil,
+            requesterName: "office-vpn", matchNumber: "42", requesterTokenDigest: Data(), newDevice: nil,
+            now: now - 10, window: 60)
+        change(&event)
+        return event
+    }
+
+    @Test("pending: asked again with the number and the window left; decided: Accept or Reject by why")
+    func verdicts() {
+        #expect(
+            RADIUSLogin.verdict(for: event(), at: now)
+                == .waiting(
+                    message:
+                        "Not approved yet. Approve on your device: type 42, then press Enter here (or type a TOTP code)",
+                    secondsLeft: 50))
+        #expect(RADIUSLogin.prompt(for: event { $0.matchNumber = nil }) == "Approve the request on your device")
+        #expect(
+            RADIUSLogin.verdict(for: event { $0.storedStatus = .approved }, at: now)
+                == .accept(message: "Approved on your device"))
+        #expect(
+            RADIUSLogin.verdict(
+                for: event {
+                    $0.storedStatus = .approved
+                    $0.method = .totp
+                }, at: now) == .accept(message: "Approved with a TOTP code"))
+        #expect(
+            RADIUSLogin.verdict(for: event { $0.storedStatus = .rejected }, at: now)
+                == .reject(message: "Refused on your device"))
+        #expect(
+            RADIUSLogin.verdict(
+                for: event {
+                    $0.storedStatus = .rejected
+                    $0.storedReason = .fraudReported
+                }, at: now) == .reject(message: "Refused: a request was reported as not yours; ask your administrator"))
+        #expect(
+            RADIUSLogin.verdict(for: event(), at: now + 60) == .reject(message: "No answer in time; try again"),
+            "its window ran out")
+        #expect(
+            RADIUSLogin.verdict(for: event().withdrawn(at: now - 1), at: now)
+                == .reject(message: "The request was withdrawn"))
+    }
+
+    @Test("a code is six digits, nothing else")
+    func codes() {
+        #expect(RADIUSLogin.isCode("012345"))
+        for password in ["", "12345", "1234567", "12345a", "１２３４５６", "12 456"] {
+            #expect(!RADIUSLogin.isCode(password), "\(password)")
+        }
+    }
+
+    @Test("the State round-trips; anything else is not one")
+    func state() {
+        let state = RADIUSState(eventID: "ev_abc-_9", requesterToken: "tok_EN-_x")
+        #expect(RADIUSState(state.bytes) == state)
+        for text in ["", "cs1:", "cs1:ev_a", "cs1::tok", "cs1:ev_a:", "cs2:ev_a:tok", "cs1:ev_a:tok:more"] {
+            #expect(RADIUSState(Array(text.utf8)) == nil, "\(text)")
+        }
+    }
+
+    @Test("client names and shared secrets: what is refused, and a new secret is strong")
+    func validation() {
+        #expect(RADIUSClient.problem(withName: "office-vpn.eu_1") == nil)
+        for name in ["", "Office", "vpn one", "vpn/1", String(repeating: "a", count: 65)] {
+            #expect(RADIUSClient.problem(withName: name) != nil, "\(name)")
+        }
+        #expect(RADIUSClient.problem(withSecret: "exactly16charsOK") == nil)
+        for secret in ["short", "with a space in it!", "tab\tinside-the-secret", String(repeating: "x", count: 129)] {
+            #expect(RADIUSClient.problem(withSecret: secret) != nil, "\(secret)")
+        }
+        let secrets = Set((0..<100).map { _ in RADIUSClient.newSecret() })
+        #expect(
+            secrets.count == 100 && secrets.allSatisfy { RADIUSClient.problem(withSecret: $0) == nil && $0.count == 32 }
+        )
+    }
+}

@@ -1,0 +1,387 @@
+import AsyncHTTPClient
+import CountersignClient
+import CountersignCore
+import Foundation
+import NIOCore
+import Testing
+
+/// The broker's RADIUS listener from outside, against independent clients:
+/// pyrad (PyPI) through Tests/Fixtures/radius/pyrad-client.py, and
+/// FreeRADIUS's `radclient` (Debian freeradius-utils).
+@Suite("end to end: RADIUS logins approved on a device", .serialized)
+struct RADIUSEndToEndTests {
+    /// A broker answering RADIUS on a free UDP port, with a client named
+    /// `office-vpn` registered for 127.0.0.1 by `device-broker radius add`.
+    struct RADIUSBroker {
+        var broker: LiveBroker
+        let radiusPort: Int
+        let secret: String
+        var server: String { "127.0.0.1:\(radiusPort)" }
+
+        static func start(
+            mode: String = "challenge", arguments: [String] = [], database: String? = nil,
+            clientArguments: [String] = []
+        ) async throws -> RADIUSBroker {
+            let port = try freeUDPPort()
+            let broker = try await LiveBroker.start(
+                arguments: ["--radius-listen", "127.0.0.1:\(port)"] + arguments, database: database)
+            let add = try RunningProcess(
+                "device-broker",
+                ["radius", "add", "office-vpn", "--address", "127.0.0.1", "--api-key", broker.apiKeyID, "--mode", mode]
+                    + clientArguments + broker.storeArguments)
+            guard try await add.exitCode() == 0 else { throw ProcessFailure("radius add failed: \(add.text)") }
+            let secret = try await add.waitFor(#"Shared secret \(shown once; give it to the NAS\): ([A-Za-z0-9]+)"#)
+            let radius = RADIUSBroker(broker: broker, radiusPort: port, secret: secret)
+            try await radius.waitUntilAnswering()
+            return radius
+        }
+
+        /// Waits until the listener knows the client (read at its start, or
+        /// at once when an unknown one asks): a Status-Server is answered.
+        func waitUntilAnswering() async throws {
+            var budget = WaitBudget(.seconds(60))
+            while budget.left() {
+                let status = try await pyrad(["--status-server", "--timeout", "1"])
+                if status["code"] as? String == "Access-Accept" { return }
+            }
+            throw ProcessFailure("the RADIUS listener did not answer within a minute")
+        }
+
+        /// One request through pyrad; its answer as the script prints it.
+        func pyrad(_ arguments: [String], secret: String? = nil) async throws -> [String: Any] {
+            let script = try RunningProcess(
+                "/usr/bin/env",
+                ["python3", RADIUSEndToEndTests.client, "--server", server, "--secret", secret ?? self.secret]
+                    + arguments)
+            guard try await script.exitCode() == 0 else { throw ProcessFailure("pyrad client failed: \(script.text)") }
+            return try JSONSerialization.jsonObject(with: Data(script.text.utf8)) as? [String: Any] ?? [:]
+        }
+
+        /// The user's pending requests, as their device's inbox lists them.
+        func inbox(_ device: DeviceCredential, wait: Int = 10) async throws -> [InboxItem] {
+            try await CountersignClient(for: device).inbox(device, wait: wait)
+        }
+
+        func stop() { broker.stop() }
+    }
+
+    static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/radius/pyrad-client.py").path
+
+    /// The number a challenge's Reply-Message tells the person to type.
+    static func number(in answer: [String: Any]) throws -> String {
+        let message = try #require(answer["reply_message"] as? String)
+        return try #require(message.firstMatch(of: /type (\d+)/)).1.description
+    }
+
+    @Test("number matching through pyrad: a challenge with the number, approved on the device, then Accept")
+    func challengeApproved() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+
+        let first = try await radius.pyrad(["--user", "alice"])
+        #expect(first["code"] as? String == "Access-Challenge", "\(first)")
+        #expect(first["verified"] as? Bool == true && first["message_authenticator_first"] as? Bool == true)
+        let number = try Self.number(in: first)
+        let state = try #require(first["state"] as? String)
+        let timeout = try #require(first["session_timeout"] as? Int)
+        #expect((1...60).contains(timeout), "Session-Timeout: the window left")
+
+        // What the approver sees: the VPN's name and the person's address.
+        let item = try #require(try await radius.inbox(device).first)
+        #expect(item.event.requesterName == "office-vpn" && item.event.ip == "198.51.100.23", "\(item.event)")
+        #expect(item.event.event == EventName.login && item.matchRequired)
+
+        // The person presses Enter while the device decides: held, then Accept.
+        async let second = radius.pyrad(["--user", "alice", "--state", state])
+        try await radius.broker.waitUntilHolding(1)
+        _ = try await CountersignClient(for: device).decide(item, verdict: .approve, match: number, credential: device)
+        let accepted = try await second
+        #expect(accepted["code"] as? String == "Access-Accept", "\(accepted)")
+        #expect(accepted["verified"] as? Bool == true)
+
+        // The State does not open it again for another user, nor once more
+        // after it ended the login's way (approved: Accept again is fine).
+        let stolen = try await radius.pyrad(["--user", "mallory", "--state", state])
+        #expect(stolen["code"] as? String == "Access-Reject", "\(stolen)")
+        var forged = state
+        forged.removeLast(2)
+        forged += "00"
+        let guessed = try await radius.pyrad(["--user", "alice", "--state", forged])
+        #expect(guessed["code"] as? String == "Access-Reject", "a State with another requester secret: \(guessed)")
+    }
+
+    @Test("a rejection on the device, and 'this wasn't me', answer Access-Reject")
+    func rejected() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let first = try await radius.pyrad(["--user", "alice"])
+        let state = try #require(first["state"] as? String)
+        let item = try #require(try await radius.inbox(device).first)
+        _ = try await CountersignClient(for: device).decide(item, verdict: .reject, match: nil, credential: device)
+        let refused = try await radius.pyrad(["--user", "alice", "--state", state])
+        #expect(refused["code"] as? String == "Access-Reject", "\(refused)")
+        #expect((refused["reply_message"] as? String)?.contains("Refused") == true, "\(refused)")
+
+        // "This wasn't me": refused, and the user protected from new prompts.
+        let next = try await radius.pyrad(["--user", "alice"])
+        let nextState = try #require(next["state"] as? String)
+        let reported = try #require(try await radius.inbox(device).first)
+        _ = try await CountersignClient(for: device).decide(reported, verdict: .fraud, match: nil, credential: device)
+        let fraud = try await radius.pyrad(["--user", "alice", "--state", nextState])
+        #expect(fraud["code"] as? String == "Access-Reject", "\(fraud)")
+        #expect((fraud["reply_message"] as? String)?.contains("not yours") == true, "\(fraud)")
+        let protected = try await radius.pyrad(["--user", "alice"])
+        #expect(protected["code"] as? String == "Access-Reject", "no new prompt while protected: \(protected)")
+        #expect(try await radius.inbox(device, wait: 0).isEmpty)
+    }
+
+    @Test("the wrong number typed on the device does not approve; the State's request is still refused after")
+    func wrongNumber() async throws {
+        let radius = try await RADIUSBroker.start(arguments: ["--radius-hold", "5s"])
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let first = try await radius.pyrad(["--user", "alice"])
+        let number = try Self.number(in: first)
+        let state = try #require(first["state"] as? String)
+        let item = try #require(try await radius.inbox(device).first)
+        let wrong = number == "10" ? "11" : "10"
+        await #expect(throws: CountersignError.self) {
+            try await CountersignClient(for: device).decide(item, verdict: .approve, match: wrong, credential: device)
+        }
+        // Still pending: the person is asked again, with the same State.
+        let again = try await radius.pyrad(["--user", "alice", "--state", state], secret: nil)
+        #expect(again["code"] as? String == "Access-Challenge", "\(again)")
+        #expect((again["reply_message"] as? String)?.contains("Not approved yet") == true, "\(again)")
+        #expect(again["state"] as? String == state)
+    }
+
+    @Test("push mode: the request waits for the approval, with no number; unanswered, it is withdrawn and refused")
+    func push() async throws {
+        let radius = try await RADIUSBroker.start(mode: "push", arguments: ["--radius-hold", "5s"])
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+
+        async let waiting = radius.pyrad(["--user", "alice"])
+        let item = try #require(try await radius.inbox(device).first)
+        #expect(!item.matchRequired, "nothing to type: the VPN client shows no number")
+        _ = try await CountersignClient(for: device).decide(item, verdict: .approve, match: nil, credential: device)
+        let accepted = try await waiting
+        #expect(accepted["code"] as? String == "Access-Accept", "\(accepted)")
+
+        // Nobody answers within the hold: refused, and the device's request gone.
+        let unanswered = try await radius.pyrad(["--user", "alice"])
+        #expect(unanswered["code"] as? String == "Access-Reject", "\(unanswered)")
+        #expect((unanswered["reply_message"] as? String)?.contains("No answer in time") == true, "\(unanswered)")
+        #expect(try await radius.inbox(device, wait: 0).isEmpty, "withdrawn: the device no longer lists it")
+    }
+
+    @Test("a TOTP code as the password approves once; the same code again and a wrong one are refused")
+    func totpAsPassword() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let machine = try await radius.broker.enrollMachine(user: "alice", name: "laptop")
+        let shown = try radius.broker.agent(["code", "--json"], configDirectory: machine)
+        #expect(try await shown.exitCode() == 0, "\(shown.text)")
+        let code = try await shown.waitFor(#""code" : "(\d{6})""#)
+
+        let accepted = try await radius.pyrad(["--user", "alice", "--password", code])
+        #expect(accepted["code"] as? String == "Access-Accept", "\(accepted)")
+        #expect((accepted["reply_message"] as? String)?.contains("TOTP") == true, "\(accepted)")
+        let replayed = try await radius.pyrad(["--user", "alice", "--password", code])
+        #expect(replayed["code"] as? String == "Access-Reject", "\(replayed)")
+        let wrong = String(format: "%06d", (Int(code)! + 1) % 1_000_000)
+        let guessed = try await radius.pyrad(["--user", "alice", "--password", wrong])
+        #expect(guessed["code"] as? String == "Access-Reject", "\(guessed)")
+
+        // The approvals are recorded as LOGINs by TOTP, through the API.
+        let events = try await radius.broker.backend.events(user: "alice")
+        #expect(events.contains { $0.status == .approved && $0.method == .totp && $0.requesterName == "office-vpn" })
+        #expect(events.allSatisfy { $0.status != .pending }, "refused codes leave nothing pending: \(events)")
+    }
+
+    @Test("a request expires unanswered: the State's request is refused")
+    func expiry() async throws {
+        let radius = try await RADIUSBroker.start(arguments: ["--approval-window", "2s"])
+        defer { radius.stop() }
+        _ = try await radius.broker.enrollDevice(user: "alice")
+        let first = try await radius.pyrad(["--user", "alice"])
+        let state = try #require(first["state"] as? String)
+        let refused = try await radius.pyrad(["--user", "alice", "--state", state])
+        #expect(refused["code"] as? String == "Access-Reject", "\(refused)")
+        #expect((refused["reply_message"] as? String)?.contains("No answer in time") == true, "\(refused)")
+    }
+
+    @Test(
+        "dropped without an answer: a wrong secret, no or a forged Message-Authenticator, an address no client covers")
+    func dropped() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let before = try await radius.broker.dropped()
+        for (arguments, what) in [
+            (["--timeout", "2"], "a wrong secret"),
+            (["--timeout", "2", "--no-message-authenticator"], "no Message-Authenticator"),
+            (["--timeout", "2", "--forge-message-authenticator"], "a forged Message-Authenticator"),
+        ] {
+            let secret = what == "a wrong secret" ? "another-secret-of-16+" : radius.secret
+            let answer = try await radius.pyrad(["--user", "alice"] + arguments, secret: secret)
+            #expect(answer["code"] is NSNull, "\(what): no answer, \(answer)")
+        }
+        // 127.0.0.2 is loopback too, but no client covers it.
+        let script = try RunningProcess(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                """
+                import socket, sys
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.2", 0)); s.settimeout(2)
+                s.sendto(bytes([1, 7, 0, 20]) + bytes(16), ("127.0.0.1", \(radius.radiusPort)))
+                try:
+                    s.recvfrom(4096); print("answered")
+                except socket.timeout:
+                    print("no answer")
+                """,
+            ])
+        #expect(try await script.exitCode() == 0 && script.text.contains("no answer"), "\(script.text)")
+        #expect(try await radius.inbox(device, wait: 0).isEmpty, "none of them opened a request")
+        #expect(try await radius.broker.dropped() == before + 4, "each counted as dropped")
+    }
+
+    @Test("a retransmitted request gets the same answer and opens no second request")
+    func retransmission() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let script = try RunningProcess(
+            "/usr/bin/env",
+            ["python3", Self.client, "--server", radius.server, "--secret", radius.secret, "--send-twice"])
+        #expect(try await script.exitCode() == 0, "\(script.text)")
+        let answers = try #require(try JSONSerialization.jsonObject(with: Data(script.text.utf8)) as? [[String: Any]])
+        #expect(answers.count == 2 && answers[0]["code"] as? String == "Access-Challenge", "\(answers)")
+        #expect(answers[0]["state"] as? String == answers[1]["state"] as? String, "the same answer: \(answers)")
+        #expect(try await radius.inbox(device).count == 1, "one request on the device")
+    }
+
+    @Test("answers are never more than four times the request's size")
+    func amplification() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        // The smallest request: a one-letter user, an empty password.
+        let answer = try await radius.pyrad(["--user", "a", "--calling-station-id", "x"])
+        let length = try #require(answer["length"] as? Int)
+        let request = try #require(answer["request_length"] as? Int)
+        #expect(answer["code"] as? String == "Access-Challenge" && length <= 4 * request, "\(answer)")
+    }
+
+    @Test("FreeRADIUS's radclient: the challenge, approved on the device, then Access-Accept")
+    func radclient() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        func radclient(_ attributes: String) async throws -> String {
+            let run = try RunningProcess(
+                "/usr/bin/env",
+                [
+                    "sh", "-c",
+                    "printf '%s\\n' \"$0\" | radclient -x -t 40 -r 1 \(radius.server) auth \"$1\"", attributes,
+                    radius.secret,
+                ])
+            _ = try await run.exitCode()
+            return run.text
+        }
+        let first = try await radclient(
+            "User-Name = alice, User-Password = \"\", Message-Authenticator = 0x00, Calling-Station-Id = 203.0.113.5")
+        #expect(first.contains("Received Access-Challenge"), "\(first)")
+        let number = try #require(first.firstMatch(of: /type (\d+)/)).1
+        let state = try #require(first.firstMatch(of: /State = (0x[0-9a-f]+)/)).1
+        let item = try #require(try await radius.inbox(device).first)
+        #expect(item.event.ip == "203.0.113.5")
+        _ = try await CountersignClient(for: device).decide(
+            item, verdict: .approve, match: String(number), credential: device)
+        let second = try await radclient(
+            "User-Name = alice, User-Password = \"\", Message-Authenticator = 0x00, State = \(state)")
+        #expect(second.contains("Received Access-Accept"), "\(second)")
+    }
+
+    @Test("`radius` commands: list, rotate-secret (the old secret is then dropped), remove; bad input refused")
+    func commands() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let store = radius.broker.storeArguments
+        let list = try RunningProcess("device-broker", ["radius", "list"] + store)
+        #expect(try await list.exitCode() == 0 && list.text.contains("office-vpn\t127.0.0.1/32"), "\(list.text)")
+        #expect(!list.text.contains(radius.secret), "never the secret")
+
+        for (arguments, message) in [
+            (["add", "Bad Name", "--address", "10.0.0.0/8", "--api-key", radius.broker.apiKeyID], "name"),
+            (["add", "vpn2", "--address", "10.0.0.0/33", "--api-key", radius.broker.apiKeyID], "CIDR"),
+            (["add", "vpn2", "--address", "10.0.0.0/8", "--api-key", "ck_nobody"], "API key"),
+            (["add", "office-vpn", "--address", "10.0.0.0/8", "--api-key", radius.broker.apiKeyID], "already"),
+            (["remove", "nobody"], "no RADIUS client"),
+        ] {
+            let refused = try RunningProcess("device-broker", ["radius"] + arguments + store)
+            #expect(try await refused.exitCode() != 0, "\(arguments)")
+            #expect(refused.text.contains(message), "\(arguments): \(refused.text)")
+        }
+        let secretFile = try temporaryDirectory("radius-secret").appendingPathComponent("short")
+        try Data("tooshort\n".utf8).write(to: secretFile)
+        let short = try RunningProcess(
+            "device-broker",
+            ["radius", "rotate-secret", "office-vpn", "--secret-file", secretFile.path] + store)
+        #expect(try await short.exitCode() != 0 && short.text.contains("16"), "\(short.text)")
+
+        let rotate = try RunningProcess("device-broker", ["radius", "rotate-secret", "office-vpn", "--json"] + store)
+        #expect(try await rotate.exitCode() == 0, "\(rotate.text)")
+        let rotated = try #require(
+            try JSONSerialization.jsonObject(with: Data(rotate.text.utf8)) as? [String: Any])
+        let newSecret = try #require(rotated["secret"] as? String)
+        // Every instance re-reads its clients within 10 s.
+        var budget = WaitBudget(.seconds(60))
+        var answered = false
+        while !answered, budget.left() {
+            let status = try await radius.pyrad(["--status-server", "--timeout", "1"], secret: newSecret)
+            answered = status["code"] as? String == "Access-Accept"
+        }
+        #expect(answered, "the new secret is taken")
+        let old = try await radius.pyrad(["--status-server", "--timeout", "1"])
+        #expect(old["code"] is NSNull, "the old secret is not")
+
+        let remove = try RunningProcess("device-broker", ["radius", "remove", "office-vpn"] + store)
+        #expect(try await remove.exitCode() == 0, "\(remove.text)")
+        let audit = try RunningProcess("device-broker", ["audit", "export"] + store)
+        #expect(try await audit.exitCode() == 0)
+        for action in ["radius_client.added", "radius_client.changed", "radius_client.removed"] {
+            #expect(audit.text.contains(action), "\(action): \(audit.text)")
+        }
+    }
+}
+
+extension LiveBroker {
+    /// RADIUS requests counted as dropped.
+    func dropped() async throws -> Int {
+        let text = try await metricsText()
+        return text.firstMatch(of: /countersign_radius_requests_total\{outcome="dropped"\} (\d+)/).flatMap { Int($0.1) }
+            ?? 0
+    }
+}
+
+/// A UDP port nobody listens on right now.
+func freeUDPPort() throws -> Int {
+    let socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    defer { close(socketFD) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
+        }
+    }
+    guard bound else { throw ProcessFailure("no free UDP port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
