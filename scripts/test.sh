@@ -97,13 +97,14 @@ if [ ! -x /usr/sbin/apache2 ] || [ ! -f /usr/lib/apache2/modules/mod_auth_openid
 fi
 
 # FreeRADIUS's radclient is the other independent RADIUS client of the
-# listener's tests.
-if ! command -v radclient >/dev/null; then
+# listener's tests, and FreeRADIUS itself the upstream server that checks
+# a password before the approval.
+if ! command -v radclient >/dev/null || [ ! -x /usr/sbin/freeradius ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq freeradius-utils >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq freeradius-utils freeradius >/dev/null
     else
-        echo "error: the RADIUS tests need Debian's freeradius-utils (radclient)" >&2
+        echo "error: the RADIUS tests need Debian's freeradius-utils (radclient) and freeradius" >&2
         exit 1
     fi
 fi

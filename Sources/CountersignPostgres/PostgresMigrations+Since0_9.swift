@@ -115,7 +115,9 @@ extension PostgresMigrations {
                 CREATE TABLE radius_clients (
                     name text PRIMARY KEY, network text NOT NULL, api_key_id text NOT NULL REFERENCES api_keys (id),
                     secret text NOT NULL, mode text NOT NULL CHECK (mode IN ('challenge', 'push')),
-                    require_message_authenticator boolean NOT NULL, created_at double precision NOT NULL)
+                    require_message_authenticator boolean NOT NULL, upstream_address text, upstream_secret text,
+                    upstream_requires_message_authenticator boolean NOT NULL DEFAULT true,
+                    created_at double precision NOT NULL)
                 """
             ]
         ),

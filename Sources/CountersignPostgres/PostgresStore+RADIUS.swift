@@ -12,9 +12,11 @@ extension PostgresStore {
             let inserted = try await db.run(
                 """
                 INSERT INTO radius_clients (name, network, api_key_id, secret, mode, require_message_authenticator,
-                    created_at)
+                    upstream_address, upstream_secret, upstream_requires_message_authenticator, created_at)
                 VALUES (\(client.name), \(client.network), \(client.apiKeyID), \(client.secret),
-                    \(client.mode.rawValue), \(client.requireMessageAuthenticator), \(client.createdAt.seconds))
+                    \(client.mode.rawValue), \(client.requireMessageAuthenticator), \(client.upstream?.address),
+                    \(client.upstream?.secret), \(client.upstream?.requireMessageAuthenticator ?? true),
+                    \(client.createdAt.seconds))
                 ON CONFLICT (name) DO NOTHING RETURNING 1
                 """, logger: logger)
             guard inserted == 1 else {
@@ -38,7 +40,9 @@ extension PostgresStore {
             let updated = try await db.run(
                 """
                 UPDATE radius_clients SET network = \(client.network), secret = \(client.secret),
-                    mode = \(client.mode.rawValue), require_message_authenticator = \(client.requireMessageAuthenticator)
+                    mode = \(client.mode.rawValue), require_message_authenticator = \(client.requireMessageAuthenticator),
+                    upstream_address = \(client.upstream?.address), upstream_secret = \(client.upstream?.secret),
+                    upstream_requires_message_authenticator = \(client.upstream?.requireMessageAuthenticator ?? true)
                 WHERE name = \(client.name) RETURNING 1
                 """, logger: logger)
             guard updated == 1 else { throw StoreError(.notFound, "no RADIUS client is named \(client.name)") }
@@ -60,10 +64,15 @@ extension PostgresStore {
         guard let mode = RADIUSClient.Mode(rawValue: try row.value("mode")) else {
             throw StoreError(.backend, "unreadable RADIUS client row")
         }
+        let upstream = try row.value("upstream_address", as: String?.self).map {
+            RADIUSClient.Upstream(
+                address: $0, secret: try row.value("upstream_secret", as: String?.self) ?? "",
+                requireMessageAuthenticator: try row.value("upstream_requires_message_authenticator"))
+        }
         return RADIUSClient(
             name: try row.value("name"), network: try row.value("network"), apiKeyID: try row.value("api_key_id"),
             secret: try row.value("secret"), mode: mode,
-            requireMessageAuthenticator: try row.value("require_message_authenticator"),
+            requireMessageAuthenticator: try row.value("require_message_authenticator"), upstream: upstream,
             createdAt: try row.date("created_at"))
     }
 }

@@ -160,6 +160,9 @@ extension SQLiteStore {
                         secret TEXT NOT NULL,
                         mode TEXT NOT NULL CHECK (mode IN ('challenge', 'push')),
                         require_message_authenticator INTEGER NOT NULL,
+                        upstream_address TEXT,
+                        upstream_secret TEXT,
+                        upstream_requires_message_authenticator INTEGER NOT NULL DEFAULT 1,
                         created_at REAL NOT NULL
                     )
                     """)

@@ -10,12 +10,14 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT INTO radius_clients (name, network, api_key_id, secret, mode,
-                        require_message_authenticator, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING
+                        require_message_authenticator, upstream_address, upstream_secret,
+                        upstream_requires_message_authenticator, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING
                     """,
                 arguments: [
                     client.name, client.network, client.apiKeyID, client.secret, client.mode.rawValue,
-                    client.requireMessageAuthenticator, client.createdAt.timeIntervalSince1970,
+                    client.requireMessageAuthenticator, client.upstream?.address, client.upstream?.secret,
+                    client.upstream?.requireMessageAuthenticator ?? true, client.createdAt.timeIntervalSince1970,
                 ])
             guard db.changesCount == 1 else {
                 throw StoreError(.alreadyExists, "a RADIUS client is named \(client.name) already")
@@ -34,12 +36,14 @@ extension SQLiteStore {
         try await write { db in
             try db.execute(
                 sql: """
-                    UPDATE radius_clients SET network = ?, secret = ?, mode = ?, require_message_authenticator = ?
+                    UPDATE radius_clients SET network = ?, secret = ?, mode = ?, require_message_authenticator = ?,
+                        upstream_address = ?, upstream_secret = ?, upstream_requires_message_authenticator = ?
                     WHERE name = ?
                     """,
                 arguments: [
                     client.network, client.secret, client.mode.rawValue, client.requireMessageAuthenticator,
-                    client.name,
+                    client.upstream?.address, client.upstream?.secret,
+                    client.upstream?.requireMessageAuthenticator ?? true, client.name,
                 ])
             guard db.changesCount == 1 else { throw StoreError(.notFound, "no RADIUS client is named \(client.name)") }
             try Self.insert(record, in: db)
@@ -58,9 +62,14 @@ extension SQLiteStore {
         guard let mode = RADIUSClient.Mode(rawValue: row["mode"]) else {
             throw StoreError(.backend, "unreadable RADIUS client row")
         }
+        let upstream = (row["upstream_address"] as String?).map {
+            RADIUSClient.Upstream(
+                address: $0, secret: row["upstream_secret"] ?? "",
+                requireMessageAuthenticator: row["upstream_requires_message_authenticator"])
+        }
         return RADIUSClient(
             name: row["name"], network: row["network"], apiKeyID: row["api_key_id"], secret: row["secret"], mode: mode,
-            requireMessageAuthenticator: row["require_message_authenticator"],
+            requireMessageAuthenticator: row["require_message_authenticator"], upstream: upstream,
             createdAt: Date(timeIntervalSince1970: row["created_at"]))
     }
 }

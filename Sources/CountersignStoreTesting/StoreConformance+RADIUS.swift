@@ -33,8 +33,13 @@ extension StoreConformance {
             wifi.network = "10.0.0.0/8"
             wifi.mode = .challenge
             wifi.requireMessageAuthenticator = true
+            wifi.upstream = RADIUSClient.Upstream(
+                address: "[2001:db8::5]:1812", secret: RADIUSClient.newSecret(), requireMessageAuthenticator: false)
             try await store.updateRADIUSClient(wifi, audit: audit(.radiusClientChanged, "wifi", at: 4))
-            try check(try await store.radiusClients() == [vpn, wifi], "every field written")
+            try check(try await store.radiusClients() == [vpn, wifi], "every field written, the upstream too")
+            wifi.upstream = nil
+            try await store.updateRADIUSClient(wifi, audit: audit(.radiusClientChanged, "wifi", at: 4.5))
+            try check(try await store.radiusClients() == [vpn, wifi], "the upstream taken off")
             try await checkThrows(.notFound, "changing an unknown client") {
                 try await store.updateRADIUSClient(stray, audit: audit(.radiusClientChanged, "stray", at: 5))
             }
@@ -51,7 +56,7 @@ extension StoreConformance {
             try check(
                 log == [
                     "radius_client.added wifi", "radius_client.added office-vpn", "radius_client.changed wifi",
-                    "radius_client.removed office-vpn",
+                    "radius_client.changed wifi", "radius_client.removed office-vpn",
                 ], "each change audited once, refusals not at all: \(log)")
 
             try await Fixture.apiKey("ck_gone", in: store)

@@ -14,7 +14,7 @@ extension DeviceBroker {
                 answers RADIUS when `serve` is given --radius-listen; every instance on the store knows the \
                 clients within 10 s of a change. Each change is written to the audit log. See docs/radius.md.
                 """,
-            subcommands: [Add.self, List.self, Remove.self, RotateSecret.self], defaultSubcommand: List.self)
+            subcommands: [Add.self, Set.self, List.self, Remove.self, RotateSecret.self], defaultSubcommand: List.self)
 
         struct Add: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
@@ -48,6 +48,8 @@ extension DeviceBroker {
                 ))
             var allowMissingMessageAuthenticator = false
 
+            @OptionGroup var upstream: RADIUSUpstreamOptions
+
             @Flag(help: "Print the client as JSON.")
             var json = false
 
@@ -59,6 +61,7 @@ extension DeviceBroker {
                 guard RADIUSClient.Mode(rawValue: mode) != nil else {
                     throw ValidationError("--mode must be challenge or push")
                 }
+                try upstream.validate()
             }
 
             func run() async throws {
@@ -67,7 +70,8 @@ extension DeviceBroker {
                 let client = RADIUSClient(
                     name: name, network: IPNetwork(address)!.description, apiKeyID: apiKeyID, secret: secret,
                     mode: RADIUSClient.Mode(rawValue: mode)!,
-                    requireMessageAuthenticator: !allowMissingMessageAuthenticator, createdAt: now)
+                    requireMessageAuthenticator: !allowMissingMessageAuthenticator, upstream: try upstream.upstream(),
+                    createdAt: now)
                 try await RADIUSCLI.run(store) { store in
                     try await store.insertRADIUSClient(
                         client,
@@ -78,11 +82,82 @@ extension DeviceBroker {
             }
         }
 
+        struct Set: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(
+                abstract: "Change a RADIUS client's address range, mode, upstream or Message-Authenticator rule.",
+                discussion: "What is not given stays as it is. Every instance knows the change within 10 s.")
+
+            @OptionGroup var store: StoreOptions
+
+            @Argument(help: "The client's name.")
+            var name: String
+
+            @Option(help: "The address or CIDR range its requests come from.")
+            var address: String?
+
+            @Option(help: "challenge or push.")
+            var mode: String?
+
+            @OptionGroup var upstream: RADIUSUpstreamOptions
+
+            @Flag(help: "Ask no upstream server: the login is approval only.")
+            var noUpstream = false
+
+            @Flag(help: "Require a Message-Authenticator on every Access-Request again (the default).")
+            var requireMessageAuthenticator = false
+
+            @Flag(help: "Take Access-Requests without a Message-Authenticator (see `radius add`).")
+            var allowMissingMessageAuthenticator = false
+
+            @Flag(help: "Print the client as JSON.")
+            var json = false
+
+            func validate() throws {
+                if let address, IPNetwork(address) == nil {
+                    throw ValidationError("--address \(address) is not an address or CIDR range")
+                }
+                if let mode, RADIUSClient.Mode(rawValue: mode) == nil {
+                    throw ValidationError("--mode must be challenge or push")
+                }
+                try upstream.validate()
+                if noUpstream, upstream.address != nil { throw ValidationError("give --upstream or --no-upstream") }
+                if requireMessageAuthenticator, allowMissingMessageAuthenticator {
+                    throw ValidationError(
+                        "give --require-message-authenticator or --allow-missing-message-authenticator")
+                }
+            }
+
+            func run() async throws {
+                let now = Date()
+                let newUpstream = try upstream.upstream()
+                let client = try await RADIUSCLI.run(store) {
+                    [name, address, mode, noUpstream, requireMessageAuthenticator, allowMissingMessageAuthenticator]
+                    store in
+                    guard var client = try await store.radiusClients().first(where: { $0.name == name }) else {
+                        throw StoreError(.notFound, "no RADIUS client is named \(name)")
+                    }
+                    if let address { client.network = IPNetwork(address)!.description }
+                    if let mode { client.mode = RADIUSClient.Mode(rawValue: mode)! }
+                    if let newUpstream { client.upstream = newUpstream }
+                    if noUpstream { client.upstream = nil }
+                    if requireMessageAuthenticator { client.requireMessageAuthenticator = true }
+                    if allowMissingMessageAuthenticator { client.requireMessageAuthenticator = false }
+                    try await store.updateRADIUSClient(
+                        client,
+                        audit: AuditRecord(at: now, actor: AuditRecord.host, action: .radiusClientChanged, target: name)
+                    )
+                    return client
+                }
+                RADIUSCLI.show(client, secret: nil, json: json)
+            }
+        }
+
         struct List: AsyncParsableCommand {
             static let configuration = CommandConfiguration(
                 abstract: "List the RADIUS clients (never their secrets).",
                 discussion:
-                    "Columns: name, address range, API key, mode, and whether a Message-Authenticator is required.")
+                    "Columns: name, address range, API key, mode, whether a Message-Authenticator is required, and the upstream server (or passwordless)."
+            )
 
             @OptionGroup var store: StoreOptions
 
@@ -160,6 +235,47 @@ extension DeviceBroker {
     }
 }
 
+/// An upstream RADIUS server that checks the password first.
+struct RADIUSUpstreamOptions: ParsableArguments {
+    @Option(
+        name: .customLong("upstream"),
+        help: ArgumentHelp(
+            "A RADIUS server (IP:PORT) that checks the password first; only a login it accepts is asked of the device.",
+            discussion: "Without one the login is passwordless: approval on a trusted device alone."))
+    var address: String?
+
+    @Option(name: .customLong("upstream-secret-file"), help: "A file holding the secret shared with --upstream.")
+    var secretFile: String?
+
+    @Flag(
+        name: .customLong("upstream-allow-missing-message-authenticator"),
+        help: ArgumentHelp(
+            "Take --upstream's answers without a Message-Authenticator.",
+            discussion:
+                "Only for a server without the BlastRADIUS fix (FreeRADIUS before 3.2.5, an unpatched NPS): someone on the path between the broker and it could then turn its Reject into an Accept."
+        ))
+    var allowMissingMessageAuthenticator = false
+
+    func validate() throws {
+        if let address {
+            guard let parsed = RADIUSAddress(address), IPNetwork(parsed.host) != nil else {
+                throw ValidationError("--upstream \(address) is not IP:PORT (e.g. 10.0.0.5:1812, [2001:db8::5]:1812)")
+            }
+            guard secretFile != nil else { throw ValidationError("--upstream needs --upstream-secret-file") }
+        } else if secretFile != nil || allowMissingMessageAuthenticator {
+            throw ValidationError(
+                "--upstream-secret-file and --upstream-allow-missing-message-authenticator need --upstream")
+        }
+    }
+
+    func upstream() throws -> RADIUSClient.Upstream? {
+        guard let address, let secretFile else { return nil }
+        return RADIUSClient.Upstream(
+            address: address, secret: try RADIUSCLI.secret(from: secretFile),
+            requireMessageAuthenticator: !allowMissingMessageAuthenticator)
+    }
+}
+
 enum RADIUSCLI {
     /// Runs `body` on the store, a refusal becoming a one-line error.
     @discardableResult
@@ -191,6 +307,7 @@ enum RADIUSCLI {
                 "name": client.name, "address": client.network, "api_key_id": client.apiKeyID,
                 "mode": client.mode.rawValue, "require_message_authenticator": client.requireMessageAuthenticator,
             ]
+            if let upstream = client.upstream { document["upstream"] = upstream.address }
             if let secret { document["secret"] = secret }
             if let data = try? JSONSerialization.data(
                 withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])

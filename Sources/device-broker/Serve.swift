@@ -166,7 +166,7 @@ extension DeviceBroker {
 
         func validate() throws {
             guard (1...65535).contains(port) else { throw ValidationError("--port must be 1…65535") }
-            if let radiusListen, Self.radiusAddress(radiusListen) == nil {
+            if let radiusListen, RADIUSAddress(radiusListen) == nil {
                 throw ValidationError("--radius-listen \(radiusListen) is not HOST:PORT (e.g. 0.0.0.0:1812, [::]:1812)")
             }
             guard radiusHold.seconds >= 5, radiusHold.seconds <= 60 else {
@@ -232,8 +232,9 @@ extension DeviceBroker {
             configuration.push = PushConfiguration(
                 contact: pushContact, allowPrivateEndpoints: allowPrivatePushEndpoints)
             configuration.allowPrivateWebhookEndpoints = allowPrivateWebhookEndpoints
-            if let radiusListen, let (host, port) = Self.radiusAddress(radiusListen) {
-                configuration.radius = RADIUSListenerConfiguration(host: host, port: port, hold: radiusHold.seconds)
+            if let radiusListen, let address = RADIUSAddress(radiusListen) {
+                configuration.radius = RADIUSListenerConfiguration(
+                    host: address.host, port: address.port, hold: radiusHold.seconds)
             }
             try await configuration.checkListenAddress()
             var logger = Logger(label: "device-broker")
@@ -242,17 +243,6 @@ extension DeviceBroker {
                 databaseConnections: configuration.databaseURL == nil ? 0 : databaseConnections, logger: logger)
             let app = try await buildApplication(configuration)
             try await configuration.run(app, logger: logger)
-        }
-
-        /// The host and port of `HOST:PORT` or `[IPv6]:PORT`.
-        static func radiusAddress(_ text: String) -> (host: String, port: Int)? {
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-                (1...65535).contains(port)
-            else { return nil }
-            var host = String(text[..<colon])
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty, !host.contains("["), !host.contains("]") else { return nil }
-            return (host, port)
         }
 
         /// The limits asked for, with the maximum lowered to what the

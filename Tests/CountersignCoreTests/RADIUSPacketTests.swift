@@ -1,4 +1,5 @@
 import CountersignCore
+import Crypto
 import Foundation
 import Testing
 
@@ -99,6 +100,21 @@ struct RADIUSPacketTests {
         let read = try secret.verifyAnswer(ours, to: request)
         #expect(read.attributes.first?.type == RADIUSAttribute.Kind.messageAuthenticator.rawValue, "first")
         #expect(read.first(.state) == [1, 2, 3])
+
+        // An answer without a Message-Authenticator, signed right otherwise:
+        // refused unless the server is known to send none.
+        var bare = try RADIUSPacket(decoding: ours)
+        bare.attributes.removeFirst()
+        var unsigned = bare.encoded()
+        unsigned.replaceSubrange(4..<20, with: request.authenticator)
+        unsigned.replaceSubrange(4..<20, with: Array(Insecure.MD5.hash(data: unsigned + Array(vector.secret.utf8))))
+        #expect(throws: RADIUSError.missingMessageAuthenticator) { try secret.verifyAnswer(unsigned, to: request) }
+        #expect(try secret.verifyAnswer(unsigned, to: request, requiring: false).code == .accessChallenge)
+        var forged = unsigned
+        forged[forged.count - 1] ^= 1
+        #expect(throws: RADIUSError.notAuthentic, "the Response Authenticator still holds") {
+            try secret.verifyAnswer(forged, to: request, requiring: false)
+        }
     }
 
     @Test("a request we send hides the password as pyrad reads it, and signs itself")

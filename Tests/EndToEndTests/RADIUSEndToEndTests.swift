@@ -306,6 +306,55 @@ struct RADIUSEndToEndTests {
         #expect(second.contains("Received Access-Accept"), "\(second)")
     }
 
+    @Test("an upstream FreeRADIUS checks the password first: a wrong one is refused with no prompt, the right one asks")
+    func upstream() async throws {
+        let freeradius = try await FreeRADIUSServer.start()
+        defer { freeradius.stop() }
+        let secretFile = try temporaryDirectory("upstream-secret").appendingPathComponent("secret")
+        try Data((freeradius.secret + "\n").utf8).write(to: secretFile)
+        let upstream = ["--upstream", "127.0.0.1:\(freeradius.port)", "--upstream-secret-file", secretFile.path]
+        // Debian 12's FreeRADIUS (3.2.1) predates the BlastRADIUS fix: its
+        // answers carry no Message-Authenticator.
+        let radius = try await RADIUSBroker.start(
+            clientArguments: upstream + ["--upstream-allow-missing-message-authenticator"])
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+
+        let wrong = try await radius.pyrad(["--user", "alice", "--password", "not it"])
+        #expect(wrong["code"] as? String == "Access-Reject", "\(wrong)")
+        #expect(try await radius.inbox(device, wait: 0).isEmpty, "the device is not asked")
+        // Six digits are the password here, for the upstream, not a TOTP code.
+        let digits = try await radius.pyrad(["--user", "alice", "--password", "123456"])
+        #expect(digits["code"] as? String == "Access-Reject", "\(digits)")
+
+        let right = try await radius.pyrad(["--user", "alice", "--password", FreeRADIUSServer.password])
+        #expect(right["code"] as? String == "Access-Challenge", "\(right)")
+        let state = try #require(right["state"] as? String)
+        let item = try #require(try await radius.inbox(device).first)
+        _ = try await CountersignClient(for: device).decide(
+            item, verdict: .approve, match: try Self.number(in: right), credential: device)
+        let accepted = try await radius.pyrad(["--user", "alice", "--state", state])
+        #expect(accepted["code"] as? String == "Access-Accept", "\(accepted)")
+
+        // Required (the default), its answers without one are not taken:
+        // the NAS is not answered either.
+        let set = try RunningProcess(
+            "device-broker", ["radius", "set", "office-vpn"] + upstream + radius.broker.storeArguments)
+        #expect(try await set.exitCode() == 0, "\(set.text)")
+        var budget = WaitBudget(.seconds(60))
+        var unanswered = false
+        var pendingBefore = 0
+        while !unanswered, budget.left() {
+            // Until the listener re-reads the client, a request still asks.
+            pendingBefore = try await radius.inbox(device, wait: 0).count
+            let answer = try await radius.pyrad(
+                ["--user", "alice", "--password", FreeRADIUSServer.password, "--timeout", "8"])
+            unanswered = answer["code"] is NSNull
+        }
+        #expect(unanswered, "an upstream answer without a Message-Authenticator is refused once required")
+        #expect(try await radius.inbox(device, wait: 0).count == pendingBefore, "and the device is not asked")
+    }
+
     @Test("`radius` commands: list, rotate-secret (the old secret is then dropped), remove; bad input refused")
     func commands() async throws {
         let radius = try await RADIUSBroker.start()
@@ -366,6 +415,42 @@ extension LiveBroker {
         return text.firstMatch(of: /countersign_radius_requests_total\{outcome="dropped"\} (\d+)/).flatMap { Int($0.1) }
             ?? 0
     }
+}
+
+/// FreeRADIUS (Debian's freeradius) as a client's upstream server: a
+/// configuration of its own in a temporary directory, made from the
+/// package's, with one user, alice, whose password is `password`.
+struct FreeRADIUSServer {
+    let process: RunningProcess
+    let port: Int
+    let secret = "upstream-secret-0123456789"
+    static let password = "correct horse"
+
+    static func start() async throws -> FreeRADIUSServer {
+        let directory = try temporaryDirectory("freeradius").appendingPathComponent("raddb")
+        let port = try freeUDPPort()
+        let setup = try RunningProcess(
+            "/usr/bin/env",
+            [
+                "sh", "-euc",
+                """
+                cp -a /etc/freeradius/3.0 "$0"
+                cd "$0"
+                rm -f sites-enabled/* mods-enabled/eap
+                sed -i 's/^\tuser = freerad/#&/; s/^\tgroup = freerad/#&/' radiusd.conf
+                printf 'server upstream {\n listen {\n  type = auth\n  ipaddr = 127.0.0.1\n  port = %s\n }\n authorize {\n  files\n  pap\n }\n authenticate {\n  Auth-Type PAP {\n   pap\n  }\n }\n}\n' "$1" > sites-enabled/upstream
+                printf 'client broker {\n ipaddr = 127.0.0.1\n secret = upstream-secret-0123456789\n require_message_authenticator = yes\n}\n' > clients.conf
+                printf 'alice\tCleartext-Password := "%s"\n\n' "$2" > mods-config/files/authorize
+                """,
+                directory.path, String(port), password,
+            ])
+        guard try await setup.exitCode() == 0 else { throw ProcessFailure("FreeRADIUS setup failed: \(setup.text)") }
+        let process = try RunningProcess("/usr/sbin/freeradius", ["-f", "-l", "stdout", "-d", directory.path])
+        _ = try await process.waitFor("(Ready to process requests)", timeout: .seconds(120))
+        return FreeRADIUSServer(process: process, port: port)
+    }
+
+    func stop() { process.stop() }
 }
 
 /// A UDP port nobody listens on right now.

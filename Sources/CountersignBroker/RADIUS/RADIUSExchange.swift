@@ -62,7 +62,7 @@ struct RADIUSExchange {
     }
 
     private func answering(_ request: RADIUSPacket, password: [UInt8]?, from client: RADIUSClient, source: String)
-        async throws -> Answer
+        async throws -> Answer?
     {
         guard let user = request.text(.userName), ClientUserID.isValid(user) else {
             return .reject("A user name is required")
@@ -79,12 +79,22 @@ struct RADIUSExchange {
             guard let state = RADIUSState(stateBytes) else { return .reject("Unknown request; start again") }
             return try await resume(state, user: user, key: key, typed: typed)
         }
+        // With an upstream, the password is its to check, first; without
+        // one, six digits are a TOTP code and anything else is ignored.
+        if let upstream = client.upstream {
+            switch await RADIUSUpstream(upstream: upstream, logger: logger).check(request, password: password ?? []) {
+            case .accepted: break
+            case .rejected(let message): return .reject(message ?? "Wrong user name or password")
+            case .unreachable: return nil
+            }
+        }
+        let code = client.upstream == nil && RADIUSLogin.isCode(typed)
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: EventName.login, ip: Self.userAddress(of: request, source: source),
-                requesterName: client.name, numberMatching: client.mode == .challenge && !RADIUSLogin.isCode(typed)),
+                requesterName: client.name, numberMatching: client.mode == .challenge && !code),
             by: .requester(address: Self.userAddress(of: request, source: source)), holdsSecret: false)
-        if RADIUSLogin.isCode(typed) {
+        if code {
             return try await tryCode(typed, on: opened.event, key: key)
         }
         switch client.mode {

@@ -29,11 +29,34 @@ public struct RADIUSClient: Sendable, Equatable {
     /// Whether every Access-Request must carry a Message-Authenticator
     /// (RFC 3579 §3.2). On unless an operator relaxed it for old gear.
     public var requireMessageAuthenticator: Bool
+    /// The RADIUS server that checks the password first, if any; without
+    /// one the login is passwordless (approval only).
+    public var upstream: Upstream?
     public var createdAt: Date
+
+    /// A RADIUS server the broker asks first: the password typed at the
+    /// NAS is its to check, and only a login it accepts is asked of the
+    /// device.
+    public struct Upstream: Sendable, Equatable {
+        /// `host:port`, or `[IPv6]:port`.
+        public var address: String
+        /// The secret the broker shares with it, as its client.
+        public var secret: String
+        /// Whether its answers must carry a Message-Authenticator: on
+        /// unless it is a server without the BlastRADIUS fix (FreeRADIUS
+        /// before 3.2.5, an unpatched NPS).
+        public var requireMessageAuthenticator: Bool
+
+        public init(address: String, secret: String, requireMessageAuthenticator: Bool = true) {
+            self.address = address
+            self.secret = secret
+            self.requireMessageAuthenticator = requireMessageAuthenticator
+        }
+    }
 
     public init(
         name: String, network: String, apiKeyID: String, secret: String, mode: Mode = .challenge,
-        requireMessageAuthenticator: Bool = true, createdAt: Date
+        requireMessageAuthenticator: Bool = true, upstream: Upstream? = nil, createdAt: Date
     ) {
         self.name = name
         self.network = network
@@ -41,6 +64,7 @@ public struct RADIUSClient: Sendable, Equatable {
         self.secret = secret
         self.mode = mode
         self.requireMessageAuthenticator = requireMessageAuthenticator
+        self.upstream = upstream
         self.createdAt = createdAt
     }
 
@@ -80,5 +104,22 @@ public struct RADIUSClient: Sendable, Equatable {
     public static func newSecret() -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
         return String(decoding: SecretToken.symbols(32, from: alphabet), as: UTF8.self)
+    }
+}
+
+/// A RADIUS server's UDP address as written: `host:port`, or `[IPv6]:port`.
+public struct RADIUSAddress: Sendable, Equatable {
+    public let host: String
+    public let port: Int
+
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65535).contains(port)
+        else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, !host.contains("["), !host.contains("]"), !host.contains("/") else { return nil }
+        self.host = host
+        self.port = port
     }
 }

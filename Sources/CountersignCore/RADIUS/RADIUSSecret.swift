@@ -85,8 +85,12 @@ public struct RADIUSSecret: Sendable {
 
     /// Checks an answer to `request` from the server that shares this
     /// secret: its identifier, its Response Authenticator, and its
-    /// Message-Authenticator (required).
-    public func verifyAnswer(_ answer: [UInt8], to request: RADIUSPacket) throws(RADIUSError) -> RADIUSPacket {
+    /// Message-Authenticator, which must be there unless `requiring` is
+    /// false (a server without the BlastRADIUS fix sends none); one that is
+    /// there is always checked.
+    public func verifyAnswer(_ answer: [UInt8], to request: RADIUSPacket, requiring: Bool = true) throws(RADIUSError)
+        -> RADIUSPacket
+    {
         let packet = try RADIUSPacket(decoding: answer)
         let length = Int(answer[2]) << 8 | Int(answer[3])
         var signed = Array(answer[0..<length])
@@ -95,7 +99,10 @@ public struct RADIUSSecret: Sendable {
             Self.constantTimeEquals(md5(signed + bytes), packet.authenticator)
         else { throw .notAuthentic }
         let found = packet.attributes.filter { $0.type == RADIUSAttribute.Kind.messageAuthenticator.rawValue }
-        guard let authenticator = found.first else { throw .missingMessageAuthenticator }
+        guard let authenticator = found.first else {
+            if requiring { throw .missingMessageAuthenticator }
+            return packet
+        }
         guard found.count == 1,
             Self.constantTimeEquals(
                 messageAuthenticator(of: packet, header: request.authenticator), authenticator.value)
