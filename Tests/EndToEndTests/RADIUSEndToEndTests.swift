@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CountersignClient
 import CountersignCore
+import CountersignPostgresTesting
 import Foundation
 import NIOCore
 import Testing
@@ -353,6 +354,31 @@ struct RADIUSEndToEndTests {
         }
         #expect(unanswered, "an upstream answer without a Message-Authenticator is refused once required")
         #expect(try await radius.inbox(device, wait: 0).count == pendingBefore, "and the device is not asked")
+    }
+
+    @Test("two instances on PostgreSQL: the challenge from one, the approval held and answered by the other")
+    func twoInstances() async throws {
+        let database = try await TestPostgres.createDatabase()
+        let a = try await RADIUSBroker.start(database: database)
+        let portB = try freeUDPPort()
+        let b = RADIUSBroker(
+            broker: try await a.broker.startInstance(arguments: ["--radius-listen", "127.0.0.1:\(portB)"]),
+            radiusPort: portB, secret: a.secret)
+        try await b.waitUntilAnswering()
+        let device = try await a.broker.enrollDevice(user: "alice")
+
+        let first = try await a.pyrad(["--user", "alice"])
+        let state = try #require(first["state"] as? String)
+        let item = try #require(try await a.inbox(device).first)
+        async let second = b.pyrad(["--user", "alice", "--state", state])
+        try await b.broker.waitUntilHolding(1)
+        _ = try await CountersignClient(for: device).decide(
+            item, verdict: .approve, match: try Self.number(in: first), credential: device)
+        let accepted = try await second
+        #expect(accepted["code"] as? String == "Access-Accept", "woken by A's decision: \(accepted)")
+        a.stop()
+        b.stop()
+        try await TestPostgres.dropDatabase(database)
     }
 
     @Test("`radius` commands: list, rotate-secret (the old secret is then dropped), remove; bad input refused")
