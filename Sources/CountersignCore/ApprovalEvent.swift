@@ -30,6 +30,21 @@ public enum AuthMethod: String, Codable, Sendable {
     case totp = "TOTP"
 }
 
+/// The door a request came through, for the approver, the app's webhooks
+/// and the console to tell a VPN login from an app's own request.
+public enum EventChannel: String, Codable, Sendable, CaseIterable {
+    /// The REST API: an app backend, a requester (the CLI agent, PAM).
+    case api
+    /// OpenID CIBA (`/oauth/bc-authorize`).
+    case ciba
+    /// Sign-in to an OpenID Connect app by approval (the sign-in page).
+    case openid
+    /// Sign-in to the operator's console.
+    case console
+    /// The RADIUS listener: a VPN server or other network gear.
+    case radius
+}
+
 /// Well-known event names; apps may use their own.
 public enum EventName {
     public static let login = "LOGIN"
@@ -99,6 +114,8 @@ public struct ApprovalEvent: Sendable, Equatable {
     public var userVerification: Bool
     /// The passkey assertion the deciding device sent with its decision.
     public var assertion: PasskeyAssertion?
+    /// The door it came through.
+    public var channel: EventChannel
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
@@ -106,7 +123,7 @@ public struct ApprovalEvent: Sendable, Equatable {
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
         decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil,
         codeAttempts: Int = 0, withdrawnAt: Date? = nil, storedReason: StatusReason? = nil,
-        userVerification: Bool = false, assertion: PasskeyAssertion? = nil
+        userVerification: Bool = false, assertion: PasskeyAssertion? = nil, channel: EventChannel = .api
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -134,6 +151,7 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.storedReason = storedReason
         self.userVerification = userVerification
         self.assertion = assertion
+        self.channel = channel
     }
 
     /// The status at `now`: a pending event past its window is expired.
@@ -189,14 +207,14 @@ extension ApprovalEvent {
     public static func pending(
         issuer: String, user: String, name: String, ip: String, location: String?, details: String?,
         requesterName: String?, matchNumber: String?, requesterTokenDigest: Data, newDevice: NewDevice?, now: Date,
-        window: TimeInterval
+        window: TimeInterval, channel: EventChannel = .api
     ) -> ApprovalEvent {
         ApprovalEvent(
             id: newID(), createdAt: now, updatedAt: now, issuer: issuer, clientUserID: user, name: name, ip: ip,
             location: location ?? "Unknown", method: .trustedDevice, storedStatus: .pending, expiresAt: now + window,
             details: details, requesterName: requesterName, nonce: SecretToken.generate(bytes: 16),
             matchNumber: matchNumber, wrongMatches: 0, requesterTokenDigest: requesterTokenDigest, decidedBy: nil,
-            decidedAt: nil, decision: nil, newDevice: newDevice)
+            decidedAt: nil, decision: nil, newDevice: newDevice, channel: channel)
     }
 
     /// A new random event id.

@@ -39,10 +39,13 @@ public struct EventDocument: Codable, Sendable, Equatable {
     /// (``ApprovalAuthentication``), as the event token says it too.
     public var acr: String?
     public var amr: [String]?
+    /// The door the request came through: `api`, `ciba`, `openid` or
+    /// `radius`; nil from a broker that predates it.
+    public var channel: EventChannel?
 
     enum CodingKeys: String, CodingKey {
         case ID, CreatedAt, UpdatedAt, DeletedAt, issuer, event, ip, location, timestamp, method, new, approved
-        case signature, status, details, decision, assertion, acr, amr
+        case signature, status, details, decision, assertion, acr, amr, channel
         case statusReason = "status_reason"
         case userVerification = "user_verification"
         case clientUserID = "client_user_id"
@@ -79,6 +82,7 @@ public struct EventDocument: Codable, Sendable, Equatable {
         self.statusReason = event.statusReason
         self.userVerification = event.userVerification ? "required" : nil
         self.assertion = event.assertion
+        self.channel = event.channel
         if status == .approved {
             let authentication = ApprovalAuthentication(of: event)
             self.acr = authentication.acr
@@ -300,6 +304,7 @@ extension EventDocument: WireJSONWritable {
         if let amr { object.field("amr", amr) }
         object.field("approved", approved)
         object.field("assertion", assertion)
+        object.field("channel", channel?.rawValue)
         object.field("client_user_id", clientUserID)
         object.field("decided_at", decidedAt)
         object.field("decided_by", decidedBy)

@@ -121,5 +121,16 @@ extension PostgresMigrations {
                 """
             ]
         ),
+        // The door each request came through; the requests made before are
+        // told apart by what they left behind.
+        (
+            "v27-event-channel",
+            [
+                "ALTER TABLE events ADD COLUMN channel text NOT NULL DEFAULT 'api'",
+                "UPDATE events SET channel = 'ciba' WHERE id IN (SELECT event_id FROM ciba_requests)",
+                "UPDATE events SET channel = 'openid' WHERE id IN (SELECT event_id FROM openid_sign_ins)",
+                "UPDATE events SET channel = 'console' WHERE id IN (SELECT event_id FROM console_sessions)",
+            ]
+        ),
     ]
 }

@@ -261,13 +261,13 @@ extension PostgresStore {
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
                     requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts, requested_by,
-                    user_verification)
+                    user_verification, channel)
                 VALUES (\(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
                     \(event.clientUserID), \(event.name), \(event.ip), \(event.location), \(event.method.rawValue),
                     \(event.storedStatus.rawValue), \(event.expiresAt.seconds), \(event.details), \(event.requesterName),
                     \(event.nonce), \(event.matchNumber), \(event.wrongMatches), \(event.requesterTokenDigest),
                     \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts),
-                    \(requestedBy), \(event.userVerification))
+                    \(requestedBy), \(event.userVerification), \(event.channel.rawValue))
                 RETURNING 1
             )
             SELECT pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
@@ -297,6 +297,6 @@ extension PostgresStore {
             userVerification: try row.value("user_verification"),
             assertion: try row.value("decision_assertion", as: String?.self).map {
                 try JSONDecoder().decode(PasskeyAssertion.self, from: Data($0.utf8))
-            })
+            }, channel: EventChannel(rawValue: try row.value("channel")) ?? .api)
     }
 }

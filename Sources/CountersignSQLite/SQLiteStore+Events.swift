@@ -262,8 +262,8 @@ extension SQLiteStore {
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
                     requester_token_digest, decided_by, decided_at, decision, new_device, requested_by,
-                    user_verification)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    user_verification, channel)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
@@ -273,7 +273,7 @@ extension SQLiteStore {
                 event.requesterName, event.nonce, event.matchNumber, event.wrongMatches, event.requesterTokenDigest,
                 event.decidedBy, event.decidedAt?.timeIntervalSince1970, event.decision,
                 try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) },
-                requestedBy == .backend ? "backend" : "requester", event.userVerification,
+                requestedBy == .backend ? "backend" : "requester", event.userVerification, event.channel.rawValue,
             ])
     }
 
@@ -289,7 +289,7 @@ extension SQLiteStore {
         id, created_at, updated_at, issuer, client_user_id, name, ip, location, method, status, expires_at, \
         details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
         decided_at, decision, new_device, code_attempts, withdrawn_at, status_reason, user_verification, \
-        decision_assertion
+        decision_assertion, channel
         """
 
     static let eventByID = "SELECT \(eventColumns) FROM events WHERE id = ?"
@@ -311,6 +311,6 @@ extension SQLiteStore {
             storedReason: (row[23] as String?).flatMap(StatusReason.init(rawValue:)), userVerification: row[24],
             assertion: try (row[25] as String?).map {
                 try JSONDecoder().decode(PasskeyAssertion.self, from: Data($0.utf8))
-            })
+            }, channel: EventChannel(rawValue: row[26]) ?? .api)
     }
 }

@@ -167,5 +167,15 @@ extension SQLiteStore {
                     )
                     """)
         }
+        migrator.registerMigration("v27-event-channel") { db in
+            // The door each request came through; the requests made before
+            // are told apart by what they left behind.
+            try db.execute(sql: "ALTER TABLE events ADD COLUMN channel TEXT NOT NULL DEFAULT 'api'")
+            try db.execute(sql: "UPDATE events SET channel = 'ciba' WHERE id IN (SELECT event_id FROM ciba_requests)")
+            try db.execute(
+                sql: "UPDATE events SET channel = 'openid' WHERE id IN (SELECT event_id FROM openid_sign_ins)")
+            try db.execute(
+                sql: "UPDATE events SET channel = 'console' WHERE id IN (SELECT event_id FROM console_sessions)")
+        }
     }
 }

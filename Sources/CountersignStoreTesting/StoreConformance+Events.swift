@@ -10,6 +10,12 @@ extension StoreConformance {
             try check(try await store.event(id: event.id) == event, "the event reads back as written")
             try check(try await store.event(id: "ev_unknown") == nil, "an unknown id is nil")
             try await checkThrows(.alreadyExists, "duplicate event id") { try await store.insertEvent(event) }
+            for channel in EventChannel.allCases {
+                var through = Fixture.event(user: "user-\(channel.rawValue)")
+                through.channel = channel
+                try await store.insertPendingEvent(through, maxPending: 3, now: Fixture.t0)
+                try check(try await store.event(id: through.id)?.channel == channel, "its channel, \(channel)")
+            }
         },
         Case(name: "events: the pending cap counts only open events of that user") { store in
             try await store.insertPendingEvent(Fixture.event(at: Fixture.t0 - 100), maxPending: 2, now: Fixture.t0)

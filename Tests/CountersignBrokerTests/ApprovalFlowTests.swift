@@ -58,6 +58,7 @@ struct ApprovalFlowTests {
             let alice = try await broker.enroll(client)
             let ticket = try await broker.requestLogin(client)
             let item = try #require(try await broker.inbox(client, alice.device).first)
+            #expect(item.event.channel == .api, "a requester's, through the REST API")
             let response = try await broker.submit(
                 client, eventID: item.event.ID,
                 decision: try await alice.device.decision(on: item, .reject, match: nil, now: broker.clock.now))

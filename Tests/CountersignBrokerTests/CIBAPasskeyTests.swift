@@ -59,6 +59,7 @@ struct CIBAPasskeyTests {
             let authReqID = try Self.object(asked)["auth_req_id"] as? String
             let item = try #require(try await broker.inbox(client, alice.device).first)
             #expect(item.event.userVerification == "required")
+            #expect(item.event.channel == .ciba)
             let approval = try await alice.device.decision(
                 on: item, .approve, match: nil, now: broker.clock.now, broker: PasskeyTests.localhost)
             let keyOnly = try await alice.device.decision(

@@ -61,6 +61,7 @@ struct ConsoleSessionTests {
                 try JSONSerialization.jsonObject(with: Data(started.body.readableBytesView)) as? [String: Any])[
                 "match_number"] as? String
         let item = try #require(try await console.inbox(client, device).first)
+        #expect(item.event.channel == .console)
         let decided = try await console.submit(
             client, eventID: item.event.ID,
             decision: try await device.decision(on: item, .approve, match: number, now: console.clock.now))

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CountersignClient
 import CountersignCore
 import Foundation
 import NIOCore
@@ -130,6 +131,8 @@ struct OpenIDSignInEndToEndTests {
         #expect(outcome["refresh_after_logout"] as? String == "invalid_grant")
         #expect(outcome["userinfo_after_logout"] as? Int == 401)
         #expect(outcome["wrong_redirect"] as? Int == 400 && outcome["wrong_redirect_location"] is NSNull)
+        let events = try await broker.backend.events(user: "alice")
+        #expect(events.count == 1 && events.allSatisfy { $0.channel == .openid }, "\(events)")
     }
 
     @Test("a confidential app's code is refused without its secret (RFC 6749 §3.2.1), and is not spent")

@@ -92,7 +92,7 @@ struct RADIUSEndToEndTests {
         // What the approver sees: the VPN's name and the person's address.
         let item = try #require(try await radius.inbox(device).first)
         #expect(item.event.requesterName == "office-vpn" && item.event.ip == "198.51.100.23", "\(item.event)")
-        #expect(item.event.event == EventName.login && item.matchRequired)
+        #expect(item.event.event == EventName.login && item.matchRequired && item.event.channel == .radius)
 
         // The person presses Enter while the device decides: held, then Accept.
         async let second = radius.pyrad(["--user", "alice", "--state", state])
@@ -199,7 +199,11 @@ struct RADIUSEndToEndTests {
 
         // The approvals are recorded as LOGINs by TOTP, through the API.
         let events = try await radius.broker.backend.events(user: "alice")
-        #expect(events.contains { $0.status == .approved && $0.method == .totp && $0.requesterName == "office-vpn" })
+        #expect(
+            events.contains {
+                $0.status == .approved && $0.method == .totp && $0.requesterName == "office-vpn"
+                    && $0.channel == .radius
+            })
         #expect(events.allSatisfy { $0.status != .pending }, "refused codes leave nothing pending: \(events)")
     }
 

@@ -35,6 +35,10 @@ export function table(columns, rows, caption) {
 
 export function empty(text) { return element("p", { text, className: "muted" }); }
 
+// The doors a request comes through, as the requester column names them
+// (the REST API's own requests need no word).
+const channelNames = { ciba: "CIBA", openid: "OpenID sign-in", console: "console", radius: "RADIUS" };
+
 // An event's row: when, what, outcome, who asked, from where, which device decided.
 function eventColumns(deviceNames) {
   return [
@@ -42,7 +46,7 @@ function eventColumns(deviceNames) {
     ["Event", (e) => e.event],
     ["Status", (e) => e.status],
     ["Reason", (e) => e.status_reason ?? ""],
-    ["Requester", (e) => e.requester_name ?? ""],
+    ["Requester", (e) => [e.requester_name, channelNames[e.channel]].filter(Boolean).join(" · ")],
     ["Address", (e) => e.ip ?? "", "mono"],
     ["Location", (e) => e.location ?? ""],
     ["Details", (e) => e.details ?? ""],

@@ -167,7 +167,7 @@ struct CIBAController {
                     key: client.key, user: checked.user, name: EventName.login, ip: ip,
                     details: checked.bindingMessage, numberMatching: false,
                     userVerification: checked.userVerification ? .required : nil,
-                    window: TimeInterval(checked.expiry)),
+                    window: TimeInterval(checked.expiry), channel: .ciba),
                 by: .backend, holdsSecret: true
             ) { event, secret in
                 .ciba(

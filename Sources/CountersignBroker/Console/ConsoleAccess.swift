@@ -99,7 +99,7 @@ extension ConsoleAccess {
             PendingEvents.Draft(
                 key: key, user: name, name: EventName.login, ip: address,
                 details: "Sign in to the operator's console", requesterName: "Countersign console",
-                limits: environment.policy.pendingLimits.forSignInPage),
+                limits: environment.policy.pendingLimits.forSignInPage, channel: .console),
             by: .requester(address: address), holdsSecret: false)
         return (opened.event, Attempt(eventID: opened.event.id, requesterToken: opened.requesterToken))
     }

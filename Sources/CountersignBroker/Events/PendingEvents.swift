@@ -26,6 +26,8 @@ struct PendingEvents {
         var window: TimeInterval? = nil
         /// The limits it is held to; the broker's if nil.
         var limits: PendingLimits? = nil
+        /// The door it comes through.
+        var channel: EventChannel = .api
     }
 
     struct Opened {
@@ -73,7 +75,7 @@ struct PendingEvents {
             issuer: key.id, user: draft.user, name: draft.name, ip: draft.ip, location: draft.location,
             details: draft.details, requesterName: draft.requesterName, matchNumber: matchNumber,
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: draft.newDevice, now: now,
-            window: draft.window ?? environment.policy.window)
+            window: draft.window ?? environment.policy.window, channel: draft.channel)
         event.userVerification = requiresUserVerification
         // The user's devices hear of it by push, if they asked to; the
         // messages commit with the event and go out after the answer.

@@ -134,7 +134,7 @@ struct SignInPageController {
                     key: key, user: user, name: EventName.login, ip: context.clientAddress,
                     details: "Sign in to \(key.name) in a web browser", requesterName: browser,
                     userVerification: authorization.requiresUserVerification ? .required : nil,
-                    limits: environment.policy.pendingLimits.forSignInPage),
+                    limits: environment.policy.pendingLimits.forSignInPage, channel: .openid),
                 by: .requester(address: context.clientAddress), holdsSecret: false
             ) { event, _ in
                 .signIn(

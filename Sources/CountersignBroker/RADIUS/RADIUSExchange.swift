@@ -92,7 +92,7 @@ struct RADIUSExchange {
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: EventName.login, ip: Self.userAddress(of: request, source: source),
-                requesterName: client.name, numberMatching: client.mode == .challenge && !code),
+                requesterName: client.name, numberMatching: client.mode == .challenge && !code, channel: .radius),
             by: .requester(address: Self.userAddress(of: request, source: source)), holdsSecret: false)
         if code {
             return try await tryCode(typed, on: opened.event, key: key)
