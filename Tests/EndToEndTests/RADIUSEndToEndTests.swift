@@ -255,6 +255,16 @@ struct RADIUSEndToEndTests {
         #expect(try await radius.broker.dropped() == before + 4, "each counted as dropped")
     }
 
+    @Test("an Accounting-Request is acknowledged, and dropped under a wrong secret")
+    func accounting() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let answer = try await radius.pyrad(["--accounting"])
+        #expect(answer["code"] as? String == "Accounting-Response" && answer["verified"] as? Bool == true, "\(answer)")
+        let forged = try await radius.pyrad(["--accounting", "--timeout", "2"], secret: "another-secret-of-16+")
+        #expect(forged["code"] is NSNull, "\(forged)")
+    }
+
     @Test("a retransmitted request gets the same answer and opens no second request")
     func retransmission() async throws {
         let radius = try await RADIUSBroker.start()

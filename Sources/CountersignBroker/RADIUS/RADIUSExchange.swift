@@ -11,6 +11,8 @@ enum RADIUSOutcome: String, CaseIterable, Sendable {
     case dropped
     /// A retransmission, answered from the cache or left to the answer on its way.
     case retransmitted
+    /// An Accounting-Request, acknowledged and otherwise ignored.
+    case accounting
 }
 
 /// One Access-Request of a registered client, authenticated, turned into

@@ -30,8 +30,9 @@ public struct RADIUSListenerConfiguration: Sendable {
 }
 
 /// The RADIUS listener (RFC 2865 over UDP): Access-Requests of registered
-/// clients answered by ``RADIUSExchange``, Status-Server (RFC 5997)
-/// answered at once, anything else dropped without an answer.
+/// clients answered by ``RADIUSExchange``, Status-Server (RFC 5997) and
+/// Accounting-Request (RFC 2866, acknowledged only) answered at once,
+/// anything else dropped without an answer.
 struct RADIUSServer: Service {
     let environment: BrokerEnvironment
     let configuration: RADIUSListenerConfiguration
@@ -135,14 +136,19 @@ final class RADIUSDatagramHandler: Sendable {
         } catch {
             return drop("malformed: \(error)", source: source, client: client)
         }
-        guard request.code == .accessRequest || request.code == .statusServer else {
+        guard [.accessRequest, .statusServer, .accountingRequest].contains(request.code) else {
             return drop("not an Access-Request (code \(request.code.rawValue))", source: source, client: client)
         }
         let secret = RADIUSSecret(client.secret)
         do {
-            // Status-Server must carry a Message-Authenticator (RFC 5997 §3).
-            try secret.verifyRequest(
-                request, required: client.requireMessageAuthenticator || request.code == .statusServer)
+            if request.code == .accountingRequest {
+                // Its authenticator signs the whole packet (RFC 2866 §3).
+                try secret.verifyAccountingRequest(request)
+            } else {
+                // Status-Server must carry a Message-Authenticator (RFC 5997 §3).
+                try secret.verifyRequest(
+                    request, required: client.requireMessageAuthenticator || request.code == .statusServer)
+            }
         } catch {
             clients.refreshSoon()
             return drop(
@@ -164,6 +170,12 @@ final class RADIUSDatagramHandler: Sendable {
         }
         if request.code == .statusServer {
             return finish(key, secret.answer(.accessAccept, to: request, attributes: []), outcome: .accept)
+        }
+        if request.code == .accountingRequest {
+            // Acknowledged, so that a NAS that waits for it (the OpenVPN
+            // plugin does) goes on; the broker keeps no accounting.
+            return finish(
+                key, secret.answer(.accountingResponse, to: request, attributes: []), outcome: .accounting)
         }
         let password: [UInt8]?
         do {

@@ -28,6 +28,19 @@ public struct RADIUSSecret: Sendable {
         else { throw .notAuthentic }
     }
 
+    /// Checks an Accounting-Request's Request Authenticator: MD5 of the
+    /// packet with sixteen zero octets in its place, then the secret
+    /// (RFC 2866 §3). `notAuthentic` when it does not match.
+    public func verifyAccountingRequest(_ request: RADIUSPacket) throws(RADIUSError) {
+        var zeroed = request
+        zeroed.authenticator = [UInt8](repeating: 0, count: 16)
+        guard Self.constantTimeEquals(md5(zeroed.encoded() + bytes), request.authenticator) else {
+            throw .notAuthentic
+        }
+        // A Message-Authenticator it carries must hold too.
+        try verifyRequest(request, required: false)
+    }
+
     /// The password a request's User-Password hides (RFC 2865 §5.2), its
     /// padding taken off; nil without one.
     public func password(of request: RADIUSPacket) throws(RADIUSError) -> [UInt8]? {
@@ -52,16 +65,18 @@ public struct RADIUSSecret: Sendable {
     /// first (as BlastRADIUS's fix asks, so that no attribute a forger
     /// controls comes before it), then `attributes`, then the request's
     /// Proxy-State attributes in order (RFC 2865 §5.33), signed with the
-    /// Response Authenticator.
+    /// Response Authenticator. An Accounting-Response has no
+    /// Message-Authenticator (RFC 2866 defines none).
     public func answer(_ code: RADIUSPacket.Code, to request: RADIUSPacket, attributes: [RADIUSAttribute])
         -> [UInt8]
     {
         let proxyStates = request.attributes.filter { $0.type == RADIUSAttribute.Kind.proxyState.rawValue }
+        let signed = code != .accountingResponse
         var packet = RADIUSPacket(
             code: code, identifier: request.identifier, authenticator: request.authenticator,
-            attributes: [RADIUSAttribute(.messageAuthenticator, [UInt8](repeating: 0, count: 16))] + attributes
-                + proxyStates)
-        packet.attributes[0].value = messageAuthenticator(of: packet, header: request.authenticator)
+            attributes: (signed ? [RADIUSAttribute(.messageAuthenticator, [UInt8](repeating: 0, count: 16))] : [])
+                + attributes + proxyStates)
+        if signed { packet.attributes[0].value = messageAuthenticator(of: packet, header: request.authenticator) }
         var bytes = packet.encoded()
         let responseAuthenticator = md5(bytes + self.bytes)
         bytes.replaceSubrange(4..<20, with: responseAuthenticator)

@@ -9,6 +9,7 @@ Authenticator and Message-Authenticator are checked by pyrad.
   --server HOST:PORT --secret S --user U [--password P] [--state HEX]
   [--no-message-authenticator] [--forge-message-authenticator]
   [--send-twice] [--timeout SECONDS] [--calling-station-id ADDRESS] [--status-server]
+  [--accounting]  (an Accounting-Request, Acct-Status-Type Start, instead)
 
 --send-twice sends the very same datagram again once the first answer came
 (a NAS's retransmission) and prints both answers as a JSON list.
@@ -33,10 +34,12 @@ ATTRIBUTE Session-Timeout 27 integer
 ATTRIBUTE Calling-Station-Id 31 string
 ATTRIBUTE NAS-Identifier 32 string
 ATTRIBUTE Proxy-State 33 octets
+ATTRIBUTE Acct-Status-Type 40 integer
+ATTRIBUTE Acct-Session-Id 44 string
 ATTRIBUTE Message-Authenticator 80 octets
 """
 NAMES = {packet.AccessAccept: "Access-Accept", packet.AccessReject: "Access-Reject",
-         packet.AccessChallenge: "Access-Challenge"}
+         packet.AccessChallenge: "Access-Challenge", packet.AccountingResponse: "Accounting-Response"}
 
 
 def main():
@@ -51,14 +54,22 @@ def main():
     parser.add_argument("--forge-message-authenticator", action="store_true")
     parser.add_argument("--send-twice", action="store_true")
     parser.add_argument("--status-server", action="store_true")
+    parser.add_argument("--accounting", action="store_true")
     parser.add_argument("--timeout", type=float, default=40)
     arguments = parser.parse_args()
     host, port = arguments.server.rsplit(":", 1)
     secret = arguments.secret.encode()
     dictionary = Dictionary(io.StringIO(DICTIONARY))
     code = packet.StatusServer if arguments.status_server else packet.AccessRequest
-    request = packet.AuthPacket(code=code, secret=secret, dict=dictionary, id=os.urandom(1)[0])
-    if not arguments.status_server:
+    if arguments.accounting:
+        request = packet.AcctPacket(secret=secret, dict=dictionary, id=os.urandom(1)[0])
+        request["User-Name"] = arguments.user
+        request["Acct-Status-Type"] = 1
+        request["Acct-Session-Id"] = os.urandom(8).hex()
+        arguments.no_message_authenticator = True
+    else:
+        request = packet.AuthPacket(code=code, secret=secret, dict=dictionary, id=os.urandom(1)[0])
+    if not arguments.status_server and not arguments.accounting:
         request["User-Name"] = arguments.user
         request["NAS-IP-Address"] = "192.0.2.10"
         request["Calling-Station-Id"] = arguments.calling_station_id
@@ -84,11 +95,15 @@ def main():
             answers.append({"code": None})
             continue
         reply = packet.Packet(secret=secret, dict=dictionary, packet=data)
-        verified = request.VerifyReply(reply, data) and reply.verify_message_authenticator(
-            original_authenticator=request.authenticator)
+        if arguments.accounting:
+            # An Accounting-Response has only its Response Authenticator (RFC 2866).
+            verified = request.VerifyReply(reply, data)
+        else:
+            verified = request.VerifyReply(reply, data) and reply.verify_message_authenticator(
+                original_authenticator=request.authenticator)
         answer = {"code": NAMES.get(reply.code, str(reply.code)), "verified": bool(verified),
                   "length": len(data), "request_length": len(datagram),
-                  "message_authenticator_first": data[20] == 80}
+                  "message_authenticator_first": len(data) > 20 and data[20] == 80}
         if "Reply-Message" in reply:
             answer["reply_message"] = reply["Reply-Message"][0]
         if "State" in reply:
