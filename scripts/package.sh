@@ -154,6 +154,9 @@ install -D -m 0644 deploy/countersign-broker.service "$broker/lib/systemd/system
 # root:countersign, as it must be once it holds a database password.
 install -D -m 0644 deploy/broker.conf "$broker/etc/countersign/broker.conf"
 gzip -9n <docs/operations.md >"$broker/usr/share/doc/countersign-broker/operations.md.gz"
+gzip -9n <docs/radius.md >"$broker/usr/share/doc/countersign-broker/radius.md.gz"
+# For the OpenVPN server's machine (docs/radius.md): copied there, not run here.
+install -D -m 0644 deploy/openvpn/countersign-radius-auth "$broker/usr/share/countersign/openvpn/countersign-radius-auth"
 # An app backend's own checks, run as python3 FILE (joserfc, and
 # py_webauthn for passkeys, from pip: README): not executables of the package.
 for check in verify-event-token.py verify-decision.py; do
@@ -186,7 +189,7 @@ tarball=countersign-$version-linux-$arch
 mkdir "$work/$tarball"
 cp "$work/device-broker" "$work/device-agent" "$work/countersign-bench" "$work/pam_countersign.so" \
     deploy/countersign-broker.service deploy/broker.conf README.md scripts/verify-event-token.py \
-    scripts/verify-decision.py "$work/$tarball/"
+    scripts/verify-decision.py deploy/openvpn/countersign-radius-auth "$work/$tarball/"
 tar -C "$work" --owner=0 --group=0 --numeric-owner --sort=name -czf "$out/$tarball.tar.gz" "$tarball"
 
 cd "$out"

@@ -98,13 +98,18 @@ fi
 
 # FreeRADIUS's radclient is the other independent RADIUS client of the
 # listener's tests, and FreeRADIUS itself the upstream server that checks
-# a password before the approval.
-if ! command -v radclient >/dev/null || [ ! -x /usr/sbin/freeradius ]; then
+# a password before the approval. A real OpenVPN server and client, in a
+# network namespace of their own, log in through the broker with Debian's
+# RADIUS plugin and with deploy/openvpn's script (radclient).
+if ! command -v radclient >/dev/null || [ ! -x /usr/sbin/freeradius ] || ! command -v openvpn >/dev/null \
+    || [ ! -f /usr/lib/openvpn/radiusplugin.so ] || ! command -v ping >/dev/null || ! command -v ip >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq freeradius-utils freeradius >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq freeradius-utils freeradius openvpn \
+            openvpn-auth-radius iputils-ping iproute2 openssl >/dev/null
     else
-        echo "error: the RADIUS tests need Debian's freeradius-utils (radclient) and freeradius" >&2
+        echo "error: the RADIUS tests need Debian's freeradius-utils, freeradius, openvpn, openvpn-auth-radius," \
+            "iputils-ping and iproute2" >&2
         exit 1
     fi
 fi

@@ -21,9 +21,9 @@ struct RADIUSEndToEndTests {
 
         static func start(
             mode: String = "challenge", arguments: [String] = [], database: String? = nil,
-            clientArguments: [String] = []
+            clientArguments: [String] = [], port: Int? = nil
         ) async throws -> RADIUSBroker {
-            let port = try freeUDPPort()
+            let port = try port ?? freeUDPPort()
             let broker = try await LiveBroker.start(
                 arguments: ["--radius-listen", "127.0.0.1:\(port)"] + arguments, database: database)
             let add = try RunningProcess(
@@ -457,6 +457,68 @@ extension LiveBroker {
     }
 }
 
+/// A real OpenVPN server and client (Tests/Fixtures/radius/openvpn-login.sh)
+/// whose logins the broker's RADIUS listener checks, set up as docs/radius.md
+/// says: Debian's plugin in push mode, or deploy/openvpn's script with number
+/// matching.
+@Suite("end to end: an OpenVPN login approved on a device", .serialized)
+struct OpenVPNEndToEndTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/radius/openvpn-login.sh").path
+
+    func login(_ radius: RADIUSEndToEndTests.RADIUSBroker, auth: String) throws -> RunningProcess {
+        try RunningProcess(
+            "/bin/bash", [Self.script],
+            environment: [
+                "RADIUS_PORT": String(radius.radiusPort), "RADIUS_SECRET": radius.secret, "AUTH": auth,
+                "WORK": try temporaryDirectory("openvpn-\(auth)").path,
+                "TAG": String(format: "%02d%02d", Int(getpid()) % 100, Int.random(in: 0..<100)),
+            ])
+    }
+
+    @Test("Debian's openvpn-auth-radius, push mode: the tunnel comes up once the device approves")
+    func plugin() async throws {
+        // The plugin reads four digits of a port, and sends no Message-Authenticator.
+        let radius = try await RADIUSEndToEndTests.RADIUSBroker.start(
+            mode: "push", clientArguments: ["--allow-missing-message-authenticator"],
+            port: try freeUDPPort(below: 10000))
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let vpn = try login(radius, auth: "plugin")
+        let item = try #require(try await radius.inbox(device, wait: 30).first, "\(vpn.text)")
+        #expect(item.event.channel == .radius && item.event.requesterName == "office-vpn" && !item.matchRequired)
+        _ = try await CountersignClient(for: device).decide(item, verdict: .approve, match: nil, credential: device)
+        #expect(try await vpn.exitCode(timeout: .seconds(180)) == 0, "\(vpn.text)")
+        #expect(vpn.text.contains("tunnel up"), "\(vpn.text)")
+    }
+
+    @Test("deploy/openvpn's script, number matching: the number reaches the client; approved, the tunnel comes up")
+    func script() async throws {
+        let radius = try await RADIUSEndToEndTests.RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let vpn = try login(radius, auth: "script")
+        let item = try #require(try await radius.inbox(device, wait: 30).first, "\(vpn.text)")
+        #expect(item.event.channel == .radius && item.matchRequired)
+        // What the VPN client shows its user.
+        let number = try await vpn.waitFor(#"shown: .*type (\d+)"#, timeout: .seconds(60))
+        _ = try await CountersignClient(for: device).decide(item, verdict: .approve, match: number, credential: device)
+        #expect(try await vpn.exitCode(timeout: .seconds(180)) == 0, "\(vpn.text)")
+        #expect(vpn.text.contains("tunnel up"), "\(vpn.text)")
+    }
+
+    @Test("refused on the device: the client gets AUTH_FAILED")
+    func refused() async throws {
+        let radius = try await RADIUSEndToEndTests.RADIUSBroker.start()
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let vpn = try login(radius, auth: "script")
+        let item = try #require(try await radius.inbox(device, wait: 30).first, "\(vpn.text)")
+        _ = try await CountersignClient(for: device).decide(item, verdict: .reject, match: nil, credential: device)
+        #expect(try await vpn.exitCode(timeout: .seconds(180)) == 3, "\(vpn.text)")
+    }
+}
+
 /// FreeRADIUS (Debian's freeradius) as a client's upstream server: a
 /// configuration of its own in a temporary directory, made from the
 /// package's, with one user, alice, whose password is `password`.
@@ -491,6 +553,26 @@ struct FreeRADIUSServer {
     }
 
     func stop() { process.stop() }
+}
+
+/// A UDP port below `limit` nobody listens on right now.
+func freeUDPPort(below limit: Int) throws -> Int {
+    for _ in 0..<200 {
+        let port = Int.random(in: 2000..<limit)
+        let socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(socketFD) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        if bound { return port }
+    }
+    throw ProcessFailure("no free UDP port below \(limit)")
 }
 
 /// A UDP port nobody listens on right now.
