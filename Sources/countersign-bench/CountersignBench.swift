@@ -57,12 +57,29 @@ struct CountersignBench: AsyncParsableCommand {
     @Option(help: "A broker's process id, to report its CPU per round trip and peak RSS; once per broker.")
     var brokerPid: [Int32] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Log in through the broker's RADIUS listener at IP:PORT instead of the REST API.",
+            discussion:
+                "A RADIUS client for 127.0.0.1 in challenge mode must be registered for the API key (device-broker radius add … --secret-file)."
+        ))
+    var radius: String?
+
+    @Option(help: "The file holding that RADIUS client's shared secret.")
+    var radiusSecretFile: String?
+
     func validate() throws {
         guard (1...2).contains(brokers.count) else { throw ValidationError("give one or two --broker URLs") }
         guard !levels.isEmpty, levels.allSatisfy({ $0 >= 1 }) else {
             throw ValidationError("--concurrency is a comma-separated list of positive numbers")
         }
         guard duration > 0 else { throw ValidationError("--duration must be positive") }
+        if let radius {
+            guard let address = RADIUSAddress(radius),
+                (try? SocketAddress(ipAddress: address.host, port: address.port)) != nil
+            else { throw ValidationError("--radius is IP:PORT") }
+            guard radiusSecretFile != nil else { throw ValidationError("--radius needs --radius-secret-file") }
+        }
     }
 
     var levels: [Int] { concurrency.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
@@ -100,6 +117,13 @@ struct CountersignBench: AsyncParsableCommand {
             }
             print(line)
         }
+        let nas = try radius.flatMap(RADIUSAddress.init).map { address in
+            let text = try String(contentsOfFile: radiusSecretFile!, encoding: .utf8)
+            return (
+                server: try SocketAddress(ipAddress: address.host, port: address.port),
+                secret: RADIUSSecret(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            )
+        }
         let verification = brokerPid.isEmpty ? nil : ProcessCPU.oneVerification()
         if let verification {
             print(String(format: "one P-256 verification here: %.1f µs", verification * 1e6))
@@ -109,10 +133,11 @@ struct CountersignBench: AsyncParsableCommand {
             let ownBefore = ProcessCPU.seconds(pid: getpid())
             let result = try await Scenario(
                 pairs: Array(pairs.prefix(level)), requesterSide: requesterSide, approverSide: approverSide,
-                apiKey: apiKey, duration: duration, spreadAddresses: spreadAddresses
+                apiKey: apiKey, duration: duration, spreadAddresses: spreadAddresses, radius: nas
             ).run()
             var line = result.summary(
-                name: brokers.count == 2 ? "two-instance" : idleWaiters > 0 ? "idle-waiters" : "throughput",
+                name: nas != nil
+                    ? "radius" : brokers.count == 2 ? "two-instance" : idleWaiters > 0 ? "idle-waiters" : "throughput",
                 concurrency: level, idleWaiters: idleWaiters,
                 peakRSS: brokerPid.first.flatMap { Self.rss(pid: $0, field: "VmHWM") })
             if let cpuBefore, let cpuAfter = ProcessCPU.seconds(pids: brokerPid), let verification,

@@ -105,6 +105,8 @@ struct Scenario {
     let duration: Double
     /// Whether each pair's requester speaks from an address of its own.
     var spreadAddresses = false
+    /// Logins through the broker's RADIUS listener instead of the REST API.
+    var radius: (server: SocketAddress, secret: RADIUSSecret)? = nil
 
     struct Result {
         var roundTrips: [Double] = []
@@ -125,12 +127,21 @@ struct Scenario {
                     connection.extraHeaders = [("X-Forwarded-For", "198.18.\(index / 256).\(index % 256)")]
                 }
                 let requester = CountersignClient(connection: connection, apiKeyID: apiKey)
+                // The person's address as a NAS reports it, one per pair.
+                let nas = radius.map {
+                    RADIUSRequester(
+                        server: $0.server, secret: $0.secret, callingStation: "198.18.\(index / 256).\(index % 256)")
+                }
                 group.addTask {
                     var result = Result()
                     while ContinuousClock.now < deadline {
                         do {
-                            let (roundTrip, wake) = try await Self.roundTrip(
-                                device: device, requester: requester, approver: approver)
+                            let (roundTrip, wake) =
+                                if let nas {
+                                    try await nas.roundTrip(device: device, approver: approver)
+                                } else {
+                                    try await Self.roundTrip(device: device, requester: requester, approver: approver)
+                                }
                             result.roundTrips.append(roundTrip)
                             result.wakes.append(wake)
                         } catch {

@@ -35,4 +35,37 @@ struct BenchmarkSmokeTests {
         #expect(lines.first?.hasPrefix("idle-waiters concurrency=1 idle-waiters=20") == true, "\(bench.text)")
         #expect(bench.text.contains("one P-256 verification here: "), "\(bench.text)")
     }
+
+    @Test("RADIUS logins: a challenge, the approval with its number, the Accept; a summary line with no errors")
+    func radius() async throws {
+        let port = try freeUDPPort()
+        let broker = try await LiveBroker.start(arguments: [
+            "--max-requests-per-address", "100000000", "--max-requests-per-user", "100000000",
+            "--radius-listen", "127.0.0.1:\(port)",
+        ])
+        defer { broker.stop() }
+        let secretFile = try temporaryDirectory("bench-radius").appendingPathComponent("secret")
+        try Data("bench-secret-0123456789\n".utf8).write(to: secretFile)
+        let add = try RunningProcess(
+            "device-broker",
+            [
+                "radius", "add", "bench", "--address", "127.0.0.1", "--api-key", broker.apiKeyID, "--secret-file",
+                secretFile.path,
+            ] + broker.storeArguments)
+        #expect(try await add.exitCode() == 0, "\(add.text)")
+        let bench = try RunningProcess(
+            "countersign-bench",
+            [
+                "--broker", broker.url, "--api-key", broker.apiKeyID, "--api-secret", broker.apiSecret,
+                "--concurrency", "1,4", "--duration", "1", "--radius", "127.0.0.1:\(port)",
+                "--radius-secret-file", secretFile.path,
+                "--broker-pid", String(broker.process.process.processIdentifier),
+            ])
+        #expect(try await bench.exitCode(timeout: .seconds(120)) == 0, "\(bench.text)")
+        let lines = bench.text.split(separator: "\n").filter { $0.contains("round trips/s") }
+        #expect(lines.count == 2 && lines.allSatisfy { $0.hasPrefix("radius concurrency=") }, "\(bench.text)")
+        for line in lines {
+            #expect(line.contains("errors 0") && line.contains("ms per round trip ("), "\(line)")
+        }
+    }
 }
