@@ -44,11 +44,21 @@ struct RADIUSServer: Service {
 
     typealias Datagrams = NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, AddressedEnvelope<ByteBuffer>>
 
+    /// A whole packet of the largest size RFC 2865 allows (NIO reads 2,048
+    /// bytes of a datagram unless told otherwise).
+    static let receiveBuffers = FixedSizeRecvByteBufferAllocator(capacity: RADIUSPacket.maximumLength)
+
+    /// Requests of one client answered at once: a quarter of all, so that
+    /// one NAS (or someone spoofing one relaxed to take requests without a
+    /// Message-Authenticator) cannot hold every place.
+    static let maximumInFlightPerClient = maximumInFlight / 4
+
     /// Binds the UDP socket; an address that cannot be listened on fails
     /// the start, as the HTTP listener's does.
     static func bind(_ configuration: RADIUSListenerConfiguration) async throws -> Datagrams {
         try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(.recvAllocator, value: RADIUSServer.receiveBuffers)
             .bind(host: configuration.host, port: configuration.port) { channel in
                 channel.eventLoop.makeCompletedFuture { try Datagrams(wrappingChannelSynchronously: channel) }
             }
@@ -97,6 +107,11 @@ final class RADIUSDatagramHandler: Sendable {
     let metrics: BrokerMetrics
     let logger: Logger
     private let inFlight = Atomic<Int>(0)
+    /// Requests in progress by client name.
+    private let inFlightByClient = Mutex<[String: Int]>([:])
+    /// When a dropped packet was last logged, and how many went unlogged
+    /// since: a flood writes a line a second, not a line a packet.
+    private let dropLog = Mutex<(last: ContinuousClock.Instant?, unlogged: Int)>((nil, 0))
 
     init(
         exchange: RADIUSExchange, clients: RADIUSClients, retransmissions: RADIUSRetransmissions,
@@ -157,8 +172,8 @@ final class RADIUSDatagramHandler: Sendable {
                     : "not authentic: a wrong shared secret or a forged packet", source: source, client: client)
         }
         let key = RADIUSRetransmissions.Key(
-            source: source, port: remote.port ?? 0, identifier: request.identifier, authenticator: request.authenticator
-        )
+            source: source, port: remote.port ?? 0, code: request.code.rawValue, identifier: request.identifier,
+            authenticator: request.authenticator)
         switch retransmissions.begin(key) {
         case .answered(let answer):
             metrics.radius(.retransmitted)
@@ -168,6 +183,13 @@ final class RADIUSDatagramHandler: Sendable {
             return nil
         case .new: break
         }
+        guard enter(client) else {
+            retransmissions.forget(key)
+            return drop(
+                "\(RADIUSServer.maximumInFlightPerClient) of its requests are in progress", source: source,
+                client: client)
+        }
+        defer { leave(client) }
         if request.code == .statusServer {
             return finish(key, secret.answer(.accessAccept, to: request, attributes: []), outcome: .accept)
         }
@@ -196,10 +218,29 @@ final class RADIUSDatagramHandler: Sendable {
             case .accessChallenge: .challenge
             default: .reject
             }
+        // The user name is what the person at the prompt typed: escaped.
         logger.info(
             "RADIUS request answered",
-            metadata: ["client": "\(client.name)", "user": "\(request.text(.userName) ?? "")", "answer": "\(outcome)"])
+            metadata: [
+                "client": "\(client.name)", "user": "\(DisplayText.escaped(request.text(.userName) ?? ""))",
+                "answer": "\(outcome)",
+            ])
         return finish(key, secret.answer(answer.code, to: request, attributes: answer.attributes), outcome: outcome)
+    }
+
+    private func enter(_ client: RADIUSClient) -> Bool {
+        inFlightByClient.withLock { counts in
+            guard counts[client.name, default: 0] < RADIUSServer.maximumInFlightPerClient else { return false }
+            counts[client.name, default: 0] += 1
+            return true
+        }
+    }
+
+    private func leave(_ client: RADIUSClient) {
+        inFlightByClient.withLock { counts in
+            counts[client.name, default: 1] -= 1
+            if counts[client.name] == 0 { counts[client.name] = nil }
+        }
     }
 
     private func finish(_ key: RADIUSRetransmissions.Key, _ answer: [UInt8], outcome: RADIUSOutcome) -> [UInt8] {
@@ -208,10 +249,22 @@ final class RADIUSDatagramHandler: Sendable {
         return answer
     }
 
-    private func drop(_ why: String, source: String, client: RADIUSClient? = nil) -> [UInt8]? {
+    private func drop(
+        _ why: String, source: String, client: RADIUSClient? = nil, now: ContinuousClock.Instant = .now
+    ) -> [UInt8]? {
         metrics.radius(.dropped)
+        let unlogged: Int? = dropLog.withLock { log in
+            if let last = log.last, now - last < .seconds(1) {
+                log.unlogged += 1
+                return nil
+            }
+            defer { log = (now, 0) }
+            return log.unlogged
+        }
+        guard let unlogged else { return nil }
         var metadata: Logger.Metadata = ["source": "\(source)"]
         if let client { metadata["client"] = "\(client.name)" }
+        if unlogged > 0 { metadata["unlogged_drops"] = "\(unlogged)" }
         logger.notice("RADIUS request dropped: \(why)", metadata: metadata)
         return nil
     }
@@ -286,6 +339,7 @@ final class RADIUSRetransmissions: Sendable {
     struct Key: Hashable, Sendable {
         let source: String
         let port: Int
+        let code: UInt8
         let identifier: UInt8
         let authenticator: [UInt8]
     }
@@ -304,38 +358,49 @@ final class RADIUSRetransmissions: Sendable {
     /// Requests remembered at most; beyond, the oldest answers go first.
     static let capacity = 65536
 
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let entries = Mutex<(entries: [Key: Entry], pruned: ContinuousClock.Instant?)>(([:], nil))
 
     func begin(_ key: Key, now: ContinuousClock.Instant = .now) -> Begun {
-        entries.withLock { entries in
-            switch entries[key] {
+        entries.withLock { state in
+            switch state.entries[key] {
             case .inProgress: return .inProgress
             case .answered(let answer, let at) where now - at < Self.kept: return .answered(answer)
             default:
-                if entries.count >= Self.capacity { Self.prune(&entries, now: now) }
-                entries[key] = .inProgress
+                // Stale answers go every few seconds, and at once when full,
+                // so that memory follows the last 30 s of requests.
+                let full = state.entries.count >= Self.capacity
+                if full || state.pruned.map({ now - $0 >= .seconds(5) }) ?? true {
+                    Self.prune(&state.entries, now: now, full: full)
+                    state.pruned = now
+                }
+                state.entries[key] = .inProgress
                 return .new
             }
         }
     }
 
     func finish(_ key: Key, answer: [UInt8], now: ContinuousClock.Instant = .now) {
-        entries.withLock { $0[key] = .answered(answer, at: now) }
+        entries.withLock { $0.entries[key] = .answered(answer, at: now) }
     }
 
     /// Forgets a request that got no answer: its retransmission is tried afresh.
     func forget(_ key: Key) {
-        _ = entries.withLock { $0.removeValue(forKey: key) }
+        _ = entries.withLock { $0.entries.removeValue(forKey: key) }
     }
 
-    /// Drops the answers older than ``kept``; if none were, the oldest half.
-    private static func prune(_ entries: inout [Key: Entry], now: ContinuousClock.Instant) {
+    /// How many requests it remembers.
+    var count: Int { entries.withLock { $0.entries.count } }
+
+    /// Drops the answers older than ``kept``; when `full` and none were,
+    /// the oldest half.
+    private static func prune(_ entries: inout [Key: Entry], now: ContinuousClock.Instant, full: Bool) {
         let answered = entries.compactMap { key, entry -> (Key, ContinuousClock.Instant)? in
             if case .answered(_, let at) = entry { return (key, at) }
             return nil
         }
         let stale = answered.filter { now - $0.1 >= kept }
-        let dropped = stale.isEmpty ? Array(answered.sorted { $0.1 < $1.1 }.prefix(answered.count / 2 + 1)) : stale
+        let dropped =
+            stale.isEmpty && full ? Array(answered.sorted { $0.1 < $1.1 }.prefix(answered.count / 2 + 1)) : stale
         for (key, _) in dropped { entries.removeValue(forKey: key) }
     }
 }

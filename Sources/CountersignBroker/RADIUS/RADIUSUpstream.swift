@@ -75,6 +75,7 @@ struct RADIUSUpstream {
         _ datagram: [UInt8], with target: SocketAddress, secret: RADIUSSecret, request: RADIUSPacket
     ) async throws -> RADIUSPacket? {
         let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.recvAllocator, value: RADIUSServer.receiveBuffers)
             .bind(host: target.protocol == .inet6 ? "::" : "0.0.0.0", port: 0) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try RADIUSServer.Datagrams(wrappingChannelSynchronously: channel)
