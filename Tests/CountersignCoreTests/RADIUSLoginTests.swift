@@ -34,6 +34,13 @@ struct RADIUSLoginTests {
                     $0.method = .totp
                 }, at: now) == .accept(message: "Approved with a TOTP code"))
         #expect(
+            RADIUSLogin.verdict(
+                for: event {
+                    $0.storedStatus = .approved
+                    $0.decidedAt = now - 31
+                }, at: now) == .reject(message: "This login is over; start again"),
+            "a State is spent 30 s after the approval")
+        #expect(
             RADIUSLogin.verdict(for: event { $0.storedStatus = .rejected }, at: now)
                 == .reject(message: "Refused on your device"))
         #expect(
@@ -48,6 +55,22 @@ struct RADIUSLoginTests {
         #expect(
             RADIUSLogin.verdict(for: event().withdrawn(at: now - 1), at: now)
                 == .reject(message: "The request was withdrawn"))
+    }
+
+    @Test("a State's event belongs to the client that opened it, for its user, through RADIUS only")
+    func belongs() {
+        let client = RADIUSClient(
+            name: "office-vpn", network: "192.0.2.0/24", apiKeyID: "ck_app", secret: "0123456789abcdef", createdAt: now)
+        let login = event { $0.channel = .radius }
+        #expect(RADIUSLogin.belongs(login, to: client, user: "alice"))
+        #expect(!RADIUSLogin.belongs(login, to: client, user: "bob"))
+        #expect(!RADIUSLogin.belongs(event(), to: client, user: "alice"), "a request of the REST API")
+        var branch = client
+        branch.name = "branch-vpn"
+        #expect(!RADIUSLogin.belongs(login, to: branch, user: "alice"), "another client of the same app")
+        var otherApp = client
+        otherApp.apiKeyID = "ck_other"
+        #expect(!RADIUSLogin.belongs(login, to: otherApp, user: "alice"))
     }
 
     @Test("a code is six digits, nothing else")

@@ -21,11 +21,11 @@ struct RADIUSEndToEndTests {
 
         static func start(
             mode: String = "challenge", arguments: [String] = [], database: String? = nil,
-            clientArguments: [String] = [], port: Int? = nil
+            clientArguments: [String] = [], port: Int? = nil, totp: Bool = true
         ) async throws -> RADIUSBroker {
             let port = try port ?? freeUDPPort()
             let broker = try await LiveBroker.start(
-                arguments: ["--radius-listen", "127.0.0.1:\(port)"] + arguments, database: database)
+                arguments: ["--radius-listen", "127.0.0.1:\(port)"] + arguments, database: database, totp: totp)
             let add = try RunningProcess(
                 "device-broker",
                 ["radius", "add", "office-vpn", "--address", "127.0.0.1", "--api-key", broker.apiKeyID, "--mode", mode]
@@ -102,10 +102,25 @@ struct RADIUSEndToEndTests {
         #expect(accepted["code"] as? String == "Access-Accept", "\(accepted)")
         #expect(accepted["verified"] as? Bool == true)
 
-        // The State does not open it again for another user, nor once more
-        // after it ended the login's way (approved: Accept again is fine).
+        // The State is not taken for another user, nor at another client
+        // of the same app (which may check a password this login never passed).
         let stolen = try await radius.pyrad(["--user", "mallory", "--state", state])
         #expect(stolen["code"] as? String == "Access-Reject", "\(stolen)")
+        let other = try RunningProcess(
+            "device-broker",
+            ["radius", "add", "branch-vpn", "--address", "127.0.0.2", "--api-key", radius.broker.apiKeyID]
+                + radius.broker.storeArguments)
+        #expect(try await other.exitCode() == 0, "\(other.text)")
+        let otherSecret = try await other.waitFor(#"Shared secret \(shown once; give it to the NAS\): ([A-Za-z0-9]+)"#)
+        var elsewhere: [String: Any] = [:]
+        var budget = WaitBudget(.seconds(60))
+        while budget.left() {
+            // Until the listener knows branch-vpn, its packets are dropped.
+            elsewhere = try await radius.pyrad(
+                ["--user", "alice", "--state", state, "--source", "127.0.0.2", "--timeout", "2"], secret: otherSecret)
+            if !(elsewhere["code"] is NSNull) { break }
+        }
+        #expect(elsewhere["code"] as? String == "Access-Reject", "another client's: \(elsewhere)")
         var forged = state
         forged.removeLast(2)
         forged += "00"
@@ -179,6 +194,45 @@ struct RADIUSEndToEndTests {
         #expect(try await radius.inbox(device, wait: 0).isEmpty, "withdrawn: the device no longer lists it")
     }
 
+    @Test("a wrong code typed as the challenge's response leaves the login open: asked again, then approved")
+    func wrongCodeOnChallenge() async throws {
+        let radius = try await RADIUSBroker.start(arguments: ["--radius-hold", "5s"])
+        defer { radius.stop() }
+        let device = try await radius.broker.enrollDevice(user: "alice")
+        let first = try await radius.pyrad(["--user", "alice"])
+        let state = try #require(first["state"] as? String)
+        let guessed = try await radius.pyrad(["--user", "alice", "--state", state, "--password", "000000"])
+        #expect(guessed["code"] as? String == "Access-Challenge" && guessed["state"] as? String == state, "\(guessed)")
+        #expect((guessed["reply_message"] as? String)?.hasPrefix("That code is wrong. Approve") == true, "\(guessed)")
+        let item = try #require(try await radius.inbox(device).first, "still pending on the device")
+        _ = try await CountersignClient(for: device).decide(
+            item, verdict: .approve, match: try Self.number(in: first), credential: device)
+        let accepted = try await radius.pyrad(["--user", "alice", "--state", state])
+        #expect(accepted["code"] as? String == "Access-Accept", "\(accepted)")
+    }
+
+    @Test("requests of the largest size RFC 2865 allows are read whole")
+    func largePackets() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        // 14 Proxy-States of 253 bytes: a request of some 3,700 bytes.
+        let answer = try await radius.pyrad(["--user", "alice", "--pad", "14"])
+        #expect(answer["code"] as? String == "Access-Challenge", "\(answer)")
+        #expect((answer["request_length"] as? Int ?? 0) > 3500)
+    }
+
+    @Test("a user name is asked for from many addresses: the user is not locked out, as on the sign-in page")
+    func noLockOut() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        _ = try await radius.broker.enrollDevice(user: "alice")
+        // More than a user's share of requesters' pending prompts (10).
+        for index in 1...12 {
+            let answer = try await radius.pyrad(["--user", "alice", "--calling-station-id", "198.51.100.\(index)"])
+            #expect(answer["code"] as? String == "Access-Challenge", "request \(index): \(answer)")
+        }
+    }
+
     @Test("a TOTP code as the password approves once; the same code again and a wrong one are refused")
     func totpAsPassword() async throws {
         let radius = try await RADIUSBroker.start()
@@ -205,6 +259,15 @@ struct RADIUSEndToEndTests {
                     && $0.channel == .radius
             })
         #expect(events.allSatisfy { $0.status != .pending }, "refused codes leave nothing pending: \(events)")
+    }
+
+    @Test("a broker without a TOTP key takes six digits as any password: the device is asked")
+    func noTOTPKey() async throws {
+        let radius = try await RADIUSBroker.start(totp: false)
+        defer { radius.stop() }
+        _ = try await radius.broker.enrollDevice(user: "alice")
+        let answer = try await radius.pyrad(["--user", "alice", "--password", "123456"])
+        #expect(answer["code"] as? String == "Access-Challenge", "\(answer)")
     }
 
     @Test("a request expires unanswered: the State's request is refused")

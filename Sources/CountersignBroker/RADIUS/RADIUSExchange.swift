@@ -79,10 +79,11 @@ struct RADIUSExchange {
         let typed = password.map { String(decoding: $0, as: UTF8.self) } ?? ""
         if let stateBytes = request.first(.state) {
             guard let state = RADIUSState(stateBytes) else { return .reject("Unknown request; start again") }
-            return try await resume(state, user: user, key: key, typed: typed)
+            return try await resume(state, user: user, client: client, typed: typed)
         }
         // With an upstream, the password is its to check, first; without
-        // one, six digits are a TOTP code and anything else is ignored.
+        // one, six digits are a TOTP code (on a broker that takes codes)
+        // and anything else is ignored.
         if let upstream = client.upstream {
             switch await RADIUSUpstream(upstream: upstream, logger: logger).check(request, password: password ?? []) {
             case .accepted: break
@@ -90,14 +91,15 @@ struct RADIUSExchange {
             case .unreachable: return nil
             }
         }
-        let code = client.upstream == nil && RADIUSLogin.isCode(typed)
+        let code = client.upstream == nil && environment.vault != nil && RADIUSLogin.isCode(typed)
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: EventName.login, ip: Self.userAddress(of: request, source: source),
-                requesterName: client.name, numberMatching: client.mode == .challenge && !code, channel: .radius),
+                requesterName: client.name, numberMatching: client.mode == .challenge && !code,
+                limits: environment.policy.pendingLimits.forSignInPage, channel: .radius),
             by: .requester(address: Self.userAddress(of: request, source: source)), holdsSecret: false)
         if code {
-            return try await tryCode(typed, on: opened.event, key: key)
+            return try await tryCode(typed, on: opened.event, user: user, withdrawingOnRefusal: true)
         }
         switch client.mode {
         case .challenge:
@@ -110,13 +112,26 @@ struct RADIUSExchange {
 
     /// The next request of a challenge: a TOTP code typed, or the
     /// device's decision awaited.
-    private func resume(_ state: RADIUSState, user: String, key: APIKey, typed: String) async throws -> Answer {
-        guard let event = try await environment.store.event(id: state.eventID), event.issuer == key.id,
-            event.clientUserID == user, let digest = event.requesterTokenDigest,
+    private func resume(_ state: RADIUSState, user: String, client: RADIUSClient, typed: String) async throws
+        -> Answer
+    {
+        guard let event = try await environment.store.event(id: state.eventID),
+            RADIUSLogin.belongs(event, to: client, user: user), let digest = event.requesterTokenDigest,
             SecretToken.constantTimeEquals(SecretToken.digest(state.requesterToken), digest)
         else { return .reject("Unknown request; start again") }
-        if RADIUSLogin.isCode(typed), !event.isSettled(at: environment.now()) {
-            return try await tryCode(typed, on: event, key: key)
+        if environment.vault != nil, RADIUSLogin.isCode(typed), !event.isSettled(at: environment.now()) {
+            // A wrong code here leaves the login open: the device may still
+            // approve it, and whoever guesses cannot end it.
+            let answer = try await tryCode(typed, on: event, user: user, withdrawingOnRefusal: false)
+            guard answer.code == .accessReject,
+                let current = try await environment.store.event(id: event.id),
+                !current.isSettled(at: environment.now())
+            else { return answer }
+            var again = challenge(current, state: state, again: true)
+            let refusal = answer.attributes.first.map { String(decoding: $0.value, as: UTF8.self) } ?? ""
+            again.attributes[0] = RADIUSAttribute(
+                .replyMessage, text: refusal + ". " + RADIUSLogin.prompt(for: current))
+            return again
         }
         let answer = try await awaitDecision(on: event, withdrawingOnTimeout: false)
         guard answer.code == .accessChallenge else { return answer }
@@ -163,12 +178,14 @@ struct RADIUSExchange {
     }
 
     /// A TOTP code typed as the password or the challenge's response: the
-    /// event approved by it, or refused and (a wrong code ends the login)
-    /// withdrawn.
-    private func tryCode(_ code: String, on event: ApprovalEvent, key: APIKey) async throws -> Answer {
+    /// event approved by it, or refused and, typed as the password (the
+    /// login opened for the code alone), withdrawn.
+    private func tryCode(_ code: String, on event: ApprovalEvent, user: String, withdrawingOnRefusal: Bool)
+        async throws -> Answer
+    {
         do {
             let match = try await CodeCheck(environment: environment, logger: logger).verify(
-                code, issuer: key.id, user: event.clientUserID, event: event)
+                code, issuer: event.issuer, user: user, event: event)
             guard let settled = match.settled,
                 case .accept(let message) = RADIUSLogin.verdict(
                     for: settled, at: environment.now())
@@ -176,7 +193,9 @@ struct RADIUSExchange {
             return .accept(message)
         } catch let refusal as APIError {
             let now = environment.now()
-            if let current = try await environment.store.event(id: event.id), !current.isSettled(at: now) {
+            if withdrawingOnRefusal, let current = try await environment.store.event(id: event.id),
+                !current.isSettled(at: now)
+            {
                 _ = try? await EventTransitions(environment: environment).withdraw(current, now: now)
             }
             return .reject(refusal.code == .wrongCode ? "That code is wrong" : refusal.message)

@@ -13,10 +13,19 @@ public enum RADIUSLogin {
         case waiting(message: String, secondsLeft: Int)
     }
 
+    /// How long after its approval a login's State still gets Access-Accept:
+    /// the held request is answered at once, and a NAS that asks again
+    /// (its retry of a request the broker answered late) within this gets
+    /// the same; later the State is spent, and the login must start again.
+    public static let acceptedFor: TimeInterval = 30
+
     /// The answer `event` calls for at `now`.
     public static func verdict(for event: ApprovalEvent, at now: Date) -> Verdict {
         switch event.status(at: now) {
         case .approved:
+            guard now.timeIntervalSince(event.decidedAt ?? event.updatedAt) <= acceptedFor else {
+                return .reject(message: "This login is over; start again")
+            }
             return .accept(message: event.method == .totp ? "Approved with a TOTP code" : "Approved on your device")
         case .rejected:
             switch event.statusReason {
@@ -39,6 +48,16 @@ public enum RADIUSLogin {
         let start = again ? "Not approved yet. " : ""
         guard let number = event.matchNumber else { return start + "Approve the request on your device" }
         return start + "Approve on your device: type \(number), then press Enter here (or type a TOTP code)"
+    }
+
+    /// Whether the event a State names is this client's login: opened
+    /// through the RADIUS listener by this client (its name is the
+    /// requester), for this user of its API key. A State is never taken
+    /// at another client, even of the same app: that one may check a
+    /// password first that this login never passed.
+    public static func belongs(_ event: ApprovalEvent, to client: RADIUSClient, user: String) -> Bool {
+        event.channel == .radius && event.requesterName == client.name && event.issuer == client.apiKeyID
+            && event.clientUserID == user
     }
 
     /// Whether a password is a TOTP code rather than a first factor or

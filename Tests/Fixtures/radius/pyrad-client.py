@@ -10,6 +10,7 @@ Authenticator and Message-Authenticator are checked by pyrad.
   [--no-message-authenticator] [--forge-message-authenticator]
   [--send-twice] [--timeout SECONDS] [--calling-station-id ADDRESS] [--status-server]
   [--accounting]  (an Accounting-Request, Acct-Status-Type Start, instead)
+  [--source ADDRESS] [--pad N]  (N Proxy-State attributes of 253 bytes)
 
 --send-twice sends the very same datagram again once the first answer came
 (a NAS's retransmission) and prints both answers as a JSON list.
@@ -55,6 +56,8 @@ def main():
     parser.add_argument("--send-twice", action="store_true")
     parser.add_argument("--status-server", action="store_true")
     parser.add_argument("--accounting", action="store_true")
+    parser.add_argument("--source", default="", help="the address to send from (127.0.0.2: another NAS)")
+    parser.add_argument("--pad", type=int, default=0, help="Proxy-State attributes of 253 bytes to add")
     parser.add_argument("--timeout", type=float, default=40)
     arguments = parser.parse_args()
     host, port = arguments.server.rsplit(":", 1)
@@ -76,6 +79,8 @@ def main():
         request["User-Password"] = request.PwCrypt(arguments.password)
         if arguments.state:
             request["State"] = bytes.fromhex(arguments.state)
+        if arguments.pad:
+            request["Proxy-State"] = [os.urandom(253) for _ in range(arguments.pad)]
     if not arguments.no_message_authenticator:
         request.add_message_authenticator()
     datagram = request.RequestPacket()
@@ -84,6 +89,8 @@ def main():
         datagram = datagram[:-16] + bytes(16)
     sock = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET, socket.SOCK_DGRAM)
     sock.settimeout(arguments.timeout)
+    if arguments.source:
+        sock.bind((arguments.source, 0))
     target = (host.strip("[]"), int(port))
     sends = 2 if arguments.send_twice else 1
     answers = []
