@@ -69,7 +69,10 @@ struct SQLiteBadDaysEndToEndTests {
         try await disk.repairAndRemount()
         let restarted = try await broker.restart()
         defer { restarted.stop() }
-        #expect(try await write(restarted) == nil, "writes resume on the writable file system")
+        let afterRepair = try await write(restarted)
+        #expect(
+            afterRepair == nil,
+            "writes resume on the writable file system: \(String(describing: afterRepair)), \(restarted.process.text)")
         #expect(try await restarted.backend.event(id: decided).status == .approved)
         restarted.stop()
         try await expectIntact(data, decided: decided, enrollmentTokensAtLeast: 2)
