@@ -354,22 +354,26 @@ struct RADIUSEndToEndTests {
         #expect(answer["code"] as? String == "Access-Challenge" && length <= 4 * request, "\(answer)")
     }
 
+    /// One request through FreeRADIUS's radclient; what it printed.
+    static func radclient(_ radius: RADIUSBroker, _ attributes: String, secret: String? = nil, wait: Int = 40)
+        async throws -> String
+    {
+        let run = try RunningProcess(
+            "/usr/bin/env",
+            [
+                "sh", "-c", "printf '%s\\n' \"$0\" | radclient -x -t \(wait) -r 1 \(radius.server) auth \"$1\"",
+                attributes, secret ?? radius.secret,
+            ])
+        _ = try await run.exitCode()
+        return run.text
+    }
+
     @Test("FreeRADIUS's radclient: the challenge, approved on the device, then Access-Accept")
     func radclient() async throws {
         let radius = try await RADIUSBroker.start()
         defer { radius.stop() }
         let device = try await radius.broker.enrollDevice(user: "alice")
-        func radclient(_ attributes: String) async throws -> String {
-            let run = try RunningProcess(
-                "/usr/bin/env",
-                [
-                    "sh", "-c",
-                    "printf '%s\\n' \"$0\" | radclient -x -t 40 -r 1 \(radius.server) auth \"$1\"", attributes,
-                    radius.secret,
-                ])
-            _ = try await run.exitCode()
-            return run.text
-        }
+        func radclient(_ attributes: String) async throws -> String { try await Self.radclient(radius, attributes) }
         let first = try await radclient(
             "User-Name = alice, User-Password = \"\", Message-Authenticator = 0x00, Calling-Station-Id = 203.0.113.5")
         #expect(first.contains("Received Access-Challenge"), "\(first)")
@@ -382,6 +386,47 @@ struct RADIUSEndToEndTests {
         let second = try await radclient(
             "User-Name = alice, User-Password = \"\", Message-Authenticator = 0x00, State = \(state)")
         #expect(second.contains("Received Access-Accept"), "\(second)")
+    }
+
+    @Test("radclient: refused on the device, a TOTP code, a wrong secret, no Message-Authenticator, push mode")
+    func radclientFlows() async throws {
+        let radius = try await RADIUSBroker.start()
+        defer { radius.stop() }
+        let machine = try await radius.broker.enrollMachine(user: "alice", name: "laptop")
+        let store = CredentialStore(directory: machine)
+        let credential = try store.unlock(try #require(try store.accounts().first), pin: nil)
+        let user = "User-Name = alice, Message-Authenticator = 0x00"
+
+        let first = try await Self.radclient(radius, user + ", User-Password = \"\"")
+        let state = try #require(first.firstMatch(of: /State = (0x[0-9a-f]+)/)).1
+        let item = try #require(try await CountersignClient(for: credential).inbox(credential, wait: 10).first)
+        _ = try await CountersignClient(for: credential).decide(
+            item, verdict: .reject, match: nil, credential: credential)
+        let refused = try await Self.radclient(radius, user + ", User-Password = \"\", State = \(state)")
+        #expect(refused.contains("Received Access-Reject"), "\(refused)")
+
+        let shown = try radius.broker.agent(["code", "--json"], configDirectory: machine)
+        #expect(try await shown.exitCode() == 0, "\(shown.text)")
+        let code = try await shown.waitFor(#""code" : "(\d{6})""#)
+        let totp = try await Self.radclient(radius, user + ", User-Password = \"\(code)\"")
+        #expect(totp.contains("Received Access-Accept"), "\(totp)")
+
+        let wrongSecret = try await Self.radclient(
+            radius, user + ", User-Password = \"\"", secret: "another-secret-of-16+", wait: 2)
+        #expect(!wrongSecret.contains("Received"), "dropped: \(wrongSecret)")
+        let bare = try await Self.radclient(radius, "User-Name = alice, User-Password = \"\"", wait: 2)
+        #expect(!bare.contains("Received"), "dropped without a Message-Authenticator: \(bare)")
+
+        // Push mode: the request waits for the approval.
+        let pushing = try await RADIUSBroker.start(mode: "push")
+        defer { pushing.stop() }
+        let phone = try await pushing.broker.enrollDevice(user: "alice")
+        async let waiting = Self.radclient(pushing, user + ", User-Password = \"\"")
+        let pending = try #require(try await pushing.inbox(phone).first)
+        #expect(!pending.matchRequired)
+        _ = try await CountersignClient(for: phone).decide(pending, verdict: .approve, match: nil, credential: phone)
+        let accepted = try await waiting.contains("Received Access-Accept")
+        #expect(accepted, "push mode: the request waits for the approval, and is accepted")
     }
 
     @Test("an upstream FreeRADIUS checks the password first: a wrong one is refused with no prompt, the right one asks")
