@@ -66,6 +66,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Into the client's network namespace only. `ip netns exec` (and `ip -n`)
+# also make a mount namespace of their own, a copy of every mount: while
+# the client runs, a file system another test unmounts stays mounted in
+# that copy (a loop device it repairs would not come back writable).
+in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
+
 wait_for() { # FILE REGEX SECONDS
     local i=0
     while [ "$i" -lt $(($3 * 5)) ]; do
@@ -100,8 +106,8 @@ cd "$WORK" || exit 1
 
 ip netns add "$NS" && ip link add "$VETH_HOST" type veth peer name "$VETH_NS" \
     && ip link set "$VETH_NS" netns "$NS" && ip addr add "$VETH_HOST_IP/30" dev "$VETH_HOST" \
-    && ip link set "$VETH_HOST" up && ip -n "$NS" addr add "$VETH_NS_IP/30" dev "$VETH_NS" \
-    && ip -n "$NS" link set "$VETH_NS" up && ip -n "$NS" link set lo up || { say "network namespace failed"; exit 1; }
+    && ip link set "$VETH_HOST" up && in_ns ip addr add "$VETH_NS_IP/30" dev "$VETH_NS" \
+    && in_ns ip link set "$VETH_NS" up && in_ns ip link set lo up || { say "network namespace failed"; exit 1; }
 
 printf '%s\n' "$RADIUS_SECRET" >radius.secret
 chmod 600 radius.secret
@@ -184,7 +190,7 @@ hand-window 90
 verb 4
 CONF
 say "client logging in as $VPN_USER"
-ip netns exec "$NS" openvpn --config client.conf >client.log 2>&1 &
+in_ns openvpn --config client.conf >client.log 2>&1 &
 CLIENT_PID=$!
 if [ "$AUTH" = script ]; then
     # What the client shows its user: the pending authentication's text.
@@ -195,6 +201,6 @@ fi
 wait_for client.log "Initialization Sequence Completed|AUTH_FAILED" 100 || { say "no answer in time"; exit 1; }
 grep -q AUTH_FAILED client.log && { say "AUTH_FAILED"; RESULT=3; exit 3; }
 say "connected"
-timeout 20 ip netns exec "$NS" ping -c2 -W3 "$TUN_SRV_IP" >/dev/null || { say "no ping across the tunnel"; exit 1; }
+timeout 20 nsenter --net="/run/netns/$NS" ping -c2 -W3 "$TUN_SRV_IP" >/dev/null || { say "no ping across the tunnel"; exit 1; }
 say "tunnel up"
 RESULT=0
