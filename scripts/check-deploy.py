@@ -300,8 +300,13 @@ if shutil.which("systemd-analyze") and binary.exists():
         copy = pathlib.Path(directory) / "countersign-broker.service"
         copy.write_text(unit.replace("/usr/bin/device-broker", str(binary)))
         verify = subprocess.run(["systemd-analyze", "verify", "--man=no", str(copy)], capture_output=True, text=True)
-        check(verify.returncode == 0 and not verify.stdout.strip() and not verify.stderr.strip(),
-              f"systemd-analyze verify is silent about the unit:\n{verify.stdout}{verify.stderr}")
+        # It reads the machine's other units too, and warns about theirs
+        # (Debian's freeradius.service, installed for the RADIUS tests, uses
+        # a deprecated setting): only what it says of this one counts.
+        said = [line for line in (verify.stdout + verify.stderr).splitlines()
+                if line.strip() and not re.match(r"(/usr)?/lib/systemd/system/|/etc/systemd/system/", line)]
+        check(verify.returncode == 0 and not said,
+              "systemd-analyze verify is silent about the unit:\n" + "\n".join(said))
 else:
     failures.append("systemd-analyze and a built device-broker are needed to check the unit")
 
