@@ -684,19 +684,4 @@ func freeUDPPort(below limit: Int) throws -> Int {
 }
 
 /// A UDP port nobody listens on right now.
-func freeUDPPort() throws -> Int {
-    let socketFD = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    defer { close(socketFD) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
-        }
-    }
-    guard bound else { throw ProcessFailure("no free UDP port") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
+func freeUDPPort() throws -> Int { try freePort(SOCK_DGRAM) }

@@ -211,9 +211,9 @@ func listens(pid: Int32, port: Int) -> Bool {
     }
 }
 
-/// A TCP port nobody listens on right now.
-func freePort() throws -> Int {
-    let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+/// A TCP port (or with `SOCK_DGRAM`, a UDP port) nobody listens on right now.
+func freePort(_ type: __socket_type = SOCK_STREAM) throws -> Int {
+    let socketFD = socket(AF_INET, Int32(type.rawValue), 0)
     defer { close(socketFD) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
