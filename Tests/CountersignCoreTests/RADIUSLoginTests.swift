@@ -73,6 +73,12 @@ struct RADIUSLoginTests {
         #expect(!RADIUSLogin.belongs(login, to: otherApp, user: "alice"))
     }
 
+    @Test("an integer attribute is four octets, most significant first")
+    func integerAttribute() {
+        #expect(RADIUSAttribute(.sessionTimeout, integer: 60).value == [0, 0, 0, 60])
+        #expect(RADIUSAttribute(.sessionTimeout, integer: 0x0102_0304).value == [1, 2, 3, 4])
+    }
+
     @Test("a code is six digits, nothing else")
     func codes() {
         #expect(RADIUSLogin.isCode("012345"))

@@ -92,12 +92,13 @@ struct RADIUSExchange {
             }
         }
         let code = client.upstream == nil && environment.vault != nil && RADIUSLogin.isCode(typed)
+        let address = Self.userAddress(of: request, source: source)
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
-                key: key, user: user, name: EventName.login, ip: Self.userAddress(of: request, source: source),
+                key: key, user: user, name: EventName.login, ip: address,
                 requesterName: client.name, numberMatching: client.mode == .challenge && !code,
                 limits: environment.policy.pendingLimits.forSignInPage, channel: .radius),
-            by: .requester(address: Self.userAddress(of: request, source: source)), holdsSecret: false)
+            by: .requester(address: address), holdsSecret: false)
         if code {
             return try await tryCode(typed, on: opened.event, user: user, withdrawingOnRefusal: true)
         }
@@ -139,15 +140,14 @@ struct RADIUSExchange {
     }
 
     private func challenge(_ event: ApprovalEvent, state: RADIUSState, again: Bool = false) -> Answer {
-        let now = environment.now()
-        let left = max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
-        return Answer(
+        Answer(
             code: .accessChallenge,
             attributes: [
                 RADIUSAttribute(.replyMessage, text: RADIUSLogin.prompt(for: event, again: again)),
                 RADIUSAttribute(.state, state.bytes),
                 // How long the NAS should wait for the person's response (RFC 2865 §5.27).
-                RADIUSAttribute(.sessionTimeout, Self.bigEndian(UInt32(left))),
+                RADIUSAttribute(
+                    .sessionTimeout, integer: UInt32(RADIUSLogin.secondsLeft(of: event, at: environment.now()))),
             ])
     }
 
@@ -209,9 +209,5 @@ struct RADIUSExchange {
         if let calling = request.text(.callingStationID), IPNetwork.parse(calling) != nil { return calling }
         if let nas = request.first(.nasIPAddress), nas.count == 4 { return nas.map(String.init).joined(separator: ".") }
         return source
-    }
-
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 }

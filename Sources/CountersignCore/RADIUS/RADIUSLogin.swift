@@ -38,9 +38,14 @@ public enum RADIUSLogin {
             return .reject(
                 message: event.withdrawnAt != nil ? "The request was withdrawn" : "No answer in time; try again")
         case .pending:
-            let left = max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
-            return .waiting(message: prompt(for: event, again: true), secondsLeft: left)
+            return .waiting(message: prompt(for: event, again: true), secondsLeft: secondsLeft(of: event, at: now))
         }
+    }
+
+    /// The whole seconds a pending login's window has left, at least 1: its
+    /// challenge's Session-Timeout.
+    public static func secondsLeft(of event: ApprovalEvent, at now: Date) -> Int {
+        max(1, Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
     }
 
     /// What the person at the VPN prompt reads while the device decides.

@@ -104,6 +104,11 @@ public struct RADIUSAttribute: Sendable, Equatable {
 
     public init(_ kind: Kind, _ value: [UInt8]) { self.init(type: kind.rawValue, value: value) }
 
+    /// An integer attribute: four octets, most significant first (RFC 2865 §5).
+    public init(_ kind: Kind, integer: UInt32) {
+        self.init(kind, withUnsafeBytes(of: integer.bigEndian, Array.init))
+    }
+
     /// A text attribute, cut to what an attribute holds on a character boundary.
     public init(_ kind: Kind, text: String) {
         var value: [UInt8] = []
