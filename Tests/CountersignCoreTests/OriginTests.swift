@@ -23,3 +23,30 @@ struct OriginTests {
         #expect(!Self.origin("https://evil.example.com").names(sameBrokerAs: named))
     }
 }
+
+@Suite("same-origin rule")
+struct SameOriginRuleTests {
+    let origins: Set<Origin> = [Origin(url: "https://broker.example")!]
+
+    @Test("each header that is sent must name this site")
+    func eachHeaderAgrees() {
+        let allows = { (site: String?, origin: String?) in
+            SameOriginRule.allows(fetchSite: site, origin: origin, origins: origins)
+        }
+        #expect(allows("same-origin", "https://broker.example"))
+        #expect(allows("same-origin", nil))
+        #expect(allows(nil, "https://broker.example"))
+        #expect(allows(nil, nil), "no browser's cross-site request")
+        // A foreign Origin is refused whatever Sec-Fetch-Site claims.
+        #expect(!allows("same-origin", "https://attacker.example"))
+        #expect(!allows("same-origin", "http://broker.example"))
+        #expect(!allows("same-origin", "not a url"))
+        #expect(!allows("same-site", "https://broker.example"))
+        #expect(!allows("cross-site", nil))
+        #expect(!allows("none", nil))
+        // Origin: null only with Sec-Fetch-Site vouching for it.
+        #expect(allows("same-origin", "null"))
+        #expect(!allows(nil, "null"))
+        #expect(!allows("cross-site", "null"))
+    }
+}

@@ -129,6 +129,16 @@ struct ConsoleAttackEndToEndTests {
         let apps = try #require(found.json["apps"] as? [[String: Any]])
         let devices = try #require(apps.first?["devices"] as? [[String: Any]])
         let deviceID = try #require(devices.first?["id"] as? String)
+        // A foreign Origin is refused even when Sec-Fetch-Site says same-origin.
+        for headers in [
+            ["Origin": "https://attacker.example", "Sec-Fetch-Site": "same-origin"],
+            ["Origin": "null"], ["Sec-Fetch-Site": "same-site"],
+        ] {
+            let forged = try await Self.call(
+                broker, .POST, "/console/api/devices/\(deviceID)/remove", cookies: session,
+                headers: headers.merging(["X-CSRF-Token": csrf]) { $1 })
+            #expect(forged.status == 403 && forged.json["error"] as? String == "csrf", "\(headers): \(forged.json)")
+        }
         // An operator's device is not the console's to remove: one operator
         // could lock the others out.
         let refused = try await Self.call(
