@@ -162,6 +162,37 @@ struct ConsoleAttackEndToEndTests {
         #expect(try await old.exitCode(timeout: .seconds(120)) != 0, "\(old.text)")
     }
 
+    @Test("starting again withdraws the earlier request, so the device lists one")
+    func startAgainWithdraws() async throws {
+        let broker = try await Console.startBroker()
+        defer { broker.stop() }
+        _ = try await Console.addOperator(broker, "alice")
+        let (first, _) = try await Self.startSignIn(broker, "alice")
+        // A new sign-in from the same browser (its attempt cookie) withdraws the first.
+        let again = try await Self.call(
+            broker, .POST, "/console/api/sign-in", cookies: ["countersign_console_sign_in": first],
+            body: ["operator": "alice"])
+        #expect(again.status == 201, "\(again.json)")
+        let second = try #require(again.cookies["countersign_console_sign_in"])
+        let earlier = try await Self.call(
+            broker, .GET, "/console/api/sign-in", cookies: ["countersign_console_sign_in": first])
+        #expect(earlier.json["status"] as? String == "expired", "\(earlier.json)")
+
+        // "Start again" withdraws the waiting one and clears its cookie; a
+        // foreign page cannot.
+        let foreign = try await Self.call(
+            broker, .DELETE, "/console/api/sign-in", cookies: ["countersign_console_sign_in": second],
+            headers: ["Origin": "https://attacker.example"])
+        #expect(foreign.status == 403, "\(foreign.json)")
+        let withdrawn = try await Self.call(
+            broker, .DELETE, "/console/api/sign-in", cookies: ["countersign_console_sign_in": second])
+        #expect(withdrawn.status == 204 && withdrawn.cookies["countersign_console_sign_in"] == "")
+        let ended = try await Self.call(
+            broker, .GET, "/console/api/sign-in", cookies: ["countersign_console_sign_in": second])
+        #expect(ended.json["status"] as? String == "expired", "\(ended.json)")
+        #expect(try await Self.call(broker, .DELETE, "/console/api/sign-in").status == 204, "nothing waiting")
+    }
+
     @Test("asking for an operator from many addresses does not keep them out: only the limits of an address hold")
     func noLockOut() async throws {
         let broker = try await Console.startBroker()

@@ -235,7 +235,12 @@ async function start() {
     event.preventDefault();
     signIn($("operator").value.trim());
   });
-  $("cancel-sign-in").addEventListener("click", () => { signInAbort?.abort(); showSignIn(); });
+  $("cancel-sign-in").addEventListener("click", async () => {
+    signInAbort?.abort();
+    showSignIn();
+    // The earlier request stops asking the device.
+    try { await api("sign-in", { method: "DELETE" }); } catch { /* it ends with its window anyway */ }
+  });
   $("sign-out").addEventListener("click", async () => {
     try { await api("sign-out", { method: "POST" }); } catch { /* ended either way */ }
     signedOut("Signed out.");

@@ -104,6 +104,19 @@ extension ConsoleAccess {
         return (opened.event, Attempt(eventID: opened.event.id, requesterToken: opened.requesterToken))
     }
 
+    /// Withdraws the attempt's login if it is still pending; an unknown,
+    /// decided or ended one is left as it is.
+    func withdraw(_ attempt: Attempt) async throws {
+        guard let event = try? await attempt.event(in: environment) else { return }
+        let now = environment.now()
+        guard Withdrawal.evaluate(event, now: now) == .withdraw else { return }
+        do {
+            _ = try await EventTransitions(environment: environment).withdraw(event, now: now)
+        } catch let error as APIError where error.status == .conflict {
+            // Decided meanwhile: nothing to withdraw.
+        }
+    }
+
     /// Starts the session an approved attempt earns, if its user is an
     /// operator; the sign-in is written to the audit log, and so is a
     /// refusal of an approved non-operator.

@@ -28,6 +28,7 @@ struct ConsoleController {
         }
         router.post("console/api/sign-in", use: startSignIn)
         router.get("console/api/sign-in", use: awaitSignIn)
+        router.delete("console/api/sign-in", use: withdrawSignIn)
         router.post("console/api/session", use: finishSignIn)
     }
 
@@ -81,6 +82,10 @@ struct ConsoleController {
     > {
         try access.requireSameOrigin(request)
         let body = try await request.decodeJSON(SignInRequest.self, context: context)
+        // Started again: the earlier request stops asking the device.
+        if let earlier = try? ConsoleAccess.Attempt(request, cookies: access.cookies) {
+            try await access.withdraw(earlier)
+        }
         let (event, attempt) = try await access.startSignIn(
             name: body.operator ?? "", address: context.clientAddress)
         let maxAge = max(1, Int(event.expiresAt.timeIntervalSince(environment.now()).rounded(.up)) + 60)
@@ -101,6 +106,18 @@ struct ConsoleController {
             attempt.eventID, wait: wait, holder: "requester/" + attempt.eventID
         ) { try await attempt.event(in: environment) }
         return JSONBody(SignInDocument(settled, now: environment.now()))
+    }
+
+    /// The operator starts again: the waiting sign-in is withdrawn, so
+    /// their device stops asking, and its cookie cleared. 204 also when
+    /// nothing was waiting.
+    @Sendable func withdrawSignIn(_ request: Request, context: BrokerRequestContext) async throws -> Response {
+        try access.requireSameOrigin(request)
+        if let attempt = try? ConsoleAccess.Attempt(request, cookies: access.cookies) {
+            try await access.withdraw(attempt)
+        }
+        return Response(
+            status: .noContent, headers: [.setCookie: access.cookies.setting(.attempt, "", maxAge: 0)])
     }
 
     /// The approved sign-in becomes a session: its cookie replaces the
