@@ -58,6 +58,17 @@ public enum WireJSON {
             WireJSON.append(string: value, to: &bytes)
         }
 
+        /// A field that is always written: `null` when there is no value,
+        /// for a format whose readers expect every field on every line.
+        public mutating func field(_ name: StaticString, orNull value: String?) {
+            guard let value else {
+                key(name)
+                bytes.append(contentsOf: "null".utf8)
+                return
+            }
+            field(name, value)
+        }
+
         public mutating func field(_ name: StaticString, _ value: Bool) {
             key(name)
             if value { bytes.append(contentsOf: "true".utf8) } else { bytes.append(contentsOf: "false".utf8) }

@@ -46,6 +46,8 @@ struct OperatorCommandEndToEndTests {
             ])
         #expect(lines.map { $0?["target"] as? String } == ["alice", "alice", "bob", "bob", "alice", "bob"])
         #expect(lines.allSatisfy { $0?["actor"] as? String == "host" && $0?["at"] is String })
+        // Every field the docs list on every line: the host has no address.
+        #expect(lines.allSatisfy { $0?["ip"] is NSNull && $0?.keys.count == 6 }, "\(exported)")
         let firstID = try #require(lines.first??["id"] as? Int)
         let after = try await broker(live, ["audit", "export", "--after", String(firstID)]).1
         #expect(after.split(separator: "\n").count == 5, "only what is new:\n\(after)")

@@ -56,7 +56,9 @@ extension AuditRecord: WireJSONWritable {
         object.field("actor", actor)
         object.field("at", at)
         object.field("id", id.map(Int.init))
-        object.field("ip", ip)
-        object.field("target", target)
+        // Every field on every line, as the docs list them: null for the
+        // host's address and for an action with no target.
+        object.field("ip", orNull: ip)
+        object.field("target", orNull: target)
     }
 }
