@@ -132,5 +132,15 @@ extension PostgresMigrations {
                 "UPDATE events SET channel = 'console' WHERE id IN (SELECT event_id FROM console_sessions)",
             ]
         ),
+        // The console's user list reads users by id across apps, in byte
+        // order whatever the database's collation; its event search and
+        // dashboard read events by time.
+        (
+            "v28-console-search",
+            [
+                "CREATE INDEX devices_by_user_id ON devices (client_user_id COLLATE \"C\")",
+                "CREATE INDEX events_by_time ON events (created_at)",
+            ]
+        ),
     ]
 }

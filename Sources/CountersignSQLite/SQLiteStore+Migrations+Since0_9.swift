@@ -177,5 +177,11 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE events SET channel = 'console' WHERE id IN (SELECT event_id FROM console_sessions)")
         }
+        migrator.registerMigration("v28-console-search") { db in
+            // The console's user list reads users by id across apps; its
+            // event search and dashboard read events by time.
+            try db.execute(sql: "CREATE INDEX devices_by_user_id ON devices (client_user_id)")
+            try db.execute(sql: "CREATE INDEX events_by_time ON events (created_at)")
+        }
     }
 }

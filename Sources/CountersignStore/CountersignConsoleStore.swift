@@ -35,6 +35,14 @@ public protocol CountersignConsoleStore: Sendable {
     /// (to the minute), the most first: who is being prompted, from where.
     func requestCounts(scope: RequestCount.Scope, since: Date, limit: Int) async throws -> [RequestCount]
 
+    /// Up to `limit` users with a device (removed ones too) whose id
+    /// starts with `prefix` (byte for byte) and sorts after `after`, in
+    /// byte order of their ids: the console's user list.
+    func users(prefix: String, after: String?, limit: Int) async throws -> [UserSummary]
+    /// Up to `limit` events that `query` matches at `now`, newest first
+    /// (ties by id, in byte order), across every app.
+    func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent]
+
     /// Starts a console session and writes `record` (its sign-in) in the
     /// same transaction, if `session.operatorName` is an operator: else
     /// `notFound`, and nothing written. `alreadyExists` when the event

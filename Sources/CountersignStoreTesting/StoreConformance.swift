@@ -26,5 +26,6 @@ public enum StoreConformance {
     public static let cases: [Case] =
         keyCases + deviceCases + lifecycleCases + eventCases + decisionCases
         + verificationCases + codeCases + outboxCases + webhookCases + fraudCases + cibaCases + consoleCases
-        + consoleSessionCases + consoleWatchCases + pagingCases + openIDCases + updaterCases + radiusCases
+        + consoleSearchCases + consoleSessionCases + consoleWatchCases + pagingCases + openIDCases + updaterCases
+        + radiusCases
 }

@@ -1,0 +1,66 @@
+public import CountersignCore
+import CountersignStore
+public import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresStore {
+    public func users(prefix: String, after: String?, limit: Int) async throws -> [UserSummary] {
+        let logger = logger
+        let upper = UserSummary.upperBound(ofPrefix: prefix)
+        // A range of `devices_by_user_id`, in byte order whatever the
+        // database's collation; no user id is empty, so `> ''` is every one.
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT client_user_id, array_agg(DISTINCT issuer) AS issuers, COUNT(*) AS devices,
+                    COUNT(*) FILTER (WHERE revoked_at IS NULL) AS active, MAX(last_seen_at) AS last_seen_at
+                FROM devices
+                WHERE client_user_id COLLATE "C" >= \(prefix) AND client_user_id COLLATE "C" < \(upper)
+                    AND client_user_id COLLATE "C" > \(after ?? "")
+                GROUP BY client_user_id ORDER BY client_user_id COLLATE "C" LIMIT \(limit)
+                """, logger: logger
+            ).map { row in
+                UserSummary(
+                    clientUserID: try row.value("client_user_id"),
+                    issuers: try row.value("issuers", as: [String].self).sorted(),
+                    activeDevices: Int(try row.value("active", as: Int64.self)),
+                    devices: Int(try row.value("devices", as: Int64.self)),
+                    lastSeenAt: try row.optionalDate("last_seen_at"))
+            }
+        }
+    }
+
+    public func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent] {
+        let logger = logger
+        var conditions: [String] = []
+        var binds = PostgresBindings()
+        // Each value a bind, `$n` in the order added.
+        func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
+        if let issuer = query.issuer { conditions.append("issuer = \(bind(issuer))") }
+        if let user = query.clientUserID { conditions.append("client_user_id = \(bind(user))") }
+        switch query.status {
+        case nil: break
+        case .pending: conditions.append("status = 'pending' AND expires_at > \(bind(now.seconds))")
+        case .expired: conditions.append("status = 'pending' AND expires_at <= \(bind(now.seconds))")
+        case .approved, .rejected: conditions.append("status = \(bind(query.status!.rawValue))")
+        }
+        if let name = query.name { conditions.append("name = \(bind(name))") }
+        if let channel = query.channel { conditions.append("channel = \(bind(channel.rawValue))") }
+        if let ip = query.ip { conditions.append("ip = \(bind(ip))") }
+        if let from = query.from { conditions.append("created_at >= \(bind(from.seconds))") }
+        if let to = query.to { conditions.append("created_at < \(bind(to.seconds))") }
+        if let after = query.after {
+            let t = bind(after.createdAt.timeIntervalSince1970)
+            conditions.append("(created_at < \(t) OR (created_at = \(t) AND id COLLATE \"C\" < \(bind(after.id))))")
+        }
+        let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let sql =
+            "SELECT * FROM events\(whereClause) ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT \(bind(limit))"
+        let statement = PostgresQuery(unsafeSQL: sql, binds: binds)
+        return try await read { db in try await db.rows(statement, logger: logger).map(Self.event(row:)) }
+    }
+}

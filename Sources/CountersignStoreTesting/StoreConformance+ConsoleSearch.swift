@@ -1,0 +1,103 @@
+import CountersignCore
+import CountersignStore
+import Foundation
+
+extension StoreConformance {
+    static let consoleSearchCases: [Case] = [
+        Case(name: "console users: by prefix in byte order, paged, across apps, removed devices counted apart") {
+            store in
+            for user in ["alice", "alicia", "Alina", "bob", "al", "ali\u{e9}", "carol"] {
+                _ = try await Fixture.enrolled(in: store, user: user)
+            }
+            let second = try await Fixture.enrolled(in: store, issuer: "ck_other", user: "alice")
+            _ = try await Fixture.enrolled(in: store, issuer: "ck_other", user: "alice")
+            _ = try await store.revokeDevice(
+                id: second.id, issuer: "ck_other", clientUserID: "alice", author: Fixture.author, now: Fixture.t0 + 1)
+            let al = try await store.users(prefix: "al", after: nil, limit: 10)
+            try check(
+                al.map(\.clientUserID) == ["al", "alice", "alicia", "ali\u{e9}"],
+                "the prefix, case counting, in byte order: \(al.map(\.clientUserID))")
+            guard let alice = al.first(where: { $0.clientUserID == "alice" }) else {
+                throw ConformanceFailure(message: "alice is listed", location: "\(#fileID):\(#line)")
+            }
+            try check(
+                alice.issuers == ["ck_app", "ck_other"] && alice.devices == 3 && alice.activeDevices == 2,
+                "every app, removed devices apart: \(alice)")
+            let first = try await store.users(prefix: "al", after: nil, limit: 2)
+            let rest = try await store.users(prefix: "al", after: first.last?.clientUserID, limit: 2)
+            try check(
+                (first + rest).map(\.clientUserID) == al.map(\.clientUserID), "two pages, none twice: \(rest)")
+            try check(
+                try await store.users(prefix: "", after: "bob", limit: 10).map(\.clientUserID) == ["carol"],
+                "no prefix: everyone after the cursor")
+            let wildcards =
+                try await store.users(prefix: "%", after: nil, limit: 10)
+                + store.users(prefix: "_l", after: nil, limit: 10)
+            try check(wildcards.isEmpty, "no wildcards")
+        },
+        Case(name: "console event search: each filter, the state at the time, newest first, paged by cursor") {
+            store in
+            let t0 = Fixture.t0
+            var events: [ApprovalEvent] = []
+            for index in 0..<6 {
+                var event = Fixture.event(
+                    issuer: index < 4 ? "ck_app" : "ck_other", user: index.isMultiple(of: 2) ? "alice" : "bob",
+                    at: t0 + Double(index / 2))  // two at each time: ties broken by id
+                event.ip = index == 5 ? "203.0.113.9" : "192.0.2.1"
+                if index == 3 { event.name = EventName.transaction }
+                if index == 1 { event.channel = .radius }
+                if index == 2 {
+                    event.storedStatus = .approved
+                    event.decidedAt = t0 + 10
+                }
+                try await store.insertEvent(event)
+                events.append(event)
+            }
+            // Newest first; at the same time, the greater id (in bytes) first.
+            let newest = events.sorted {
+                $0.createdAt != $1.createdAt
+                    ? $0.createdAt > $1.createdAt : Array($1.id.utf8).lexicographicallyPrecedes(Array($0.id.utf8))
+            }.map(\.id)
+            func search(_ query: EventQuery, now: Date = t0 + 30, limit: Int = 10) async throws -> [String] {
+                try await store.searchEvents(query, now: now, limit: limit).map(\.id)
+            }
+            try check(try await search(EventQuery()) == newest, "all, newest first, ties by id")
+            try check(
+                try await search(EventQuery(issuer: "ck_other"))
+                    == newest.filter { id in
+                        events.first { $0.id == id }!.issuer == "ck_other"
+                    }, "by app")
+            try check(
+                Set(try await search(EventQuery(clientUserID: "alice"))) == Set([0, 2, 4].map { events[$0].id }),
+                "by user")
+            try check(try await search(EventQuery(status: .approved)) == [events[2].id], "approved")
+            try check(Set(try await search(EventQuery(status: .pending))).count == 5, "pending while open")
+            try check(
+                Set(try await search(EventQuery(status: .expired), now: t0 + 60.5))
+                    == Set([0, 1].map { events[$0].id }),
+                "expired: pending past its window at the search's time")
+            try check(try await search(EventQuery(name: EventName.transaction)) == [events[3].id], "by type")
+            try check(try await search(EventQuery(channel: .radius)) == [events[1].id], "by channel")
+            try check(try await search(EventQuery(ip: "203.0.113.9")) == [events[5].id], "by address")
+            try check(
+                Set(try await search(EventQuery(from: t0 + 1, to: t0 + 2))) == Set([2, 3].map { events[$0].id }),
+                "from (inclusive) to (exclusive)")
+            try check(
+                try await search(EventQuery(clientUserID: "alice", status: .pending, from: t0 + 1)) == [events[4].id],
+                "filters together")
+            // Paged by cursor, ties included: no event twice, none left out.
+            var seen: [String] = []
+            var cursor: EventCursor? = nil
+            repeat {
+                let page = try await store.searchEvents(EventQuery(after: cursor), now: t0 + 30, limit: 1)
+                seen += page.map(\.id)
+                cursor = page.last.map(EventCursor.init(after:))
+                if page.isEmpty { break }
+            } while seen.count < 20
+            try check(seen == newest, "one at a time, as in one page: \(seen)")
+            try check(
+                EventCursor(text: EventCursor(after: events[3]).text) == EventCursor(after: events[3]),
+                "a cursor's text reads back exactly")
+        },
+    ]
+}
