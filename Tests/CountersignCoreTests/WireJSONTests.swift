@@ -132,3 +132,18 @@ struct WireJSONTests {
         }
     }
 }
+
+@Suite("CSV export fields")
+struct CSVFieldTests {
+    @Test("quoted as RFC 4180 asks, formulas shown as text")
+    func escaping() {
+        #expect(CSVField.escape("alice") == "alice")
+        #expect(CSVField.escape("a,b") == "\"a,b\"")
+        #expect(CSVField.escape("say \"hi\"") == "\"say \"\"hi\"\"\"")
+        #expect(CSVField.escape("two\nlines") == "\"two\nlines\"")
+        #expect(CSVField.escape("=HYPERLINK(\"http://x\")") == "\"'=HYPERLINK(\"\"http://x\"\")\"")
+        for start in ["+1", "-1", "@SUM(A1)", "\tx"] { #expect(CSVField.escape(start) == "'" + start) }
+        #expect(CSVField.escape("") == "")
+        #expect(CSVField.line(["a", "b,c", ""]) == "a,\"b,c\",\r\n")
+    }
+}

@@ -49,7 +49,7 @@ struct ConsoleReads {
     @Sendable func user(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<UserDocument> {
         let user = try context.parameters.userID()
         let limit = try request.limit()
-        let before = try Self.before(request)
+        let before = try request.time("before")
         let store = environment.store
         let now = environment.now()
         var apps: [UserAtApp] = []
@@ -78,19 +78,6 @@ struct ConsoleReads {
                     }))
         }
         return JSONBody(UserDocument(user: user, apps: apps))
-    }
-
-    /// `?before=`, an RFC 3339 time, or nil; a 400 for anything else.
-    static func before(_ request: Request) throws -> Date? {
-        guard let given = request.uri.queryParameters["before"] else { return nil }
-        let text = String(given).uppercased()
-        guard
-            let date = (try? Date(text, strategy: .iso8601))
-                ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
-        else {
-            throw APIError.badRequest("before must be an RFC 3339 time, e.g. 2026-11-26T14:03:00Z")
-        }
-        return date
     }
 
     struct AppDocument: Encodable, Sendable {

@@ -27,6 +27,7 @@ public enum ErrorCode: String, CaseIterable, Sendable, Encodable {
     case invalidBindingMessage = "invalid_binding_message"
     case invalidClient = "invalid_client"
     case invalidCode = "invalid_code"
+    case invalidCursor = "invalid_cursor"
     case invalidDecision = "invalid_decision"
     case invalidEnrollmentToken = "invalid_enrollment_token"
     case invalidGrant = "invalid_grant"
