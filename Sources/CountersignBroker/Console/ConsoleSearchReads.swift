@@ -64,6 +64,8 @@ struct ConsoleSearchReads {
 
     struct EventPage: Encodable, Sendable {
         let events: [EventDocument]
+        /// The names of the devices that decided them, by id.
+        let devices: [String: String]
         /// The `cursor` that reads the next (older) page; nil on the last.
         let next: String?
     }
@@ -75,9 +77,13 @@ struct ConsoleSearchReads {
         let limit = try request.limit()
         let now = environment.now()
         let events = query.holdsNUL ? [] : try await environment.store.searchEvents(query, now: now, limit: limit)
+        var devices: [String: String] = [:]
+        for id in Set(events.compactMap(\.decidedBy)) {
+            if let device = try await environment.store.device(id: id) { devices[id] = device.name }
+        }
         return JSONBody(
             EventPage(
-                events: events.map { EventDocument($0, now: now, signature: nil) },
+                events: events.map { EventDocument($0, now: now, signature: nil) }, devices: devices,
                 next: events.count == limit ? events.last.map { EventCursor(after: $0).text } : nil))
     }
 
