@@ -63,4 +63,28 @@ extension PostgresStore {
         let statement = PostgresQuery(unsafeSQL: sql, binds: binds)
         return try await read { db in try await db.rows(statement, logger: logger).map(Self.event(row:)) }
     }
+
+    public func eventTallies(since: Date, now: Date) async throws -> [EventTally] {
+        let logger = logger
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT issuer, channel,
+                    CASE WHEN status = 'pending' AND expires_at <= \(now.seconds) THEN 'expired' ELSE status END AS state,
+                    status_reason, method, COUNT(*) AS count
+                FROM events WHERE created_at >= \(since.seconds)
+                GROUP BY issuer, channel, state, status_reason, method
+                """, logger: logger
+            ).map { row in
+                guard let status = EventStatus(rawValue: try row.value("state")),
+                    let method = AuthMethod(rawValue: try row.value("method"))
+                else { throw StoreError(.backend, "unreadable event tally") }
+                return EventTally(
+                    issuer: try row.value("issuer"),
+                    channel: EventChannel(rawValue: try row.value("channel")) ?? .api, status: status,
+                    reason: try row.value("status_reason", as: String?.self).flatMap(StatusReason.init(rawValue:)),
+                    method: method, count: Int(try row.value("count", as: Int64.self)))
+            }
+        }
+    }
 }

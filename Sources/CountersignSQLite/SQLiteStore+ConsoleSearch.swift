@@ -60,4 +60,27 @@ extension SQLiteStore {
             ).map(Self.event(row:))
         }
     }
+
+    public func eventTallies(since: Date, now: Date) async throws -> [EventTally] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT issuer, channel,
+                        CASE WHEN status = 'pending' AND expires_at <= ? THEN 'expired' ELSE status END AS state,
+                        status_reason, method, COUNT(*)
+                    FROM events WHERE created_at >= ?
+                    GROUP BY issuer, channel, state, status_reason, method
+                    """,
+                arguments: [now.timeIntervalSince1970, since.timeIntervalSince1970]
+            ).map { row in
+                guard let status = EventStatus(rawValue: row[2]), let method = AuthMethod(rawValue: row[4]) else {
+                    throw StoreError(.backend, "unreadable event tally")
+                }
+                return EventTally(
+                    issuer: row[0], channel: EventChannel(rawValue: row[1]) ?? .api, status: status,
+                    reason: (row[3] as String?).flatMap(StatusReason.init(rawValue:)), method: method, count: row[5])
+            }
+        }
+    }
 }

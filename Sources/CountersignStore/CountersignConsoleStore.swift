@@ -43,6 +43,10 @@ public protocol CountersignConsoleStore: Sendable {
     /// (ties by id, in byte order), across every app.
     func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent]
 
+    /// The events made since `since`, counted by app, channel, state at
+    /// `now`, reason and method: the dashboard's figures.
+    func eventTallies(since: Date, now: Date) async throws -> [EventTally]
+
     /// Starts a console session and writes `record` (its sign-in) in the
     /// same transaction, if `session.operatorName` is an operator: else
     /// `notFound`, and nothing written. `alreadyExists` when the event

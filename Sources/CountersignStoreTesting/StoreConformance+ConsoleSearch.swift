@@ -99,5 +99,34 @@ extension StoreConformance {
                 EventCursor(text: EventCursor(after: events[3]).text) == EventCursor(after: events[3]),
                 "a cursor's text reads back exactly")
         },
+        Case(name: "console dashboard: events since a time counted by app, channel, state now, reason and method") {
+            store in
+            let t0 = Fixture.t0
+            let fraud = Fixture.event(at: t0 + 1)
+            var totp = Fixture.event(at: t0 + 1)
+            totp.storedStatus = .approved
+            totp.method = .totp
+            var radius = Fixture.event(issuer: "ck_other", at: t0 + 1)
+            radius.channel = .radius
+            let open = Fixture.event(at: t0 + 30)
+            for event in [fraud, totp, radius, open, Fixture.event(at: t0 - 10)] { try await store.insertEvent(event) }
+            // A report of fraud is written as the broker writes it: a change of the event.
+            _ = try await store.updateEvent(id: fraud.id, spending: nil, now: t0 + 2) { current in
+                var reported = current
+                reported.storedStatus = .rejected
+                reported.storedReason = .fraudReported
+                reported.decidedAt = t0 + 2
+                return reported
+            }
+            let tallies = try await store.eventTallies(since: t0, now: t0 + 70)
+            let (all, byApp) = EventTotals.of(tallies, by: \.issuer)
+            try check(all.total == 4, "since the time only: \(tallies)")
+            try check(
+                all.rejected == 1 && all.fraudReported == 1 && all.approved == 1 && all.totpFallbacks == 1,
+                "reason and method: \(tallies)")
+            try check(all.expired == 1 && all.pending == 1, "the state now: pending past its window is expired")
+            try check(byApp.map(\.key) == ["ck_app", "ck_other"], "by app")
+            try check(tallies.contains { $0.channel == .radius && $0.issuer == "ck_other" }, "by channel")
+        },
     ]
 }

@@ -79,3 +79,40 @@ struct ConsoleSessionRuleTests {
         #expect(ConsoleSessionRule.signIn(own, consoleAppID: id, now: decided) == .notConsoleLogin)
     }
 }
+
+@Suite("dashboard: totals and health thresholds")
+struct DashboardTests {
+    func tally(
+        _ status: EventStatus, _ count: Int, app: String = "ck_a", reason: StatusReason? = nil,
+        method: AuthMethod = .trustedDevice, channel: EventChannel = .api
+    ) -> EventTally {
+        EventTally(issuer: app, channel: channel, status: status, reason: reason, method: method, count: count)
+    }
+
+    @Test("each event counted once in its state; fraud reports and TOTP fallbacks apart; groups by total")
+    func totals() {
+        let tallies = [
+            tally(.approved, 5), tally(.approved, 2, method: .totp), tally(.rejected, 3, reason: .fraudReported),
+            tally(.rejected, 1, app: "ck_b"), tally(.expired, 4, app: "ck_b", channel: .radius), tally(.pending, 1),
+        ]
+        let (all, byApp) = EventTotals.of(tallies, by: \.issuer)
+        #expect(all.total == 16 && all.approved == 7 && all.rejected == 4 && all.expired == 4 && all.pending == 1)
+        #expect(all.fraudReported == 3 && all.totpFallbacks == 2)
+        #expect(byApp.map(\.key) == ["ck_a", "ck_b"] && byApp.map(\.totals.total) == [11, 5])
+        let byChannel = EventTotals.of(tallies, by: \.channel.rawValue).groups
+        #expect(byChannel.map(\.key) == ["api", "radius"])
+        // A rejected TOTP attempt is no fallback.
+        #expect(EventTotals.of([tally(.rejected, 1, method: .totp)], by: \.issuer).all.totpFallbacks == 0)
+    }
+
+    @Test("thresholds: at or above warning, at or above critical")
+    func thresholds() {
+        let calm = HealthCheck.reading(storeAvailable: true, outboxQueued: 99, outboxFailed: 0, protections: 0)
+        #expect(calm.allSatisfy { $0.state == .ok })
+        let busy = HealthCheck.reading(storeAvailable: true, outboxQueued: 100, outboxFailed: 1, protections: 10)
+        #expect(busy.map(\.state) == [.ok, .warning, .warning, .critical])
+        let down = HealthCheck.reading(storeAvailable: false, outboxQueued: 1000, outboxFailed: 100, protections: 0)
+        #expect(down.map(\.state) == [.critical, .critical, .critical, .ok])
+        #expect(down.map(\.state).max() == .critical && HealthCheck.State.warning < .critical)
+    }
+}

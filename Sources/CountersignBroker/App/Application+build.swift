@@ -168,6 +168,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     console.addRoutes(ConsoleReads(environment: environment).endpoints)
     console.addRoutes(ConsoleWatchReads(environment: environment).endpoints)
     console.addRoutes(ConsoleSearchReads(environment: environment).endpoints)
+    console.addRoutes(ConsoleDashboard(environment: environment).endpoints)
     console.addRoutes(ConsoleActions(environment: environment).endpoints)
     console.addRoutes(ConsoleAppActions(environment: environment).endpoints)
     var unmatched = lifecycle

@@ -148,6 +148,9 @@ struct ConsoleReads {
 
     struct HealthDocument: Encodable, Sendable {
         let version: String
+        /// The host this instance runs on: which of several answered.
+        let instance: String
+        let readAt: Date
         let storeAvailable: Bool
         let longPollsHeld: Int
         /// Messages waiting to be sent, counted up to ``outboxCountCap``.
@@ -155,7 +158,8 @@ struct ConsoleReads {
         let outboxFailed: Int
         let outboxCountCap: Int
         enum CodingKeys: String, CodingKey {
-            case version
+            case version, instance
+            case readAt = "read_at"
             case storeAvailable = "store_available"
             case longPollsHeld = "long_polls_held"
             case outboxQueued = "outbox_queued"
@@ -168,6 +172,10 @@ struct ConsoleReads {
     @Sendable func health(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<
         HealthDocument
     > {
+        JSONBody(try await healthDocument())
+    }
+
+    func healthDocument() async throws -> HealthDocument {
         let cap = 1000
         let store = environment.store
         var available = true
@@ -176,9 +184,9 @@ struct ConsoleReads {
         }
         let queued = available ? try await store.outboxMessages(state: .queued, limit: cap).count : 0
         let failed = available ? try await store.outboxMessages(state: .failed, limit: cap).count : 0
-        return JSONBody(
-            HealthDocument(
-                version: CountersignVersion.current, storeAvailable: available, longPollsHeld: environment.hub.held,
-                outboxQueued: queued, outboxFailed: failed, outboxCountCap: cap))
+        return HealthDocument(
+            version: CountersignVersion.current, instance: ProcessInfo.processInfo.hostName,
+            readAt: environment.now(), storeAvailable: available, longPollsHeld: environment.hub.held,
+            outboxQueued: queued, outboxFailed: failed, outboxCountCap: cap)
     }
 }

@@ -53,7 +53,11 @@ struct ConsoleWatchReads {
     /// made the most events for or from in the limits' window, with the
     /// limits: who is being bombed, and from where. `limit` rows each.
     @Sendable func watch(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<WatchDocument> {
-        let limit = try request.limit()
+        JSONBody(try await document(limit: try request.limit()))
+    }
+
+    /// What ``watch(_:context:)`` answers, `limit` rows of each.
+    func document(limit: Int) async throws -> WatchDocument {
         let now = environment.now()
         let limits = environment.policy.pendingLimits
         let store = environment.store
@@ -61,18 +65,17 @@ struct ConsoleWatchReads {
         let protections = try await store.activeProtections(now: now, limit: limit)
         let users = try await store.requestCounts(scope: .user, since: since, limit: limit)
         let addresses = try await store.requestCounts(scope: .address, since: since, limit: limit)
-        return JSONBody(
-            WatchDocument(
-                protections: protections.map {
-                    Protection(apiKeyID: $0.issuer, user: $0.clientUserID, until: $0.until)
-                },
-                users: users.map {
-                    Counted(apiKeyID: $0.issuer, key: $0.key, count: $0.count, limit: limits.requestsPerUser)
-                },
-                addresses: addresses.map {
-                    Counted(apiKeyID: nil, key: $0.key, count: $0.count, limit: limits.requestsPerAddress)
-                },
-                windowSeconds: Int(limits.rateWindow)))
+        return WatchDocument(
+            protections: protections.map {
+                Protection(apiKeyID: $0.issuer, user: $0.clientUserID, until: $0.until)
+            },
+            users: users.map {
+                Counted(apiKeyID: $0.issuer, key: $0.key, count: $0.count, limit: limits.requestsPerUser)
+            },
+            addresses: addresses.map {
+                Counted(apiKeyID: nil, key: $0.key, count: $0.count, limit: limits.requestsPerAddress)
+            },
+            windowSeconds: Int(limits.rateWindow))
     }
 
     struct AppWebhooks: Encodable, Sendable {
