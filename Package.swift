@@ -120,6 +120,7 @@ let package = Package(
                 .embedInCode("Console/console.js"),
                 .embedInCode("Console/views.js"),
                 .embedInCode("Console/manage.js"),
+                .embedInCode("Console/search.js"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -189,15 +189,19 @@ struct ConsoleBrowserTests {
         do {
             try await Self.signIn(browser, broker, as: "alice", device: operatorDevice)
             try await browser.waitFor(text: "Signed in as alice", timeout: .seconds(60))
-            try await browser.type(hostileUser, into: "#user-id")
-            try await browser.click("#user-search button[type=submit]")
+            // Found by the start of the id, as it is typed, and opened from the list.
+            try await browser.click("nav button[data-view=users]")
+            try await browser.type("<img", into: "#user-prefix")
+            try await browser.waitFor(element: "#user-list a")
+            try await browser.click("#user-list a")
             try await browser.waitFor(element: "#user-result button[data-device]")
             try await WebApproverBrowserTests.save(browser, "console-user")
             let shown = try await browser.text("#user-result")
             #expect(shown.contains(hostileUser) && shown.contains(hostileName), "as text:\n\(shown)")
             #expect(
                 try await browser.execute(
-                    "return document.querySelectorAll('#user-result img, #user-result b').length") as? Int == 0)
+                    "return document.querySelectorAll('#user-result img, #user-result b, #user-list img').length")
+                    as? Int == 0)
             #expect(try await browser.execute("return window.hacked ?? null") is NSNull)
 
             try await browser.click("#user-result button[data-device]")

@@ -117,9 +117,15 @@ struct ConsoleManageBrowserTests {
             await #expect(throws: (any Error).self) { _ = try await backend.devices(user: "nobody") }
 
             // A new user, enrolled by the link's QR code as the page draws it.
+            // A user the broker does not know is offered no link from a
+            // search (a typo would get one); "Enroll someone new" asks.
             try await browser.click("nav button[data-view=users]")
-            try await browser.type("dave", into: "#user-id")
-            try await browser.click("#user-search button[type=submit]")
+            try await browser.type("dave", into: "#user-prefix")
+            try await browser.waitFor(text: "No user id starts with “dave”")
+            #expect(try await browser.execute("return document.querySelector('#enroll-form')") is NSNull)
+            try await browser.click("#new-user summary")
+            try await browser.type("dave", into: "#new-user-id")
+            try await browser.click("#new-user-form button[type=submit]")
             try await browser.waitFor(element: "#enroll-form")
             try await browser.click("#enroll-form button[type=submit]")
             try await browser.waitFor(element: "#confirm[open]")

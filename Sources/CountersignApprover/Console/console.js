@@ -1,8 +1,9 @@
 // The operator's console: signing in by approving on a trusted device, and
 // the views (views.js). Every value from the broker is set as text, never
 // as markup.
-import { renderUser, renderAudit, renderHealth } from "./views.js";
+import { renderUser, renderAudit, renderHealth, renderDashboard } from "./views.js";
 import { renderApps, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
+import { UserList, EventSearch } from "./search.js";
 
 const $ = (id) => document.getElementById(id);
 let csrfToken = null;
@@ -84,7 +85,7 @@ function signedIn(session) {
   $("signed-in-as").hidden = false;
   $("sign-out").hidden = false;
   status("");
-  show("users");
+  show("dashboard");
 }
 
 // A failed wait is tried again, later each time, until the login expires.
@@ -160,15 +161,61 @@ const consoleActions = {
   refresh: () => views[current](),
 };
 
-let current = "users";
+// The apps' names by id, read once a view needs them.
+let appNamesRead = null;
+function appNames() {
+  appNamesRead ??= api("apps").then((document) => new Map(document.apps.map((app) => [app.id, app.name])))
+    .catch((error) => { appNamesRead = null; throw error; });
+  return appNamesRead;
+}
+
+const reportError = (text) => status(text, true);
+let userList = null;
+// The user list's search, waiting for the typing to end.
+let typing = null;
+let eventSearch = null;
+
+let current = "dashboard";
 const views = {
-  users: async () => { if ($("user-id").value.trim()) await lookUp($("user-id").value.trim(), true); },
-  apps: async () => renderApps($("apps-result"), await api("apps"), consoleActions),
+  dashboard: async () => renderDashboard($("dashboard-result"), await api("dashboard"), await appNames(), {
+    openEvents: (filters) => openEvents(filters), openUser,
+  }),
+  users: async () => {
+    if (!$("user-result").hasChildNodes()) await userList.load($("user-prefix").value.trim());
+  },
+  events: async () => {
+    await eventSearch.fillApps();
+    if (!$("event-result").hasChildNodes()) await eventSearch.load();
+  },
+  apps: async () => {
+    appNamesRead = null;
+    renderApps($("apps-result"), await api("apps"), consoleActions);
+  },
   watch: async () => renderWatch($("watch-result"), await api("watch"), consoleActions),
   webhooks: async () => renderWebhooks($("webhooks-result"), await api("webhooks"), consoleActions),
   audit: async () => loadAudit(true),
   health: async () => renderHealth($("health-result"), await api("health")),
 };
+
+// The events view, searching with `filters` (names of the form's fields).
+async function openEvents(filters) {
+  const form = $("event-search");
+  form.reset();
+  for (const [name, value] of Object.entries(filters)) form.elements[name].value = value;
+  $("event-result").replaceChildren();
+  await show("events");
+}
+
+// A user's page, from a link anywhere.
+async function openUser(user) {
+  // A search still waiting for the typing to end would clear the page.
+  clearTimeout(typing);
+  userList.cancel();
+  await show("users", { keep: true });
+  $("user-list").replaceChildren();
+  $("users-more").hidden = true;
+  await lookUp(user);
+}
 
 let auditNext = null;
 async function loadAudit(fresh) {
@@ -178,13 +225,16 @@ async function loadAudit(fresh) {
   $("audit-older").hidden = auditNext == null;
 }
 
-async function show(name) {
+async function show(name, { keep = false } = {}) {
   current = name;
+  // A message belongs to the view it was said in.
+  status("");
   for (const button of document.querySelectorAll("nav button")) {
     if (button.dataset.view === name) button.setAttribute("aria-current", "page");
     else button.removeAttribute("aria-current");
   }
   for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== "view-" + name;
+  if (keep) return;
   try {
     await views[name]();
   } catch (error) {
@@ -192,15 +242,10 @@ async function show(name) {
   }
 }
 
-// The "up to" field as the API's `before`: the end of the minute chosen.
-function beforeField() {
-  const value = $("user-before").value;
-  if (!value) return null;
-  const time = new Date(value);
-  return Number.isNaN(time.getTime()) ? null : new Date(time.getTime() + 60000).toISOString();
-}
-
-async function lookUp(user, keepStatus = false, before = beforeField()) {
+// A user's page: their devices, events and decisions at every app. Only a
+// user who has something here gets an enrollment link from it; someone new
+// is enrolled from "Enroll someone new", which asks for the id on purpose.
+async function lookUp(user, keepStatus = false, before = null, { enroll = false } = {}) {
   if (!keepStatus) status("");
   try {
     const query = before ? `?before=${encodeURIComponent(before)}` : "";
@@ -208,10 +253,12 @@ async function lookUp(user, keepStatus = false, before = beforeField()) {
     const apps = (await api("apps")).apps
       .filter((app) => !app.revoked_at && !app.console)
       .map((app) => ({ app: app.name, api_key_id: app.id }));
-    const enrollment = apps.length === 0 ? null : enrollmentForm(user, apps, consoleActions);
+    const known = document.apps.length > 0;
+    const enrollment = apps.length === 0 || (!known && !enroll) ? null : enrollmentForm(user, apps, consoleActions);
     renderUser($("user-result"), document, {
       removeDevice, enrollment, older: (time) => lookUp(user, false, time),
     });
+    $("user-result").scrollIntoView?.({ block: "start" });
   } catch (error) {
     status(error.message, true);
   }
@@ -248,9 +295,23 @@ async function start() {
   for (const button of document.querySelectorAll("nav button")) {
     button.addEventListener("click", () => show(button.dataset.view));
   }
-  $("user-search").addEventListener("submit", (event) => {
+  userList = new UserList($("user-list"), $("users-more"), { api, openUser, appNames });
+  eventSearch = new EventSearch({
+    form: $("event-search"), container: $("event-result"), olderButton: $("events-older"),
+    exportLine: $("event-export"), csvLink: $("event-export-csv"), jsonlLink: $("event-export-jsonl"),
+  }, { api, openUser, appNames, fail: reportError });
+  // The list follows what is typed, a moment after the last key.
+  const search = () => {
+    $("user-result").replaceChildren();
+    userList.load($("user-prefix").value.trim()).catch((error) => reportError(error.message));
+  };
+  $("user-prefix").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(search, 200); });
+  $("user-search").addEventListener("submit", (event) => { event.preventDefault(); clearTimeout(typing); search(); });
+  $("new-user-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    lookUp($("user-id").value.trim());
+    $("user-list").replaceChildren();
+    $("users-more").hidden = true;
+    lookUp($("new-user-id").value.trim(), false, null, { enroll: true });
   });
   $("audit-older").addEventListener("click", () => loadAudit(false).catch((error) => status(error.message, true)));
   try {
