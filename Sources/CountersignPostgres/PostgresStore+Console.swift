@@ -59,14 +59,25 @@ extension PostgresStore {
         }
     }
 
-    public func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord] {
+    public func auditRecords(_ query: AuditQuery, before: Int64?, limit: Int) async throws -> [AuditRecord] {
         let logger = logger
-        return try await read { db in
-            try await db.rows(
-                "SELECT * FROM audit_log WHERE id < \(before ?? Int64.max) ORDER BY id DESC LIMIT \(limit)",
-                logger: logger
-            ).map(AuditRecord.init(row:))
+        var binds = PostgresBindings()
+        // Each value a bind, `$n` in the order added.
+        func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
         }
+        var conditions = ["id < \(bind(before ?? Int64.max))"]
+        if let actor = query.actor { conditions.append("actor = \(bind(actor))") }
+        if let action = query.action { conditions.append("action = \(bind(action.rawValue))") }
+        if let target = query.target { conditions.append("target = \(bind(target))") }
+        if let from = query.from { conditions.append("at >= \(bind(from.seconds))") }
+        if let to = query.to { conditions.append("at < \(bind(to.seconds))") }
+        let sql =
+            "SELECT * FROM audit_log WHERE " + conditions.joined(separator: " AND ")
+            + " ORDER BY id DESC LIMIT \(bind(limit))"
+        let statement = PostgresQuery(unsafeSQL: sql, binds: binds)
+        return try await read { db in try await db.rows(statement, logger: logger).map(AuditRecord.init(row:)) }
     }
 
     public func startConsoleSession(_ session: ConsoleSession, audit record: AuditRecord) async throws {

@@ -47,13 +47,33 @@ extension SQLiteStore {
         }
     }
 
-    public func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord] {
-        try read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM audit_log WHERE id < ? ORDER BY id DESC LIMIT ?",
-                arguments: [before ?? Int64.max, limit]
-            ).map(AuditRecord.init(row:))
+    public func auditRecords(_ query: AuditQuery, before: Int64?, limit: Int) async throws -> [AuditRecord] {
+        var conditions = ["id < ?"]
+        var arguments: StatementArguments = [before ?? Int64.max]
+        if let actor = query.actor {
+            conditions.append("actor = ?")
+            arguments += [actor]
         }
+        if let action = query.action {
+            conditions.append("action = ?")
+            arguments += [action.rawValue]
+        }
+        if let target = query.target {
+            conditions.append("target = ?")
+            arguments += [target]
+        }
+        if let from = query.from {
+            conditions.append("at >= ?")
+            arguments += [from.timeIntervalSince1970]
+        }
+        if let to = query.to {
+            conditions.append("at < ?")
+            arguments += [to.timeIntervalSince1970]
+        }
+        arguments += [limit]
+        let sql =
+            "SELECT * FROM audit_log WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id DESC LIMIT ?"
+        return try read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map(AuditRecord.init(row:)) }
     }
 
     public func startConsoleSession(_ session: ConsoleSession, audit record: AuditRecord) async throws {

@@ -21,9 +21,9 @@ public protocol CountersignConsoleStore: Sendable {
     /// Up to `limit` lines of the audit log after the one with id `after`
     /// (from the first if nil), oldest first; never garbage-collected.
     func auditRecords(after: Int64?, limit: Int) async throws -> [AuditRecord]
-    /// Up to `limit` lines before the one with id `before` (from the
-    /// newest if nil), newest first: the console's pages.
-    func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord]
+    /// Up to `limit` lines that `query` matches before the one with id
+    /// `before` (from the newest if nil), newest first: the console's pages.
+    func auditRecords(_ query: AuditQuery, before: Int64?, limit: Int) async throws -> [AuditRecord]
 
     /// The fraud protections running at `now`, the latest-ending first.
     func activeProtections(now: Date, limit: Int) async throws -> [ActiveProtection]
@@ -57,4 +57,11 @@ public protocol CountersignConsoleStore: Sendable {
     /// Ends a session and writes `record` (its sign-out): false, and
     /// nothing written, when it is unknown or ended already.
     func endConsoleSession(digest: Data, now: Date, audit record: AuditRecord) async throws -> Bool
+}
+
+extension CountersignConsoleStore {
+    /// Every line, `limit` a page, newest first.
+    public func auditRecords(before: Int64?, limit: Int) async throws -> [AuditRecord] {
+        try await auditRecords(AuditQuery(), before: before, limit: limit)
+    }
 }

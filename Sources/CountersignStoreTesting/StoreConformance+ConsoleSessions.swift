@@ -111,6 +111,34 @@ extension StoreConformance {
                 try await store.auditRecords(before: ids[4] + 1000, limit: 1).map(\.id) == [ids[4]],
                 "an id past the newest starts from the newest")
         },
+        Case(name: "audit log: filtered by actor, action, target and time, each alone and together, paged") {
+            store in
+            let t0 = Fixture.t0
+            let lines: [(String, AuditRecord.Action, String?)] = [
+                ("host", .operatorAdded, "alice"), ("alice", .signedIn, "ev_1"), ("alice", .deviceRemoved, "dev_1"),
+                ("bob", .deviceRemoved, "dev_2"), ("alice", .apiKeyCreated, "ck_1"), ("alice", .signedOut, "ev_1"),
+            ]
+            var ids: [Int64] = []
+            for (index, (actor, action, target)) in lines.enumerated() {
+                let record = try await store.appendAudit(
+                    AuditRecord(at: t0 + Double(index), actor: actor, action: action, target: target))
+                ids.append(record.id ?? 0)
+            }
+            func found(_ query: AuditQuery, before: Int64? = nil, limit: Int = 10) async throws -> [Int64?] {
+                try await store.auditRecords(query, before: before, limit: limit).map(\.id)
+            }
+            try check(try await found(AuditQuery(actor: "bob")) == [ids[3]], "by actor")
+            try check(try await found(AuditQuery(action: .deviceRemoved)) == [ids[3], ids[2]], "by action")
+            try check(try await found(AuditQuery(target: "ev_1")) == [ids[5], ids[1]], "by target")
+            try check(try await found(AuditQuery(from: t0 + 1, to: t0 + 3)) == [ids[2], ids[1]], "by time")
+            try check(
+                try await found(AuditQuery(actor: "alice", action: .deviceRemoved, target: "dev_1")) == [ids[2]],
+                "together")
+            try check(
+                try await found(AuditQuery(actor: "alice"), before: ids[4], limit: 1) == [ids[2]],
+                "paged: the next match before an id")
+            try check(try await found(AuditQuery(actor: "carol")).isEmpty, "nobody")
+        },
         Case(name: "console sessions: collected long after expiry, the audit log never") { store in
             let t0 = Fixture.t0
             try await ConsoleFixture.addOperator("alice", to: store)

@@ -126,7 +126,25 @@ struct ConsoleBrowserTests {
             try await browser.open(broker.url + "/console/")
             try await browser.waitFor(text: "Signed in as alice")
             try await browser.click("nav button[data-view=audit]")
-            try await browser.waitFor(text: "operator.signed_in")
+            try await browser.waitFor(element: "#audit-result tbody tr")
+            let audit = try await browser.text("#audit-result")
+            #expect(audit.contains("signed in") && audit.contains("operator added"), "in words:\n\(audit)")
+            // Narrowed to one action, then downloaded as the page shows it.
+            _ = try await browser.execute(
+                "document.querySelector('#audit-action').value = 'operator.added';"
+                    + "document.querySelector('#audit-search button[type=submit]').click()")
+            try await browser.waitUntil("only the operator added") {
+                try await browser.execute("return document.querySelectorAll('#audit-result tbody tr').length") as? Int
+                    == 1
+            }
+            #expect(try await browser.text("#audit-result").contains("alice"))
+            let exported =
+                try await browser.execute(
+                    "fetch(document.querySelector('#audit-export').href).then((r) => r.text()).then(arguments[0])",
+                    async: true) as? String ?? ""
+            #expect(
+                exported.split(separator: "\n").count == 1 && exported.contains(#""action":"operator.added""#)
+                    && exported.contains(#""ip":null"#), "\(exported)")
             try await browser.click("#sign-out")
             try await browser.waitFor(text: "Signed out.")
             #expect(try await Self.call(broker, "GET", "session", cookie: secret) == 401, "ended on the server")

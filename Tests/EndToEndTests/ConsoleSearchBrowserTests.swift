@@ -52,7 +52,7 @@ struct ConsoleSearchBrowserTests {
             #expect((title as? String)?.isEmpty == false)
 
             // "pending" opens the events it counts.
-            try await browser.execute(
+            _ = try await browser.execute(
                 "[...document.querySelectorAll('#dashboard-result .figure')].find((f) => f.textContent.includes('pending')).click()"
             )
             try await browser.waitFor(element: "#event-result tbody tr")

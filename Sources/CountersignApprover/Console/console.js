@@ -1,7 +1,7 @@
 // The operator's console: signing in by approving on a trusted device, and
 // the views (views.js). Every value from the broker is set as text, never
 // as markup.
-import { renderUser, renderAudit, renderHealth, renderDashboard } from "./views.js";
+import { renderUser, renderAudit, renderHealth, renderDashboard, auditActions, element } from "./views.js";
 import { renderApps, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
 import { UserList, EventSearch } from "./search.js";
 
@@ -218,9 +218,36 @@ async function openUser(user) {
 }
 
 let auditNext = null;
+// The audit filters as the API's query; the time fields are local, to the minute.
+function auditFilters() {
+  const form = $("audit-search");
+  const query = new URLSearchParams();
+  for (const name of ["actor", "action", "target"]) {
+    const value = form.elements[name].value.trim();
+    if (value) query.set(name, value);
+  }
+  for (const [name, extra] of [["from", 0], ["to", 60000]]) {
+    const time = new Date(form.elements[name].value);
+    if (form.elements[name].value && !Number.isNaN(time.getTime())) {
+      query.set(name, new Date(time.getTime() + extra).toISOString());
+    }
+  }
+  return query;
+}
+
 async function loadAudit(fresh) {
-  const page = await api("audit?limit=50" + (!fresh && auditNext ? `&before=${auditNext}` : ""));
-  renderAudit($("audit-result"), page.records, !fresh);
+  const query = auditFilters();
+  $("audit-export").href = "api/audit/export?" + query;
+  query.set("limit", "50");
+  if (!fresh && auditNext) query.set("before", auditNext);
+  const page = await api("audit?" + query);
+  renderAudit($("audit-result"), page.records, !fresh, {
+    openUser,
+    filterBy: (field, value) => {
+      $("audit-search").elements[field].value = value;
+      loadAudit(true).catch((error) => reportError(error.message));
+    },
+  });
   auditNext = page.next;
   $("audit-older").hidden = auditNext == null;
 }
@@ -314,6 +341,11 @@ async function start() {
     lookUp($("new-user-id").value.trim(), false, null, { enroll: true });
   });
   $("audit-older").addEventListener("click", () => loadAudit(false).catch((error) => status(error.message, true)));
+  $("audit-action").append(...Object.entries(auditActions).map(([value, text]) => element("option", { text, attributes: { value } })));
+  $("audit-search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    loadAudit(true).catch((error) => reportError(error.message));
+  });
   try {
     signedIn(await api("session"));
   } catch {

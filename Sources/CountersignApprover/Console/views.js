@@ -163,16 +163,41 @@ export function renderUser(container, document, { removeDevice, enrollment, olde
   if (enrollment) container.append(element("div", { className: "card" }, [enrollment]));
 }
 
-export function renderAudit(container, records, append) {
+// The audit log's actions, in words.
+export const auditActions = {
+  "operator.added": "operator added", "operator.removed": "operator removed",
+  "operator.signed_in": "signed in", "operator.signed_out": "signed out",
+  "operator.sign_in_refused": "sign-in refused (not an operator)", "device.removed": "device removed",
+  "fraud_protection.ended": "fraud protection ended", "webhook.resent": "webhook message sent again",
+  "webhook_endpoint.disabled": "webhook endpoint disabled", "webhook_endpoint.enabled": "webhook endpoint enabled",
+  "apikey.created": "app created", "apikey.rotated": "app secret rotated", "apikey.revoked": "app revoked",
+  "enrollment.issued": "enrollment link made", "radius_client.added": "RADIUS client added",
+  "radius_client.changed": "RADIUS client changed", "radius_client.removed": "RADIUS client removed",
+};
+
+export function renderAudit(container, records, append, { openUser, filterBy }) {
+  // A value that narrows the search to itself when clicked.
+  const narrowing = (text, field, value, className) => {
+    const link = element("a", { text, className, attributes: { href: "#audit", title: "Only these" } });
+    link.addEventListener("click", (event) => { event.preventDefault(); filterBy(field, value); });
+    return link;
+  };
   const columns = [
-    ["When", (r) => when(r.at)],
-    ["Who", (r) => r.actor],
-    ["What", (r) => r.action],
-    ["Target", (r) => r.target ?? "", "mono"],
+    ["When", (r) => ago(r.at)],
+    ["Who", (r) => narrowing(r.actor, "actor", r.actor)],
+    ["What", (r) => narrowing(auditActions[r.action] ?? r.action, "action", r.action)],
+    ["Target", (r) => {
+      if (!r.target) return "";
+      const shown = r.user && !r.target_name
+        ? userLink(r.user, openUser)
+        : element("span", { text: r.target_name ?? r.target, className: r.target_name ? "" : "mono" });
+      const under = [r.target_name && r.user ? r.user : null, r.target_name ? r.target : null].filter(Boolean).join(" · ");
+      return stacked(shown, under);
+    }],
     ["From", (r) => r.ip ?? "", "mono"],
   ];
   if (!append || !container.querySelector("tbody")) {
-    container.replaceChildren(records.length === 0 ? empty("Nothing yet.") : table(columns, records));
+    container.replaceChildren(records.length === 0 ? empty("No line matches.") : table(columns, records));
     return;
   }
   const more = table(columns, records).querySelector("tbody");

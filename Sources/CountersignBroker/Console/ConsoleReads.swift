@@ -2,6 +2,7 @@ import CountersignCore
 import CountersignStore
 import Foundation
 import Hummingbird
+import NIOCore
 
 /// What the console shows: each a read of the store, across all apps,
 /// paged or capped where a list can grow.
@@ -14,6 +15,7 @@ struct ConsoleReads {
             .get("users/:user", use: user)
             .get("apps", use: apps)
             .get("audit", use: audit)
+            .get("audit/export", use: auditExport)
             .get("health", use: health)
     }
 
@@ -125,15 +127,20 @@ struct ConsoleReads {
         let action: String
         let target: String?
         let ip: String?
-
-        init(_ record: AuditRecord) {
-            (id, at, actor, action, target, ip) = (
-                record.id, record.at, record.actor, record.action.rawValue, record.target, record.ip
-            )
+        /// What the target is called: an app's or a device's name.
+        let targetName: String?
+        /// The user the target is or belongs to, to link to their page.
+        let user: String?
+        /// The app (API key id) the target is or belongs to.
+        let app: String?
+        enum CodingKeys: String, CodingKey {
+            case id, at, actor, action, target, ip, user, app
+            case targetName = "target_name"
         }
     }
 
-    /// The audit log, newest first, `limit` lines a page (`?before=ID`).
+    /// The audit log, newest first, `limit` lines a page (`?before=ID`),
+    /// by the filters of ``auditQuery(_:)``; each target named.
     @Sendable func audit(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<AuditPage> {
         var before: Int64? = nil
         if let text = request.uri.queryParameters["before"] {
@@ -141,9 +148,95 @@ struct ConsoleReads {
             before = id
         }
         let limit = try request.limit()
-        let records = try await environment.store.auditRecords(before: before, limit: limit)
-        return JSONBody(
-            AuditPage(records: records.map(AuditLine.init), next: records.count == limit ? records.last?.id : nil))
+        let query = try Self.auditQuery(request)
+        let records =
+            query.holdsNUL ? [] : try await environment.store.auditRecords(query, before: before, limit: limit)
+        let names = Dictionary(
+            try await environment.store.apiKeys().map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+        var lines: [AuditLine] = []
+        for record in records { lines.append(try await line(record, appNames: names)) }
+        return JSONBody(AuditPage(records: lines, next: records.count == limit ? records.last?.id : nil))
+    }
+
+    /// A line with its target named: an app by its name, a device by its
+    /// name and its user, an app's user or an operator by who they are.
+    func line(_ record: AuditRecord, appNames: [String: String]) async throws -> AuditLine {
+        var (name, user, app): (String?, String?, String?) = (nil, nil, nil)
+        if let target = record.target {
+            switch record.action {
+            case .apiKeyCreated, .apiKeyRotated, .apiKeyRevoked:
+                (name, app) = (appNames[target], target)
+            case .enrollmentIssued, .fraudProtectionEnded:
+                if let slash = target.firstIndex(of: "/") {
+                    app = String(target[..<slash])
+                    user = String(target[target.index(after: slash)...])
+                    name = app.flatMap { appNames[$0] }.map { "\($0) · \(user ?? "")" }
+                } else {
+                    user = target
+                }
+            case .deviceRemoved:
+                if let device = try await environment.store.device(id: target) {
+                    (name, user, app) = (device.name, device.clientUserID, device.issuer)
+                }
+            case .operatorAdded, .operatorRemoved:
+                (user, app) = (target, ConsoleApp.apiKeyID)
+            case .signedIn, .signedOut, .signInRefused, .webhookResent, .endpointDisabled, .endpointEnabled,
+                .radiusClientAdded, .radiusClientChanged, .radiusClientRemoved:
+                break
+            }
+        }
+        return AuditLine(
+            id: record.id, at: record.at, actor: record.actor, action: record.action.rawValue, target: record.target,
+            ip: record.ip, targetName: name, user: user, app: app)
+    }
+
+    /// The audit log's lines that the filters find, oldest first, as JSON
+    /// lines (as `device-broker audit export` prints them), up to 100,000.
+    @Sendable func auditExport(_ request: Request, context: ConsoleRequestContext) async throws -> Response {
+        let query = try Self.auditQuery(request)
+        var records: [AuditRecord] = []
+        var before: Int64? = nil
+        while !query.holdsNUL, records.count < ConsoleSearchReads.exportCap {
+            let page = try await environment.store.auditRecords(query, before: before, limit: 1000)
+            records += page
+            guard page.count == 1000, let last = page.last?.id else { break }
+            before = last
+        }
+        var buffer = ByteBuffer()
+        for record in records.prefix(ConsoleSearchReads.exportCap).reversed() {
+            buffer.writeBytes(record.wireJSON())
+            buffer.writeString("\n")
+        }
+        let stamp = Int(environment.now().timeIntervalSince1970)
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/x-ndjson",
+                .contentDisposition: "attachment; filename=\"countersign-audit-\(stamp).jsonl\"",
+                .cacheControl: "no-store",
+            ], body: .init(byteBuffer: buffer))
+    }
+
+    /// The audit filters: `actor`, `action`, `target` (each exactly),
+    /// `from` and `to` (RFC 3339, `from` inclusive). 400 for an action
+    /// that is none of the log's, or a time that cannot be read.
+    static func auditQuery(_ request: Request) throws -> AuditQuery {
+        let parameters = request.uri.queryParameters
+        func text(_ name: String) -> String? {
+            guard let value = parameters[name[...]], !value.isEmpty else { return nil }
+            return String(value)
+        }
+        var query = AuditQuery(actor: text("actor"), target: text("target"))
+        if let action = text("action") {
+            guard let parsed = AuditRecord.Action(rawValue: action) else {
+                throw APIError.badRequest(
+                    "action must be one of " + AuditRecord.Action.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            query.action = parsed
+        }
+        query.from = try request.time("from")
+        query.to = try request.time("to")
+        return query
     }
 
     struct HealthDocument: Encodable, Sendable {

@@ -50,6 +50,35 @@ public struct AuditRecord: Sendable, Equatable {
     public static let host = "host"
 }
 
+/// What the console searches the audit log by: each filter given narrows
+/// it, none gives every line.
+public struct AuditQuery: Sendable, Equatable {
+    /// Who, exactly: an operator's name, or `host`.
+    public var actor: String?
+    public var action: AuditRecord.Action?
+    /// What it was done to, exactly (an app/user pair is `APP/USER`).
+    public var target: String?
+    /// At or after.
+    public var from: Date?
+    /// Before.
+    public var to: Date?
+
+    public init(
+        actor: String? = nil, action: AuditRecord.Action? = nil, target: String? = nil, from: Date? = nil,
+        to: Date? = nil
+    ) {
+        self.actor = actor
+        self.action = action
+        self.target = target
+        self.from = from
+        self.to = to
+    }
+
+    /// Whether a filter holds a NUL, which no line does and PostgreSQL
+    /// refuses in text: such a search finds nothing, without asking.
+    public var holdsNUL: Bool { [actor, target].contains { $0?.contains("\0") == true } }
+}
+
 extension AuditRecord: WireJSONWritable {
     public func write(to object: inout WireJSON.Object) {
         object.field("action", action.rawValue)
