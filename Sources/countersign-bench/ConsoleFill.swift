@@ -187,7 +187,7 @@ struct HistoryFiller {
     /// The first day of the history.
     var begin: Date { now - Double(options.days) * 86400 }
     /// An address of the documentation ranges (RFC 5737), 512 of them.
-    func address(_ index: Int) -> String {
+    static func address(_ index: Int) -> String {
         (index % 512 < 256 ? "203.0.113." : "198.51.100.") + String(index % 256)
     }
     /// No limit holds the history back: it is what requesters did, not
@@ -250,7 +250,7 @@ struct HistoryFiller {
                 enrollments.append(
                     (
                         account, begin - Double.random(in: 3600...(60 * 86400), using: &random),
-                        address(Int.random(in: 0..<512, using: &random))
+                        Self.address(Int.random(in: 0..<512, using: &random))
                     ))
             }
         }
@@ -302,7 +302,7 @@ struct HistoryFiller {
                 fraud ? .fraud : roll < 86 ? .approved : roll < 93 ? .rejected : roll < 97 ? .expired : .withdrawn
             let transaction = Int.random(in: 0..<5, using: &random) == 0
             let requester = fraud || Int.random(in: 0..<10, using: &random) < 6
-            let ip = address(Int.random(in: 0..<512, using: &random))
+            let ip = Self.address(Int.random(in: 0..<512, using: &random))
             plan.append(
                 PlannedEvent(
                     account: account, createdAt: createdAt, name: transaction ? "TRANSACTION" : EventName.login,

@@ -20,11 +20,13 @@ struct ConsoleLoad: AsyncParsableCommand {
             One line per endpoint: requests/s, latency p50/p99, bytes per response, errors, and with \
             --broker-pid the broker's CPU per request (user and system time from /proc). users asks for \
             a random one of the --users the fill wrote, users-deep for that user's page before a random \
-            time of the last --days; audit-deep for the audit log's page before a random line.
+            time of the last --days; audit-deep for the audit log's page before a random line.             dashboard is the console's first view; user-list the list of users from a random one on,             user-prefix those whose id starts with a random three characters' prefix; events the newest             events of every app, events-user a random user's, events-address a random address's,             events-rejected the rejected ones through the API channel, events-deep the page before a             random time of the last --days; audit-filtered the audit log's lines of one action.
             """)
 
     static let endpoints = [
         "session", "users", "users-deep", "audit", "audit-deep", "watch", "webhooks", "apps", "health",
+        "dashboard", "user-list", "user-prefix", "events", "events-user", "events-address", "events-rejected",
+        "events-deep", "audit-filtered",
     ]
 
     @Option(help: "The broker's URL.")
@@ -107,6 +109,14 @@ struct ConsoleLoad: AsyncParsableCommand {
                 "users/" + BenchUsers.id(Int.random(in: 0..<users)) + "?before="
                     + (Date() - Double.random(in: 0..<Double(days) * 86400)).formatted(.iso8601)
             case "audit-deep": "audit?before=\(Int.random(in: 1...max(1, newest)))"
+            case "user-list": "users?after=" + BenchUsers.id(Int.random(in: 0..<users))
+            case "user-prefix": "users?prefix=" + String(BenchUsers.id(Int.random(in: 0..<users)).dropLast(2))
+            case "events-user": "events?user=" + BenchUsers.id(Int.random(in: 0..<users))
+            case "events-address": "events?address=" + HistoryFiller.address(Int.random(in: 0..<512))
+            case "events-rejected": "events?status=rejected&channel=api"
+            case "events-deep":
+                "events?to=" + (Date() - Double.random(in: 0..<Double(days) * 86400)).formatted(.iso8601)
+            case "audit-filtered": "audit?action=device.removed"
             default: endpoint
             }
         }
