@@ -157,19 +157,37 @@ extension PostgresStore {
         }
     }
 
-    public func outboxMessages(targets: [String], state: OutboxMessage.State?, limit: Int) async throws
-        -> [OutboxMessage]
-    {
+    public func outboxMessages(
+        targets: [String], state: OutboxMessage.State?, before: PageCursor?, limit: Int
+    ) async throws -> [OutboxMessage] {
         guard !targets.isEmpty else { return [] }
         let logger = logger
+        // Past the cursor: created before it, or at its time with a smaller
+        // id (in byte order, as SQLite compares them).
+        let t = before?.createdAt.timeIntervalSince1970
         return try await read { db in
             try await db.rows(
                 """
                 SELECT * FROM outbox
                 WHERE target = ANY(\(targets)) AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
-                ORDER BY created_at DESC, id DESC LIMIT \(limit)
+                    AND (\(t)::double precision IS NULL OR created_at < \(t)
+                        OR (created_at = \(t) AND id COLLATE "C" < \(before?.id)))
+                ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(limit)
                 """, logger: logger
             ).map(Self.outboxMessage(row:))
+        }
+    }
+
+    public func outboxMessageCount(targets: [String], state: OutboxMessage.State, cap: Int) async throws -> Int {
+        guard !targets.isEmpty else { return 0 }
+        let logger = logger
+        return try await read { db in
+            let rows = try await db.rows(
+                """
+                SELECT COUNT(*) AS count FROM (SELECT 1 FROM outbox
+                WHERE target = ANY(\(targets)) AND state = \(state.rawValue) LIMIT \(cap)) AS capped
+                """, logger: logger)
+            return Int(try rows.first?.value("count", as: Int64.self) ?? 0)
         }
     }
 

@@ -150,20 +150,38 @@ extension SQLiteStore {
         }
     }
 
-    public func outboxMessages(targets: [String], state: OutboxMessage.State?, limit: Int) async throws
-        -> [OutboxMessage]
-    {
+    public func outboxMessages(
+        targets: [String], state: OutboxMessage.State?, before: PageCursor?, limit: Int
+    ) async throws -> [OutboxMessage] {
         guard !targets.isEmpty else { return [] }
+        // Past the cursor: created before it, or at its time with a smaller id.
+        let t = before?.createdAt.timeIntervalSince1970
         return try read { db in
             try Row.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM outbox
                     WHERE target IN (\(databaseQuestionMarks(count: targets.count))) AND (? IS NULL OR state = ?)
+                        AND (? IS NULL OR created_at < ? OR (created_at = ? AND id < ?))
                     ORDER BY created_at DESC, id DESC LIMIT ?
                     """,
-                arguments: StatementArguments(targets) + [state?.rawValue, state?.rawValue, limit]
+                arguments: StatementArguments(targets) + [
+                    state?.rawValue, state?.rawValue, t, t, t, before?.id, limit,
+                ]
             ).map(Self.outboxMessage(row:))
+        }
+    }
+
+    public func outboxMessageCount(targets: [String], state: OutboxMessage.State, cap: Int) async throws -> Int {
+        guard !targets.isEmpty else { return 0 }
+        return try read { db in
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) FROM (SELECT 1 FROM outbox
+                    WHERE target IN (\(databaseQuestionMarks(count: targets.count))) AND state = ? LIMIT ?)
+                    """,
+                arguments: StatementArguments(targets) + [state.rawValue, cap]) ?? 0
         }
     }
 

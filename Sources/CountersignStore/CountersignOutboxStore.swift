@@ -49,9 +49,13 @@ public protocol CountersignOutboxStore: Sendable {
     func resendOutboxMessage(id: String, now: Date) async throws -> OutboxMessage
     /// The outbox message with this id, or nil.
     func outboxMessage(id: String) async throws -> OutboxMessage?
-    /// The messages to these targets, newest first, at most `limit`; with
-    /// `state`, those in it.
-    func outboxMessages(targets: [String], state: OutboxMessage.State?, limit: Int) async throws -> [OutboxMessage]
+    /// The messages to these targets, newest first (ties by id, in byte
+    /// order), at most `limit`; with `state`, those in it; with `before`,
+    /// those after that place.
+    func outboxMessages(targets: [String], state: OutboxMessage.State?, before: PageCursor?, limit: Int)
+        async throws -> [OutboxMessage]
+    /// How many messages to these targets are in `state`, counted up to `cap`.
+    func outboxMessageCount(targets: [String], state: OutboxMessage.State, cap: Int) async throws -> Int
 
     // MARK: Webhooks
 
@@ -82,4 +86,13 @@ public protocol CountersignOutboxStore: Sendable {
     @discardableResult
     func recordWebhookAttempt(endpointID: String, delivered: Bool, reason: String, now: Date) async throws
         -> WebhookHealth.Change?
+}
+
+extension CountersignOutboxStore {
+    /// The newest messages to these targets, at most `limit`.
+    public func outboxMessages(targets: [String], state: OutboxMessage.State?, limit: Int) async throws
+        -> [OutboxMessage]
+    {
+        try await outboxMessages(targets: targets, state: state, before: nil, limit: limit)
+    }
 }

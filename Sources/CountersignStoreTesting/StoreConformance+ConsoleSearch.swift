@@ -87,16 +87,16 @@ extension StoreConformance {
                 "filters together")
             // Paged by cursor, ties included: no event twice, none left out.
             var seen: [String] = []
-            var cursor: EventCursor? = nil
+            var cursor: PageCursor? = nil
             repeat {
                 let page = try await store.searchEvents(EventQuery(after: cursor), now: t0 + 30, limit: 1)
                 seen += page.map(\.id)
-                cursor = page.last.map(EventCursor.init(after:))
+                cursor = page.last.map(PageCursor.init(after:))
                 if page.isEmpty { break }
             } while seen.count < 20
             try check(seen == newest, "one at a time, as in one page: \(seen)")
             try check(
-                EventCursor(text: EventCursor(after: events[3]).text) == EventCursor(after: events[3]),
+                PageCursor(text: PageCursor(after: events[3]).text) == PageCursor(after: events[3]),
                 "a cursor's text reads back exactly")
         },
         Case(name: "console dashboard: events since a time counted by app, channel, state now, reason and method") {
@@ -127,6 +127,35 @@ extension StoreConformance {
             try check(all.expired == 1 && all.pending == 1, "the state now: pending past its window is expired")
             try check(byApp.map(\.key) == ["ck_app", "ck_other"], "by app")
             try check(tallies.contains { $0.channel == .radius && $0.issuer == "ck_other" }, "by channel")
+        },
+        Case(name: "console webhooks: an endpoint's messages paged by cursor, ties included, and counted up to a cap") {
+            store in
+            try await Fixture.apiKey("ck_app", in: store)
+            let endpoint = Fixture.endpoint(types: [.eventCreated])
+            try await store.insertWebhookEndpoint(endpoint)
+            for index in 0..<5 {
+                // Two at each time: ties broken by id.
+                let at = Fixture.t0 + Double(index / 2)
+                try await store.insertPendingEvent(
+                    Fixture.event(user: "user-\(index)", at: at), maxPending: 5, now: at)
+            }
+            let all = try await store.outboxMessages(targets: [endpoint.id], state: .queued, limit: 10)
+            try check(all.count == 5, "one message each: \(all.count)")
+            var paged: [String] = []
+            var cursor: PageCursor? = nil
+            repeat {
+                let page = try await store.outboxMessages(
+                    targets: [endpoint.id], state: .queued, before: cursor, limit: 2)
+                paged += page.map(\.id)
+                cursor = page.count == 2 ? page.last.map(PageCursor.init(after:)) : nil
+            } while cursor != nil && paged.count < 20
+            try check(paged == all.map(\.id), "pages of two, as in one, none twice: \(paged) \(all.map(\.id))")
+            let counts = [
+                try await store.outboxMessageCount(targets: [endpoint.id], state: .queued, cap: 100),
+                try await store.outboxMessageCount(targets: [endpoint.id], state: .queued, cap: 3),
+                try await store.outboxMessageCount(targets: [endpoint.id], state: .failed, cap: 100),
+            ]
+            try check(counts == [5, 3, 0], "counted, up to the cap: \(counts)")
         },
     ]
 }

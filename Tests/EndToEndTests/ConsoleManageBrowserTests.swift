@@ -85,6 +85,21 @@ struct ConsoleManageBrowserTests {
                 try await browser.click("nav button[data-view=webhooks]")
                 return (try? await browser.text("#webhooks-result"))?.contains("Send again") == true
             }
+            #expect(try await browser.text("#webhooks-result").contains("Failed messages: "))
+            // The failed messages are counted and read a page at a time.
+            let pages =
+                try await browser.execute(
+                    """
+                    const get = (path) => fetch('api/' + path).then((r) => r.json().then((body) => [r.status, body]));
+                    Promise.all([get('webhooks?limit=1'), get('webhooks/\(broker.apiKeyID)/failed?limit=1'),
+                      get('webhooks/\(broker.apiKeyID)/failed?cursor=not-a-cursor')]).then(arguments[0]);
+                    """, async: true) as? [[Any]] ?? []
+            let listed = (pages.first?[1] as? [String: Any])?["apps"] as? [[String: Any]] ?? []
+            #expect((listed.first?["failed_count"] as? Int ?? 0) >= 1, "\(pages)")
+            #expect(
+                (((pages.count > 1 ? pages[1][1] : nil) as? [String: Any])?["messages"] as? [Any])?.count == 1,
+                "\(pages)")
+            #expect((pages.count > 2 ? pages[2][0] : nil) as? Int == 400, "a cursor the broker never gave: \(pages)")
             try await Self.act(browser, in: "#webhooks-result", row: receiver.endpoint("app"), button: "Enable")
             try await browser.waitFor(text: "Enabled \(receiver.endpoint("app"))")
             try await receiver.answer("app", with: 204)

@@ -3,7 +3,7 @@
 // users under attack (fraud protections ended early), and enrollment
 // links with their QR code. Every value is set as text; every action asks
 // first (confirmAction) and reports what it did.
-import { element, table, empty, when } from "./views.js";
+import { element, table, empty, when, ago } from "./views.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -95,19 +95,39 @@ export function renderWebhooks(container, document, console) {
           if (await console.act(() => console.api(`webhook-endpoints/${encodeURIComponent(e.id)}/disable`, { method: "POST" }), `Disabled ${e.url}.`)) await console.refresh();
         }, "danger"))],
     ], app.endpoints),
-    element("h3", { text: "Failed messages" }),
-    app.failed.length === 0 ? empty("None.") : table([
-      ["Created", (m) => when(m.created_at)],
-      ["Type", (m) => m.type ?? ""],
-      ["Event", (m) => m.event_id ?? "", "mono"],
-      ["Attempts", (m) => m.attempts],
-      ["Last error", (m) => m.last_error ?? ""],
-      ["", (m) => button("Send again", async () => {
-        if (!(await console.confirmAction(`Send message ${m.id} again?`))) return;
-        if (await console.act(() => console.api(`webhook-messages/${encodeURIComponent(m.id)}/resend`, { method: "POST" }), `Sending ${m.id} again.`)) await console.refresh();
-      })],
-    ], app.failed),
+    element("h3", { text: app.failed_count === 0 ? "Failed messages: none"
+      : `Failed messages: ${app.failed_count >= 10000 ? "10,000 or more" : app.failed_count.toLocaleString()}` }),
+    app.failed.length === 0 ? null : failedMessages(app, console),
   ])));
+}
+
+// An app's failed messages, each sent again on its own, a page at a time.
+function failedMessages(app, console) {
+  const columns = [
+    ["Created", (m) => ago(m.created_at)],
+    ["Type", (m) => m.type ?? ""],
+    ["Event", (m) => m.event_id ?? "", "mono"],
+    ["Attempts", (m) => m.attempts],
+    ["Last error", (m) => m.last_error ?? ""],
+    ["", (m) => button("Send again", async () => {
+      if (!(await console.confirmAction(`Send message ${m.id} again?`))) return;
+      if (await console.act(() => console.api(`webhook-messages/${encodeURIComponent(m.id)}/resend`, { method: "POST" }), `Sending ${m.id} again.`)) await console.refresh();
+    })],
+  ];
+  const shown = table(columns, app.failed);
+  const wrapper = element("div", {}, [shown]);
+  let next = app.failed_next ?? null;
+  const more = button("Older", async () => {
+    const page = await console.act(() => console.api(
+      `webhooks/${encodeURIComponent(app.api_key_id)}/failed?limit=50&cursor=${encodeURIComponent(next)}`), "");
+    if (!page) return;
+    shown.querySelector("tbody").append(...table(columns, page.messages).querySelector("tbody").children);
+    next = page.next ?? null;
+    more.hidden = next === null;
+  });
+  more.hidden = next === null;
+  wrapper.append(more);
+  return wrapper;
 }
 
 export function renderWatch(container, document, console) {

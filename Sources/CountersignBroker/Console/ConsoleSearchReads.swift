@@ -84,7 +84,7 @@ struct ConsoleSearchReads {
         return JSONBody(
             EventPage(
                 events: events.map { EventDocument($0, now: now, signature: nil) }, devices: devices,
-                next: events.count == limit ? events.last.map { EventCursor(after: $0).text } : nil))
+                next: events.count == limit ? events.last.map { PageCursor(after: $0).text } : nil))
     }
 
     /// The most lines an export writes: a day of a busy broker.
@@ -123,7 +123,7 @@ struct ConsoleSearchReads {
                 written += min(events.count, Self.exportCap - written)
                 try await writer.write(buffer)
                 guard events.count == page, written < Self.exportCap, let last = events.last else { break }
-                query.after = EventCursor(after: last)
+                query.after = PageCursor(after: last)
                 events = try await environment.store.searchEvents(query, now: now, limit: page)
             }
             try await writer.finish(nil)
@@ -182,7 +182,7 @@ struct ConsoleSearchReads {
         query.from = try request.time("from")
         query.to = try request.time("to")
         if let cursor = text("cursor") {
-            guard let parsed = EventCursor(text: cursor) else {
+            guard let parsed = PageCursor(text: cursor) else {
                 throw APIError.badRequest("cursor must be the next of an earlier page", code: .invalidCursor)
             }
             query.after = parsed

@@ -13,6 +13,7 @@ struct ConsoleWatchReads {
         RouteCollection(context: ConsoleRequestContext.self)
             .get("watch", use: watch)
             .get("webhooks", use: webhooks)
+            .get("webhooks/:app/failed", use: failedMessages)
     }
 
     struct Protection: Encodable, Sendable {
@@ -83,11 +84,20 @@ struct ConsoleWatchReads {
         let app: String
         let endpoints: [WebhookController.EndpointDocument]
         let failed: [WebhookController.MessageDocument]
+        /// Every failed message of the app, counted up to ``failedCountCap``.
+        let failedCount: Int
+        /// The `cursor` of the next page of failed messages; nil on the last.
+        let failedNext: String?
         enum CodingKeys: String, CodingKey {
             case app, endpoints, failed
             case apiKeyID = "api_key_id"
+            case failedCount = "failed_count"
+            case failedNext = "failed_next"
         }
     }
+
+    /// The most failed messages an app's count goes up to.
+    static let failedCountCap = 10_000
 
     struct WebhooksDocument: Encodable, Sendable { let apps: [AppWebhooks] }
 
@@ -103,12 +113,44 @@ struct ConsoleWatchReads {
             let endpoints = try await environment.store.webhookEndpoints(apiKeyID: key.id)
             guard !endpoints.isEmpty else { continue }
             let failed = try await administration.messages(of: key.id, state: .failed, limit: limit)
+            let count = try await environment.store.outboxMessageCount(
+                targets: endpoints.map(\.id), state: .failed, cap: Self.failedCountCap)
             apps.append(
                 AppWebhooks(
                     apiKeyID: key.id, app: key.name,
                     endpoints: endpoints.map { WebhookController.EndpointDocument($0) },
-                    failed: failed.map(WebhookController.MessageDocument.init)))
+                    failed: failed.map(WebhookController.MessageDocument.init), failedCount: count,
+                    failedNext: failed.count == limit ? failed.last.map { PageCursor(after: $0).text } : nil))
         }
         return JSONBody(WebhooksDocument(apps: apps))
+    }
+
+    struct MessagePage: Encodable, Sendable {
+        let messages: [WebhookController.MessageDocument]
+        /// The `cursor` of the next (older) page; nil on the last.
+        let next: String?
+    }
+
+    /// One app's failed messages, newest first, `limit` a page, from
+    /// `?cursor=` (an earlier page's `next`) on.
+    @Sendable func failedMessages(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<
+        MessagePage
+    > {
+        let app = try context.parameters.require("app")
+        let limit = try request.limit()
+        var cursor: PageCursor? = nil
+        if let text = request.uri.queryParameters["cursor"], !text.isEmpty {
+            guard let parsed = PageCursor(text: String(text)), !parsed.id.contains("\0") else {
+                throw APIError.badRequest("cursor must be the next of an earlier page", code: .invalidCursor)
+            }
+            cursor = parsed
+        }
+        let endpoints = app.contains("\0") ? [] : try await environment.store.webhookEndpoints(apiKeyID: app)
+        let messages = try await environment.store.outboxMessages(
+            targets: endpoints.map(\.id), state: .failed, before: cursor, limit: limit)
+        return JSONBody(
+            MessagePage(
+                messages: messages.map(WebhookController.MessageDocument.init),
+                next: messages.count == limit ? messages.last.map { PageCursor(after: $0).text } : nil))
     }
 }

@@ -20,12 +20,12 @@ public struct EventQuery: Sendable, Equatable {
     /// Created before.
     public var to: Date?
     /// Where the page starts: after this position, older.
-    public var after: EventCursor?
+    public var after: PageCursor?
 
     public init(
         issuer: String? = nil, clientUserID: String? = nil, status: EventStatus? = nil, name: String? = nil,
         channel: EventChannel? = nil, ip: String? = nil, from: Date? = nil, to: Date? = nil,
-        after: EventCursor? = nil
+        after: PageCursor? = nil
     ) {
         self.issuer = issuer
         self.clientUserID = clientUserID
@@ -39,10 +39,10 @@ public struct EventQuery: Sendable, Equatable {
     }
 }
 
-/// A place in the events, newest first: the last event of a page, by its
-/// creation time and id (which breaks ties in byte order). Written as an
-/// opaque text for the next page's `cursor`.
-public struct EventCursor: Sendable, Equatable {
+/// A place in a list kept newest first (events, outbox messages): the
+/// last item of a page, by its creation time and id (which breaks ties in
+/// byte order). Written as an opaque text for the next page's `cursor`.
+public struct PageCursor: Sendable, Equatable {
     public let createdAt: Date
     public let id: String
 
@@ -53,6 +53,10 @@ public struct EventCursor: Sendable, Equatable {
 
     public init(after event: ApprovalEvent) {
         self.init(createdAt: event.createdAt, id: event.id)
+    }
+
+    public init(after message: OutboxMessage) {
+        self.init(createdAt: message.createdAt, id: message.id)
     }
 
     /// Seconds (as the stores keep them, exactly) and the id, base64url.
