@@ -70,7 +70,7 @@ struct ConsoleManageBrowserTests {
             try await WebApproverBrowserTests.save(browser, "console-under-attack")
             let watch = try await browser.text("#watch-result")
             #expect(watch.contains("alice") && watch.contains("127.0.0.1"), "\(watch)")
-            try await Self.act(browser, in: "#watch-result", row: broker.apiKeyID, button: "End now")
+            try await Self.act(browser, in: "#watch-result", row: "alice", button: "End now")
             try await browser.waitFor(text: "Ended the protection of alice")
             let again = try await broker.startLogin(machine: machine)
             #expect(again.1 != eventID, "a requester may ask for alice again")

@@ -191,7 +191,7 @@ const views = {
     appNamesRead = null;
     renderApps($("apps-result"), await api("apps"), consoleActions);
   },
-  watch: async () => renderWatch($("watch-result"), await api("watch"), consoleActions),
+  watch: async () => renderWatch($("watch-result"), await api("watch"), { ...consoleActions, appNames: await appNames(), openUser }),
   webhooks: async () => renderWebhooks($("webhooks-result"), await api("webhooks"), consoleActions),
   audit: async () => loadAudit(true),
   health: async () => renderHealth($("health-result"), await api("health")),

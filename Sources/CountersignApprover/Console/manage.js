@@ -3,7 +3,7 @@
 // users under attack (fraud protections ended early), and enrollment
 // links with their QR code. Every value is set as text; every action asks
 // first (confirmAction) and reports what it did.
-import { element, table, empty, when, ago } from "./views.js";
+import { element, table, empty, when, ago, userLink } from "./views.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -137,9 +137,9 @@ export function renderWatch(container, document, console) {
   container.replaceChildren(
     element("h3", { text: "Fraud protections running" }),
     document.protections.length === 0 ? empty("None.") : table([
-      ["App", (p) => p.api_key_id, "mono"],
-      ["User", (p) => p.user],
-      ["Until", (p) => when(p.until)],
+      ["App", (p) => console.appNames.get(p.api_key_id) ?? p.api_key_id],
+      ["User", (p) => userLink(p.user, console.openUser)],
+      ["Until", (p) => ago(p.until)],
       ["", (p) => button("End now", async () => {
         if (!(await console.confirmAction(`End the fraud protection of ${p.user} now? Requesters may ask for them again.`))) return;
         if (await console.act(() => console.api("protections/end", { method: "POST", body: { api_key_id: p.api_key_id, user: p.user } }), `Ended the protection of ${p.user}.`)) await console.refresh();
@@ -147,7 +147,8 @@ export function renderWatch(container, document, console) {
     ], document.protections),
     element("h3", { text: `Users requesters asked for most, last ${hours} h` }),
     document.users.length === 0 ? empty("None.") : table([
-      ["App", (c) => c.api_key_id, "mono"], ["User", (c) => c.key], ["Requests", atLimit],
+      ["App", (c) => console.appNames.get(c.api_key_id) ?? c.api_key_id],
+      ["User", (c) => userLink(c.key, console.openUser)], ["Requests", atLimit],
     ], document.users),
     element("h3", { text: `Addresses requesters asked from most, last ${hours} h` }),
     document.addresses.length === 0 ? empty("None.") : table([
