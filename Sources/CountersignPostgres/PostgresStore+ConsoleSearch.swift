@@ -41,7 +41,12 @@ extension PostgresStore {
             return "$\(binds.count)"
         }
         if let issuer = query.issuer { conditions.append("issuer = \(bind(issuer))") }
-        if let user = query.clientUserID { conditions.append("client_user_id = \(bind(user))") }
+        if let user = query.clientUserID {
+            // Across apps, every app named lets `events_by_user` find the
+            // user's events, as in SQLite (keys are revoked, never deleted).
+            if query.issuer == nil { conditions.append("issuer IN (SELECT id FROM api_keys)") }
+            conditions.append("client_user_id = \(bind(user))")
+        }
         switch query.status {
         case nil: break
         case .pending: conditions.append("status = 'pending' AND expires_at > \(bind(now.seconds))")

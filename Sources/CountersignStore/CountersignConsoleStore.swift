@@ -40,7 +40,8 @@ public protocol CountersignConsoleStore: Sendable {
     /// byte order of their ids: the console's user list.
     func users(prefix: String, after: String?, limit: Int) async throws -> [UserSummary]
     /// Up to `limit` events that `query` matches at `now`, newest first
-    /// (ties by id, in byte order), across every app.
+    /// (ties by id, in byte order), across every app (every API key the
+    /// store holds, revoked ones too).
     func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent]
 
     /// The events made since `since`, counted by app, channel, state at

@@ -38,6 +38,7 @@ extension StoreConformance {
         Case(name: "console event search: each filter, the state at the time, newest first, paged by cursor") {
             store in
             let t0 = Fixture.t0
+            for key in ["ck_app", "ck_other"] { try await Fixture.apiKey(key, in: store) }
             var events: [ApprovalEvent] = []
             for index in 0..<6 {
                 var event = Fixture.event(
