@@ -142,5 +142,11 @@ extension PostgresMigrations {
                 "CREATE INDEX events_by_time ON events (created_at)",
             ]
         ),
+        // The console counts and pages failed messages, a few among every
+        // message ever sent: written to only when one fails.
+        (
+            "v29-failed-messages",
+            ["CREATE INDEX outbox_failed ON outbox (target, created_at) WHERE state = 'failed'"]
+        ),
     ]
 }

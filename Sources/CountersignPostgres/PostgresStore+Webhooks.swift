@@ -178,14 +178,15 @@ extension PostgresStore {
         }
     }
 
-    public func outboxMessageCount(targets: [String], state: OutboxMessage.State, cap: Int) async throws -> Int {
-        guard !targets.isEmpty else { return 0 }
+    public func outboxMessageCount(targets: [String]?, state: OutboxMessage.State, cap: Int) async throws -> Int {
+        if targets?.isEmpty == true { return 0 }
         let logger = logger
         return try await read { db in
             let rows = try await db.rows(
                 """
                 SELECT COUNT(*) AS count FROM (SELECT 1 FROM outbox
-                WHERE target = ANY(\(targets)) AND state = \(state.rawValue) LIMIT \(cap)) AS capped
+                WHERE (\(targets)::text[] IS NULL OR target = ANY(\(targets))) AND state = \(state.rawValue)
+                LIMIT \(cap)) AS capped
                 """, logger: logger)
             return Int(try rows.first?.value("count", as: Int64.self) ?? 0)
         }

@@ -183,5 +183,10 @@ extension SQLiteStore {
             try db.execute(sql: "CREATE INDEX devices_by_user_id ON devices (client_user_id)")
             try db.execute(sql: "CREATE INDEX events_by_time ON events (created_at)")
         }
+        migrator.registerMigration("v29-failed-messages") { db in
+            // The console counts and pages failed messages, a few among
+            // every message ever sent: written to only when one fails.
+            try db.execute(sql: "CREATE INDEX outbox_failed ON outbox (target, created_at) WHERE state = 'failed'")
+        }
     }
 }

@@ -54,8 +54,9 @@ public protocol CountersignOutboxStore: Sendable {
     /// those after that place.
     func outboxMessages(targets: [String], state: OutboxMessage.State?, before: PageCursor?, limit: Int)
         async throws -> [OutboxMessage]
-    /// How many messages to these targets are in `state`, counted up to `cap`.
-    func outboxMessageCount(targets: [String], state: OutboxMessage.State, cap: Int) async throws -> Int
+    /// How many messages to these targets (to any, for nil) are in
+    /// `state`, counted up to `cap`.
+    func outboxMessageCount(targets: [String]?, state: OutboxMessage.State, cap: Int) async throws -> Int
 
     // MARK: Webhooks
 

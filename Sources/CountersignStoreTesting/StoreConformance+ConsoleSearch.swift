@@ -155,8 +155,10 @@ extension StoreConformance {
                 try await store.outboxMessageCount(targets: [endpoint.id], state: .queued, cap: 100),
                 try await store.outboxMessageCount(targets: [endpoint.id], state: .queued, cap: 3),
                 try await store.outboxMessageCount(targets: [endpoint.id], state: .failed, cap: 100),
+                try await store.outboxMessageCount(targets: nil, state: .queued, cap: 100),
+                try await store.outboxMessageCount(targets: [], state: .queued, cap: 100),
             ]
-            try check(counts == [5, 3, 0], "counted, up to the cap: \(counts)")
+            try check(counts == [5, 3, 0, 5, 0], "counted, up to the cap, to any target for nil: \(counts)")
         },
     ]
 }

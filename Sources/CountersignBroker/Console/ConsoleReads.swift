@@ -275,8 +275,11 @@ struct ConsoleReads {
         if let remote = store as? any StoreHealthReporting {
             available = await remote.probe(within: OperationsController.readinessDeadline)
         }
-        let queued = available ? try await store.outboxMessages(state: .queued, limit: cap).count : 0
-        let failed = available ? try await store.outboxMessages(state: .failed, limit: cap).count : 0
+        // Counted, not read: reading up to 2,000 messages with their
+        // payloads took 110 ms of the 112 ms of a health reading at
+        // 100,000 events.
+        let queued = available ? try await store.outboxMessageCount(targets: nil, state: .queued, cap: cap) : 0
+        let failed = available ? try await store.outboxMessageCount(targets: nil, state: .failed, cap: cap) : 0
         return HealthDocument(
             version: CountersignVersion.current, instance: ProcessInfo.processInfo.hostName,
             readAt: environment.now(), storeAvailable: available, longPollsHeld: environment.hub.held,
