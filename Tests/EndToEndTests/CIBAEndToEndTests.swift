@@ -146,7 +146,7 @@ struct CIBAEndToEndTests {
         let other = try RunningProcess(
             "device-broker", ["apikey", "create", "--name", "other", "--json"] + broker.storeArguments)
         #expect(try await other.exitCode(timeout: .seconds(120)) == 0)
-        let key = try #require(try JSONSerialization.jsonObject(with: Data(other.text.utf8)) as? [String: Any])
+        let key = try #require(try JSONSerialization.jsonObject(with: other.json) as? [String: Any])
         var request = URLComponents()
         request.queryItems = [
             .init(name: "grant_type", value: "urn:openid:params:grant-type:ciba"),

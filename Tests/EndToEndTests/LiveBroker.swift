@@ -56,7 +56,7 @@ struct LiveBroker {
             let api_key_id: String
             let api_secret_key: String
         }
-        let key = try JSONDecoder().decode(CreatedKey.self, from: Data(create.text.utf8))
+        let key = try JSONDecoder().decode(CreatedKey.self, from: create.json)
         broker.apiKeyID = key.api_key_id
         broker.apiSecret = key.api_secret_key
         return broker

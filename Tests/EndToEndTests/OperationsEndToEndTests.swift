@@ -207,7 +207,7 @@ struct OperationsEndToEndTests {
             "device-broker", ["apikey", "rotate", broker.apiKeyID, "--overlap", "0s", "--json"] + broker.storeArguments)
         #expect(try await rotate.exitCode(timeout: .seconds(60)) == 0, "\(rotate.text)")
         let secret = try #require(
-            try JSONDecoder().decode([String: String].self, from: Data(rotate.text.utf8))["api_secret_key"])
+            try JSONDecoder().decode([String: String].self, from: rotate.json)["api_secret_key"])
         func devices(_ secret: String) async throws -> Int {
             do {
                 _ = try await CountersignBackend(broker: broker.url, apiKeyID: broker.apiKeyID, apiSecretKey: secret)

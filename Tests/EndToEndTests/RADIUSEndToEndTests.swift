@@ -533,7 +533,7 @@ struct RADIUSEndToEndTests {
         let rotate = try RunningProcess("device-broker", ["radius", "rotate-secret", "office-vpn", "--json"] + store)
         #expect(try await rotate.exitCode() == 0, "\(rotate.text)")
         let rotated = try #require(
-            try JSONSerialization.jsonObject(with: Data(rotate.text.utf8)) as? [String: Any])
+            try JSONSerialization.jsonObject(with: rotate.json) as? [String: Any])
         let newSecret = try #require(rotated["secret"] as? String)
         // Every instance re-reads its clients within 10 s.
         var budget = WaitBudget(.seconds(60))

@@ -72,6 +72,19 @@ final class RunningProcess: Sendable {
     /// Everything printed so far (standard output and error together).
     var text: String { output.text }
 
+    /// The JSON document the command printed, without the log lines around
+    /// it: the two streams share one pipe, and a command on a busy machine
+    /// may log (say, that it waits for PostgreSQL) before its answer. From
+    /// the first line that opens an object or array to the last that closes
+    /// one.
+    var json: Data {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.firstIndex(where: { $0.hasPrefix("{") || $0.hasPrefix("[") }),
+            let last = lines.lastIndex(where: { $0.hasSuffix("}") || $0.hasSuffix("]") }), last >= first
+        else { return Data(text.utf8) }
+        return Data(lines[first...last].joined(separator: "\n").utf8)
+    }
+
     /// Waits for a line matching `pattern` and returns its first capture group.
     func waitFor(_ pattern: String, timeout: Duration = .seconds(20)) async throws -> String {
         let regex = try Regex<AnyRegexOutput>(pattern)

@@ -105,7 +105,7 @@ struct SMTPSenderTests {
             ["apikey", "create", "--name", "Café Ünïcode", "--json", "--data-dir", broker.dataDirectory.path])
         #expect(try await create.exitCode() == 0)
         let keyID = try #require(
-            (try JSONSerialization.jsonObject(with: Data(create.text.utf8)) as? [String: Any])?["api_key_id"]
+            (try JSONSerialization.jsonObject(with: create.json) as? [String: Any])?["api_key_id"]
                 as? String)
 
         let answer = try await Self.requestCode(broker, apiKeyID: keyID)

@@ -23,7 +23,7 @@ struct WebhookEndToEndTests {
         guard try await command.exitCode(timeout: .seconds(120)) == 0 else {
             throw ProcessFailure("webhook \(arguments) failed: \(command.text)")
         }
-        return try JSONDecoder().decode(Endpoint.self, from: Data(command.text.utf8))
+        return try JSONDecoder().decode(Endpoint.self, from: command.json)
     }
 
     /// A broker, a receiver, and an endpoint of the broker's API key at it
