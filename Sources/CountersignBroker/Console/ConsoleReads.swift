@@ -221,13 +221,8 @@ struct ConsoleReads {
     /// `from` and `to` (RFC 3339, `from` inclusive). 400 for an action
     /// that is none of the log's, or a time that cannot be read.
     static func auditQuery(_ request: Request) throws -> AuditQuery {
-        let parameters = request.uri.queryParameters
-        func text(_ name: String) -> String? {
-            guard let value = parameters[name[...]], !value.isEmpty else { return nil }
-            return String(value)
-        }
-        var query = AuditQuery(actor: text("actor"), target: text("target"))
-        if let action = text("action") {
+        var query = AuditQuery(actor: request.filter("actor"), target: request.filter("target"))
+        if let action = request.filter("action") {
             guard let parsed = AuditRecord.Action(rawValue: action) else {
                 throw APIError.badRequest(
                     "action must be one of " + AuditRecord.Action.allCases.map(\.rawValue).joined(separator: ", "))

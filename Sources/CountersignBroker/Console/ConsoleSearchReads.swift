@@ -158,21 +158,17 @@ struct ConsoleSearchReads {
     /// `from` inclusive), `cursor` (a page's `next`). 400 for a status,
     /// channel, time or cursor that cannot be read.
     static func query(_ request: Request) throws -> EventQuery {
-        let parameters = request.uri.queryParameters
-        func text(_ name: String) -> String? {
-            guard let value = parameters[name[...]], !value.isEmpty else { return nil }
-            return String(value)
-        }
         // A value no event holds finds none: only what cannot be read is refused.
         var query = EventQuery(
-            issuer: text("app"), clientUserID: text("user"), name: text("type"), ip: text("address"))
-        if let status = text("status") {
+            issuer: request.filter("app"), clientUserID: request.filter("user"), name: request.filter("type"),
+            ip: request.filter("address"))
+        if let status = request.filter("status") {
             guard let parsed = EventStatus(rawValue: status) else {
                 throw APIError.badRequest("status must be pending, approved, rejected or expired")
             }
             query.status = parsed
         }
-        if let channel = text("channel") {
+        if let channel = request.filter("channel") {
             guard let parsed = EventChannel(rawValue: channel) else {
                 throw APIError.badRequest(
                     "channel must be one of " + EventChannel.allCases.map(\.rawValue).joined(separator: ", "))
@@ -181,7 +177,7 @@ struct ConsoleSearchReads {
         }
         query.from = try request.time("from")
         query.to = try request.time("to")
-        if let cursor = text("cursor") {
+        if let cursor = request.filter("cursor") {
             guard let parsed = PageCursor(text: cursor) else {
                 throw APIError.badRequest("cursor must be the next of an earlier page", code: .invalidCursor)
             }

@@ -2,6 +2,13 @@ import Foundation
 import Hummingbird
 
 extension Request {
+    /// The query parameter `name` as a search filter: nil when it is
+    /// missing or empty, any other text as given.
+    func filter(_ name: String) -> String? {
+        guard let value = uri.queryParameters[name[...]], !value.isEmpty else { return nil }
+        return String(value)
+    }
+
     /// The query parameter `name` as an RFC 3339 time, or nil when it is
     /// missing; a 400 for anything else (an empty one too).
     func time(_ name: String) throws -> Date? {
