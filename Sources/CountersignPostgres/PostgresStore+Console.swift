@@ -60,6 +60,7 @@ extension PostgresStore {
     }
 
     public func auditRecords(_ query: AuditQuery, before: Int64?, limit: Int) async throws -> [AuditRecord] {
+        if query.findsNothing { return [] }
         let logger = logger
         var binds = PostgresBindings()
         // Each value a bind, `$n` in the order added.

@@ -6,6 +6,8 @@ import PostgresNIO
 
 extension PostgresStore {
     public func users(prefix: String, after: String?, limit: Int) async throws -> [UserSummary] {
+        if UserSummary.findsNobody(prefix: prefix) { return [] }
+        let after = UserSummary.position(after: after)
         let logger = logger
         let upper = UserSummary.upperBound(ofPrefix: prefix)
         // A range of `devices_by_user_id`, in byte order whatever the
@@ -32,6 +34,7 @@ extension PostgresStore {
     }
 
     public func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent] {
+        if query.findsNothing { return [] }
         let logger = logger
         var conditions: [String] = []
         var binds = PostgresBindings()

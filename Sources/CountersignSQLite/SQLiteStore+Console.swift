@@ -48,6 +48,7 @@ extension SQLiteStore {
     }
 
     public func auditRecords(_ query: AuditQuery, before: Int64?, limit: Int) async throws -> [AuditRecord] {
+        if query.findsNothing { return [] }
         var conditions = ["id < ?"]
         var arguments: StatementArguments = [before ?? Int64.max]
         if let actor = query.actor {

@@ -5,9 +5,11 @@ import GRDB
 
 extension SQLiteStore {
     public func users(prefix: String, after: String?, limit: Int) async throws -> [UserSummary] {
+        if UserSummary.findsNobody(prefix: prefix) { return [] }
+        let after = UserSummary.position(after: after)
         // A range of `devices_by_user_id`, in byte order (BINARY
         // collation); no user id is empty, so `> ''` is every one.
-        try read { db in
+        return try read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -27,6 +29,7 @@ extension SQLiteStore {
     }
 
     public func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent] {
+        if query.findsNothing { return [] }
         var conditions: [String] = []
         var arguments = StatementArguments()
         func add(_ condition: String, _ values: any DatabaseValueConvertible...) {

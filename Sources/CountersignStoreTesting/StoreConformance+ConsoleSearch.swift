@@ -160,5 +160,28 @@ extension StoreConformance {
             ]
             try check(counts == [5, 3, 0, 5, 0], "counted, up to the cap, to any target for nil: \(counts)")
         },
+        Case(name: "console searches: a NUL in a filter finds nothing; after one, what follows the text before it") {
+            store in
+            try await Fixture.apiKey("ck_app", in: store)
+            _ = try await Fixture.enrolled(in: store, user: "alice")
+            try await store.insertEvent(Fixture.event(user: "alice", at: Fixture.t0))
+            _ = try await store.appendAudit(AuditRecord(at: Fixture.t0, actor: "alice", action: .signedIn))
+            let nul = "alice\0"
+            let cursor = PageCursor(createdAt: Fixture.t0 + 1, id: "ev\0")
+            try check(try await store.users(prefix: nul, after: nil, limit: 10).isEmpty, "a user prefix")
+            _ = try await Fixture.enrolled(in: store, user: "bob")
+            let past = try await store.users(prefix: "", after: "alice\0zz", limit: 10).map(\.clientUserID)
+            try check(past == ["bob"], "after a NUL: in byte order, as after what comes before it: \(past)")
+            for query in [
+                EventQuery(issuer: nul), EventQuery(clientUserID: nul), EventQuery(name: nul), EventQuery(ip: nul),
+            ] {
+                try check(try await store.searchEvents(query, now: Fixture.t0, limit: 10).isEmpty, "\(query)")
+            }
+            let past2 = try await store.searchEvents(EventQuery(after: cursor), now: Fixture.t0, limit: 10)
+            try check(past2.isEmpty, "a cursor no page gave: \(past2)")
+            for query in [AuditQuery(actor: nul), AuditQuery(target: nul)] {
+                try check(try await store.auditRecords(query, before: nil, limit: 10).isEmpty, "\(query)")
+            }
+        },
     ]
 }

@@ -149,8 +149,7 @@ struct ConsoleReads {
         }
         let limit = try request.limit()
         let query = try Self.auditQuery(request)
-        let records =
-            query.holdsNUL ? [] : try await environment.store.auditRecords(query, before: before, limit: limit)
+        let records = try await environment.store.auditRecords(query, before: before, limit: limit)
         let names = Dictionary(
             try await environment.store.apiKeys().map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         var lines: [AuditLine] = []
@@ -196,7 +195,7 @@ struct ConsoleReads {
         let query = try Self.auditQuery(request)
         var records: [AuditRecord] = []
         var before: Int64? = nil
-        while !query.holdsNUL, records.count < ConsoleSearchReads.exportCap {
+        while records.count < ConsoleSearchReads.exportCap {
             let page = try await environment.store.auditRecords(query, before: before, limit: 1000)
             records += page
             guard page.count == 1000, let last = page.last?.id else { break }

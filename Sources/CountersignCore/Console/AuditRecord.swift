@@ -74,9 +74,10 @@ public struct AuditQuery: Sendable, Equatable {
         self.to = to
     }
 
-    /// Whether a filter holds a NUL, which no line does and PostgreSQL
-    /// refuses in text: such a search finds nothing, without asking.
-    public var holdsNUL: Bool { [actor, target].contains { $0?.contains("\0") == true } }
+    /// Whether the search finds nothing without asking: a filter holds a
+    /// NUL: no line holds one, and neither store can ask for one (SQLite's
+    /// binding ends text at it, PostgreSQL refuses it).
+    public var findsNothing: Bool { [actor, target].contains { $0?.utf8.contains(0) == true } }
 }
 
 extension AuditRecord: WireJSONWritable {

@@ -37,6 +37,13 @@ public struct EventQuery: Sendable, Equatable {
         self.to = to
         self.after = after
     }
+
+    /// Whether the search finds nothing without asking: a filter holds a
+    /// NUL: no stored text holds one, and neither store can ask for one (SQLite's
+    /// binding ends text at it, PostgreSQL refuses it).
+    public var findsNothing: Bool {
+        [issuer, clientUserID, name, ip, after?.id].contains { $0?.utf8.contains(0) == true }
+    }
 }
 
 /// A place in a list kept newest first (events, outbox messages): the
@@ -101,4 +108,15 @@ public struct UserSummary: Sendable, Equatable {
     /// byte order: the prefix followed by the highest code point, whose
     /// UTF-8 (F4 8F BF BF) sorts after every character a user id can hold.
     public static func upperBound(ofPrefix prefix: String) -> String { prefix + "\u{10FFFF}" }
+
+    /// Whether a prefix finds nobody without asking: it holds a NUL (see
+    /// ``EventQuery/findsNothing``).
+    public static func findsNobody(prefix: String) -> Bool { prefix.utf8.contains(0) }
+
+    /// Where a page starts, as a store can ask for it: the ids after a
+    /// text with a NUL are those after the text before it, since no id
+    /// holds one.
+    public static func position(after: String?) -> String? {
+        after.map { String(decoding: $0.utf8.prefix { $0 != 0 }, as: UTF8.self) }
+    }
 }
