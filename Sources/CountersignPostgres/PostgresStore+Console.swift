@@ -62,22 +62,15 @@ extension PostgresStore {
     public func auditRecords(_ query: AuditQuery, before: Int64?, limit: Int) async throws -> [AuditRecord] {
         if query.findsNothing { return [] }
         let logger = logger
-        var binds = PostgresBindings()
-        // Each value a bind, `$n` in the order added.
-        func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
-            binds.append(value)
-            return "$\(binds.count)"
-        }
-        var conditions = ["id < \(bind(before ?? Int64.max))"]
-        if let actor = query.actor { conditions.append("actor = \(bind(actor))") }
-        if let action = query.action { conditions.append("action = \(bind(action.rawValue))") }
-        if let target = query.target { conditions.append("target = \(bind(target))") }
-        if let from = query.from { conditions.append("at >= \(bind(from.seconds))") }
-        if let to = query.to { conditions.append("at < \(bind(to.seconds))") }
-        let sql =
-            "SELECT * FROM audit_log WHERE " + conditions.joined(separator: " AND ")
-            + " ORDER BY id DESC LIMIT \(bind(limit))"
-        let statement = PostgresQuery(unsafeSQL: sql, binds: binds)
+        var filters = PostgresFilters()
+        filters.add("id < \(filters.bind(before ?? Int64.max))")
+        if let actor = query.actor { filters.add("actor = \(filters.bind(actor))") }
+        if let action = query.action { filters.add("action = \(filters.bind(action.rawValue))") }
+        if let target = query.target { filters.add("target = \(filters.bind(target))") }
+        if let from = query.from { filters.add("at >= \(filters.bind(from.seconds))") }
+        if let to = query.to { filters.add("at < \(filters.bind(to.seconds))") }
+        let limit = filters.bind(limit)
+        let statement = filters.select("*", from: "audit_log", then: "ORDER BY id DESC LIMIT \(limit)")
         return try await read { db in try await db.rows(statement, logger: logger).map(AuditRecord.init(row:)) }
     }
 

@@ -36,39 +36,32 @@ extension PostgresStore {
     public func searchEvents(_ query: EventQuery, now: Date, limit: Int) async throws -> [ApprovalEvent] {
         if query.findsNothing { return [] }
         let logger = logger
-        var conditions: [String] = []
-        var binds = PostgresBindings()
-        // Each value a bind, `$n` in the order added.
-        func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
-            binds.append(value)
-            return "$\(binds.count)"
-        }
-        if let issuer = query.issuer { conditions.append("issuer = \(bind(issuer))") }
+        var filters = PostgresFilters()
+        if let issuer = query.issuer { filters.add("issuer = \(filters.bind(issuer))") }
         if let user = query.clientUserID {
             // Across apps, every app named lets `events_by_user` find the
             // user's events, as in SQLite (keys are revoked, never deleted).
-            if query.issuer == nil { conditions.append("issuer IN (SELECT id FROM api_keys)") }
-            conditions.append("client_user_id = \(bind(user))")
+            if query.issuer == nil { filters.add("issuer IN (SELECT id FROM api_keys)") }
+            filters.add("client_user_id = \(filters.bind(user))")
         }
         switch query.status {
         case nil: break
-        case .pending: conditions.append("status = 'pending' AND expires_at > \(bind(now.seconds))")
-        case .expired: conditions.append("status = 'pending' AND expires_at <= \(bind(now.seconds))")
-        case .approved, .rejected: conditions.append("status = \(bind(query.status!.rawValue))")
+        case .pending: filters.add("status = 'pending' AND expires_at > \(filters.bind(now.seconds))")
+        case .expired: filters.add("status = 'pending' AND expires_at <= \(filters.bind(now.seconds))")
+        case .approved, .rejected: filters.add("status = \(filters.bind(query.status!.rawValue))")
         }
-        if let name = query.name { conditions.append("name = \(bind(name))") }
-        if let channel = query.channel { conditions.append("channel = \(bind(channel.rawValue))") }
-        if let ip = query.ip { conditions.append("ip = \(bind(ip))") }
-        if let from = query.from { conditions.append("created_at >= \(bind(from.seconds))") }
-        if let to = query.to { conditions.append("created_at < \(bind(to.seconds))") }
+        if let name = query.name { filters.add("name = \(filters.bind(name))") }
+        if let channel = query.channel { filters.add("channel = \(filters.bind(channel.rawValue))") }
+        if let ip = query.ip { filters.add("ip = \(filters.bind(ip))") }
+        if let from = query.from { filters.add("created_at >= \(filters.bind(from.seconds))") }
+        if let to = query.to { filters.add("created_at < \(filters.bind(to.seconds))") }
         if let after = query.after {
-            let t = bind(after.createdAt.timeIntervalSince1970)
-            conditions.append("(created_at < \(t) OR (created_at = \(t) AND id COLLATE \"C\" < \(bind(after.id))))")
+            let t = filters.bind(after.createdAt.timeIntervalSince1970)
+            filters.add("(created_at < \(t) OR (created_at = \(t) AND id COLLATE \"C\" < \(filters.bind(after.id))))")
         }
-        let whereClause = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
-        let sql =
-            "SELECT * FROM events\(whereClause) ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT \(bind(limit))"
-        let statement = PostgresQuery(unsafeSQL: sql, binds: binds)
+        let limit = filters.bind(limit)
+        let statement = filters.select(
+            "*", from: "events", then: "ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT \(limit)")
         return try await read { db in try await db.rows(statement, logger: logger).map(Self.event(row:)) }
     }
 
