@@ -3,7 +3,7 @@
 // as markup.
 import { renderUser, renderAudit, renderHealth, renderDashboard, auditActions, element } from "./views.js";
 import { renderApps, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
-import { UserList, EventSearch } from "./search.js";
+import { UserList, EventSearch, searchQuery } from "./search.js";
 
 const $ = (id) => document.getElementById(id);
 let csrfToken = null;
@@ -219,21 +219,7 @@ async function openUser(user) {
 
 let auditNext = null;
 // The audit filters as the API's query; the time fields are local, to the minute.
-function auditFilters() {
-  const form = $("audit-search");
-  const query = new URLSearchParams();
-  for (const name of ["actor", "action", "target"]) {
-    const value = form.elements[name].value.trim();
-    if (value) query.set(name, value);
-  }
-  for (const [name, extra] of [["from", 0], ["to", 60000]]) {
-    const time = new Date(form.elements[name].value);
-    if (form.elements[name].value && !Number.isNaN(time.getTime())) {
-      query.set(name, new Date(time.getTime() + extra).toISOString());
-    }
-  }
-  return query;
-}
+const auditFilters = () => searchQuery($("audit-search"), ["actor", "action", "target"]);
 
 async function loadAudit(fresh) {
   const query = auditFilters();

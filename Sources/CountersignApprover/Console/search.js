@@ -44,15 +44,15 @@ export class UserList {
   }
 }
 
-// The filters of the event search form as the API's query.
-function filters(form) {
+// A search form's filters as the API's query: the named text fields
+// as typed, trimmed; `from` and `to` the operator's local time, to the
+// minute, `to` taking in the whole minute chosen.
+export function searchQuery(form, names) {
   const query = new URLSearchParams();
-  for (const name of ["user", "app", "status", "type", "channel", "address"]) {
+  for (const name of names) {
     const value = form.elements[name].value.trim();
     if (value) query.set(name, value);
   }
-  // The time fields are the operator's local time, to the minute; `to`
-  // takes in the whole minute chosen.
   for (const [name, extra] of [["from", 0], ["to", 60000]]) {
     const value = form.elements[name].value;
     if (!value) continue;
@@ -61,6 +61,8 @@ function filters(form) {
   }
   return query;
 }
+
+const eventFilters = ["user", "app", "status", "type", "channel", "address"];
 
 export class EventSearch {
   constructor({ form, container, olderButton, exportLine, csvLink, jsonlLink }, { api, openUser, appNames, fail }) {
@@ -91,7 +93,7 @@ export class EventSearch {
   }
 
   async load(cursor = null) {
-    const query = filters(this.form);
+    const query = searchQuery(this.form, eventFilters);
     this.query = query;
     const paged = new URLSearchParams(query);
     paged.set("limit", "50");
