@@ -15,6 +15,7 @@ public enum DecisionOutcome: Sendable, Equatable {
     /// Why a decision changes nothing.
     public enum Refusal: String, Sendable, Equatable {
         case revokedDevice = "device_revoked"
+        case suspendedDevice = "device_suspended"
         case otherUser = "wrong_user"
         case alreadyDecided = "already_decided"
         case expired = "expired"
@@ -34,6 +35,7 @@ public enum DecisionRules {
         now: Date
     ) -> DecisionOutcome {
         guard device.revokedAt == nil else { return .refused(.revokedDevice) }
+        guard device.suspendedAt == nil else { return .refused(.suspendedDevice) }
         guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
         if let closed = event.closure(at: now) { return .refused(closed) }
         switch claims.decision {

@@ -26,6 +26,9 @@ public struct ChangeAuthor: Sendable, Equatable {
     public static let verifiedIdentifier = "verified_identifier"
     /// A device enrolled itself with one of the user's recovery codes.
     public static let recoveryCode = "recovery_code"
+    /// The directory sync: the user was disabled there, left it, or came
+    /// back.
+    public static let directory = "directory"
 }
 
 /// One entry of a user's device audit log.
@@ -39,6 +42,11 @@ public struct DeviceChange: Sendable, Equatable {
         /// The device's passkey was turned off (not by the device's removal,
         /// which says `revoked`).
         case passkeyRemoved = "passkey_removed"
+        /// The directory no longer lists the user as enabled: the device
+        /// can do nothing until they are (nothing is deleted).
+        case suspended
+        /// The directory lists the user as enabled again.
+        case reinstated
     }
 
     public var issuer: String

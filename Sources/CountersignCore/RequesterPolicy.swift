@@ -31,6 +31,6 @@ public enum RequesterPolicy {
     /// expires unasked, so the key id, which ships inside apps, does not
     /// tell which user ids have devices.
     public static func tellsNoDevice(_ devices: [TrustedDevice], callerHoldsSecret: Bool) -> Bool {
-        callerHoldsSecret && !devices.contains { $0.revokedAt == nil }
+        callerHoldsSecret && !devices.contains(where: \.canAct)
     }
 }

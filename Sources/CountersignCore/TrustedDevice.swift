@@ -17,6 +17,9 @@ public struct TrustedDevice: Sendable, Equatable {
     public var lastSeenAt: Date?
     /// Set once; a revoked device can do nothing.
     public var revokedAt: Date?
+    /// Set while the directory does not list its user as enabled: it can
+    /// do nothing until they are again (``DirectorySync``).
+    public var suspendedAt: Date?
     /// The device's TOTP secret, sealed by the broker (opaque to the store);
     /// nil until the device asked for one.
     public var sealedTOTPSecret: Data?
@@ -33,7 +36,7 @@ public struct TrustedDevice: Sendable, Equatable {
     public init(
         storedID id: String, publicKey: DevicePublicKey, issuer: String, clientUserID: String, name: String,
         type: String, createdAt: Date, lastSeenAt: Date?, revokedAt: Date?, sealedTOTPSecret: Data?,
-        lastTOTPStep: Int64?, push: PushSubscription? = nil, passkey: Passkey? = nil
+        lastTOTPStep: Int64?, push: PushSubscription? = nil, passkey: Passkey? = nil, suspendedAt: Date? = nil
     ) {
         self.id = id
         self.issuer = issuer
@@ -48,6 +51,7 @@ public struct TrustedDevice: Sendable, Equatable {
         self.lastTOTPStep = lastTOTPStep
         self.push = push
         self.passkey = passkey
+        self.suspendedAt = suspendedAt
     }
 
     public init(
@@ -60,6 +64,9 @@ public struct TrustedDevice: Sendable, Equatable {
             name: name, type: type, createdAt: createdAt, lastSeenAt: lastSeenAt, revokedAt: revokedAt,
             sealedTOTPSecret: sealedTOTPSecret, lastTOTPStep: lastTOTPStep)
     }
+
+    /// Whether the device can act now: neither removed nor suspended.
+    public var canAct: Bool { revokedAt == nil && suspendedAt == nil }
 
     /// Whether this device may act for `clientUserID` of `issuer`.
     public func belongs(toIssuer issuer: String, user clientUserID: String) -> Bool {

@@ -179,6 +179,8 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
     public var createdAt: Date
     public var lastSeenAt: Date?
     public var revokedAt: Date?
+    /// Set while the directory does not list its user as enabled.
+    public var suspendedAt: Date?
     /// Whether the device has a push subscription (its endpoint is never shown).
     public var push: Bool?
     /// The passkey that protects its approvals, if it has one.
@@ -191,6 +193,7 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
         case createdAt = "created_at"
         case lastSeenAt = "last_seen_at"
         case revokedAt = "revoked_at"
+        case suspendedAt = "suspended_at"
     }
 
     public init(_ device: TrustedDevice) {
@@ -204,6 +207,7 @@ public struct DeviceDocument: Codable, Sendable, Equatable {
         self.createdAt = device.createdAt
         self.lastSeenAt = device.lastSeenAt
         self.revokedAt = device.revokedAt
+        self.suspendedAt = device.suspendedAt
         self.push = device.push != nil
         self.passkey = device.passkey.map(PasskeyDocument.init)
     }

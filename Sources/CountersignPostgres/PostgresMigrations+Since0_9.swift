@@ -148,5 +148,26 @@ extension PostgresMigrations {
             "v29-failed-messages",
             ["CREATE INDEX outbox_failed ON outbox (target, created_at) WHERE state = 'failed'"]
         ),
+        // The people the directory sync reads, kept after they leave it; a
+        // device is suspended while its user is not enabled there, and the
+        // device log says when.
+        (
+            "v30-directory",
+            [
+                """
+                CREATE TABLE directory_people (
+                    client_user_id text PRIMARY KEY, dn text NOT NULL, name text, email text,
+                    groups text[] NOT NULL, state text NOT NULL CHECK (state IN ('active', 'disabled', 'gone')),
+                    changed_at double precision NOT NULL)
+                """,
+                "CREATE INDEX directory_people_by_id ON directory_people (client_user_id COLLATE \"C\")",
+                "ALTER TABLE devices ADD COLUMN suspended_at double precision",
+                """
+                ALTER TABLE device_changes DROP CONSTRAINT device_changes_action_check,
+                    ADD CONSTRAINT device_changes_action_check CHECK (action IN (
+                        'enrolled', 'revoked', 'passkey_added', 'passkey_removed', 'suspended', 'reinstated'))
+                """,
+            ]
+        ),
     ]
 }

@@ -101,7 +101,7 @@ extension PostgresStore {
                 RETURNING 1
             ), device AS (
                 SELECT issuer, client_user_id FROM devices
-                WHERE id = \(decision.deviceID) AND revoked_at IS NULL
+                WHERE id = \(decision.deviceID) AND revoked_at IS NULL AND suspended_at IS NULL
                 FOR SHARE
             ), settled AS (
                 UPDATE events

@@ -236,7 +236,8 @@ extension PostgresStore {
             name: try row.value("name"), type: try row.value("type"), createdAt: try row.date("created_at"),
             lastSeenAt: try row.optionalDate("last_seen_at"), revokedAt: try row.optionalDate("revoked_at"),
             sealedTOTPSecret: try row.value("totp_secret"), lastTOTPStep: try row.value("totp_last_step"),
-            push: try pushSubscription(row: row), passkey: try passkey(row: row))
+            push: try pushSubscription(row: row), passkey: try passkey(row: row),
+            suspendedAt: try row.optionalDate("suspended_at"))
     }
 
     private static func passkey(row: PostgresRandomAccessRow) throws -> Passkey? {

@@ -238,7 +238,7 @@ extension SQLiteStore {
         id, public_key, issuer, client_user_id, name, type, created_at, last_seen_at, revoked_at, totp_secret, \
         totp_last_step, push_endpoint, push_p256dh, push_auth, push_vapid_key, push_updated_at, \
         passkey_credential_id, passkey_public_key, passkey_sign_count, passkey_aaguid, passkey_transports, \
-        passkey_backup_eligible, passkey_created_at
+        passkey_backup_eligible, passkey_created_at, suspended_at
         """
 
     static let deviceByID = "SELECT \(deviceColumns) FROM devices WHERE id = ?"
@@ -251,7 +251,7 @@ extension SQLiteStore {
             lastSeenAt: (row[7] as Double?).map(Date.init(timeIntervalSince1970:)),
             revokedAt: (row[8] as Double?).map(Date.init(timeIntervalSince1970:)),
             sealedTOTPSecret: row[9], lastTOTPStep: row[10], push: pushSubscription(row: row),
-            passkey: try passkey(row: row))
+            passkey: try passkey(row: row), suspendedAt: (row[23] as Double?).map(Date.init(timeIntervalSince1970:)))
     }
 
     private static func passkey(row: Row) throws -> Passkey? {

@@ -139,7 +139,7 @@ extension SQLiteStore {
                     decision_assertion = ?
                 WHERE id = ? AND status = 'pending' AND expires_at > ?
                   AND EXISTS (SELECT 1 FROM devices d
-                              WHERE d.id = ? AND d.revoked_at IS NULL
+                              WHERE d.id = ? AND d.revoked_at IS NULL AND d.suspended_at IS NULL
                                 AND d.issuer = events.issuer AND d.client_user_id = events.client_user_id)
                 """
         ).execute(

@@ -188,5 +188,43 @@ extension SQLiteStore {
             // every message ever sent: written to only when one fails.
             try db.execute(sql: "CREATE INDEX outbox_failed ON outbox (target, created_at) WHERE state = 'failed'")
         }
+        migrator.registerMigration("v30-directory") { db in
+            // The people the directory sync reads, kept after they leave
+            // it; a device is suspended while its user is not enabled there.
+            // The device log says when (SQLite changes a CHECK only by
+            // rebuilding the table).
+            try db.execute(
+                sql: """
+                    CREATE TABLE directory_people (
+                        client_user_id TEXT PRIMARY KEY,
+                        dn TEXT NOT NULL,
+                        name TEXT,
+                        email TEXT,
+                        groups TEXT NOT NULL,
+                        state TEXT NOT NULL CHECK (state IN ('active', 'disabled', 'gone')),
+                        changed_at REAL NOT NULL
+                    );
+                    ALTER TABLE devices ADD COLUMN suspended_at REAL;
+                    CREATE TABLE device_changes_v30 (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        device_id TEXT NOT NULL,
+                        device_name TEXT NOT NULL,
+                        action TEXT NOT NULL CHECK (action IN (
+                            'enrolled', 'revoked', 'passkey_added', 'passkey_removed', 'suspended', 'reinstated')),
+                        actor TEXT NOT NULL,
+                        ip TEXT NOT NULL,
+                        at REAL NOT NULL
+                    );
+                    INSERT INTO device_changes_v30 (id, issuer, client_user_id, device_id, device_name, action, actor,
+                            ip, at)
+                        SELECT id, issuer, client_user_id, device_id, device_name, action, actor, ip, at
+                        FROM device_changes;
+                    DROP TABLE device_changes;
+                    ALTER TABLE device_changes_v30 RENAME TO device_changes;
+                    CREATE INDEX device_changes_by_user ON device_changes(issuer, client_user_id, id);
+                    """)
+        }
     }
 }

@@ -13,7 +13,8 @@ public import Foundation
 ///   ``StoreError/Code/conflict`` and changes nothing.
 /// - A method returns only after its write is durable as configured.
 public protocol CountersignStore:
-    CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore, CountersignRADIUSStore
+    CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore, CountersignRADIUSStore,
+    CountersignDirectoryStore
 {
     // MARK: API keys and signing keys
 

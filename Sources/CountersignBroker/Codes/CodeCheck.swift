@@ -36,7 +36,7 @@ struct CodeCheck {
             throw try refusal(error, now: now)
         }
         let secrets = try await environment.store.devices(issuer: issuer, clientUserID: user)
-            .filter { $0.revokedAt == nil && $0.sealedTOTPSecret != nil }
+            .filter { $0.canAct && $0.sealedTOTPSecret != nil }
             .compactMap { device in unseal(device, vault: vault).map { (device, $0) } }
         for step in TOTPParameters.acceptedSteps(at: now) {
             for (device, secret) in secrets {

@@ -113,6 +113,7 @@ struct ConsoleActions {
         // An operator's devices are enrolled from the host: a link made
         // here would let one operator sign in as another.
         try Self.refuseAtConsole(key.id)
+        try await environment.requireEnabled(user)
         let now = environment.now()
         let token = "et_" + SecretToken.generate(bytes: 32)
         let record = EnrollmentToken(

@@ -179,6 +179,8 @@ struct ConsoleReads {
                 }
             case .operatorAdded, .operatorRemoved:
                 (user, app) = (target, ConsoleApp.apiKeyID)
+            case .userSuspended, .userReinstated:
+                user = target
             case .signedIn, .signedOut, .signInRefused, .webhookResent, .endpointDisabled, .endpointEnabled,
                 .radiusClientAdded, .radiusClientChanged, .radiusClientRemoved:
                 break

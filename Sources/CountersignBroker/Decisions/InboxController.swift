@@ -40,7 +40,7 @@ struct InboxController {
                 WakeHub.inboxKey(issuer: context.device.issuer, user: context.device.clientUserID)
             ]) : nil
         subscription?.claim(holder: "device/" + context.device.id)
-        var pending = try await pendingEvents(context)
+        var pending = try await pendingEvents(of: context.device)
         var state = InboxState.of(pending)
         if let subscription, state == known {
             (pending, state) = try await hold(
@@ -96,16 +96,13 @@ struct InboxController {
     }
 
     /// The pending events again after a wake-up; a device revoked while it
-    /// waited gets nothing more.
+    /// waited gets nothing more, one suspended meanwhile an empty inbox.
     @inline(never)
     private func pendingEventsOfUnrevoked(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
-        try Self.requireUnrevoked(await environment.store.device(id: context.device.id))
-        return try await pendingEvents(context)
-    }
-
-    @inline(never)
-    private static func requireUnrevoked(_ device: TrustedDevice?) throws {
-        guard device?.revokedAt == nil else { throw APIError.deviceRevoked }
+        guard let device = try await environment.store.device(id: context.device.id), device.revokedAt == nil else {
+            throw APIError.deviceRevoked
+        }
+        return try await pendingEvents(of: device)
     }
 
     private func inbox(_ pending: [ApprovalEvent], state: String, _ context: DeviceRequestContext) -> Inbox {
@@ -118,11 +115,14 @@ struct InboxController {
             }, state: state)
     }
 
+    /// The user's pending events; none for a suspended device, which can
+    /// answer none of them.
     @inline(never)
-    private func pendingEvents(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
-        try await environment.store.events(
-            issuer: context.device.issuer, clientUserID: context.device.clientUserID, status: .pending,
-            now: environment.now(), limit: 20
+    private func pendingEvents(of device: TrustedDevice) async throws -> [ApprovalEvent] {
+        guard device.suspendedAt == nil else { return [] }
+        return try await environment.store.events(
+            issuer: device.issuer, clientUserID: device.clientUserID, status: .pending, now: environment.now(),
+            limit: 20
         ).reversed()
     }
 }

@@ -38,6 +38,7 @@ struct EnrollmentController {
     > {
         let user = try context.parameters.userID()
         try await request.requireObjectIfBody(context: context)
+        try await environment.requireEnabled(user)
         let now = environment.now()
         // Prefixed: a token starting with "-" would read as an option on a command line.
         let token = "et_" + SecretToken.generate(bytes: 32)
@@ -168,6 +169,7 @@ struct EnrollmentController {
 
     private func enrollWithToken(_ token: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
         let enrolled = enrollment.device(for: try enrollment.namedUser())
+        try await environment.requireEnabled(enrolled.clientUserID)
         do {
             try await environment.store.enrollDevice(
                 enrolled, consumingToken: SecretToken.digest(token),
@@ -183,6 +185,7 @@ struct EnrollmentController {
     private func enrollWithRecoveryCode(_ code: String, _ enrollment: Enrollment) async throws -> TrustedDevice {
         try Self.refuseAtConsole(enrollment.key)
         let enrolled = enrollment.device(for: try enrollment.namedUser())
+        try await environment.requireEnabled(enrolled.clientUserID)
         let refused = APIError(
             .forbidden, .invalidRecoveryCode, "the recovery code is unknown, used, or for another user")
         guard let digest = RecoveryCode.digest(code) else { throw refused }
@@ -212,6 +215,7 @@ struct EnrollmentController {
             throw APIError.badRequest("client_user_id must be the verified identifier, \(redeemed.identifier)")
         }
         let enrolled = enrollment.device(for: redeemed.identifier)
+        try await environment.requireEnabled(enrolled.clientUserID)
         do {
             try await environment.store.enrollFirstDevice(
                 enrolled, author: ChangeAuthor(actor: ChangeAuthor.verifiedIdentifier, ip: enrollment.ip),

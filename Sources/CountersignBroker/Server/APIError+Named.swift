@@ -6,7 +6,13 @@ import HTTPTypes
 extension APIError {
     /// The user has no device that could approve a request.
     static let noTrustedDevice = APIError(
-        .conflict, .noTrustedDevice, "this user has no trusted device to approve the request")
+        .conflict, .noTrustedDevice,
+        "this user has no trusted device that can approve the request (none, or every one suspended)")
+
+    /// The directory does not list the user as enabled: no device is added.
+    static let userSuspended = APIError(
+        .forbidden, .userSuspended,
+        "the directory does not list this user as enabled: no device can be added until it does")
 
     /// Passkeys cannot be asked for: WebAuthn takes no address as the RP ID.
     static let passkeysUnavailable = APIError(

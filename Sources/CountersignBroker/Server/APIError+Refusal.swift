@@ -9,6 +9,10 @@ extension APIError {
     static func refused(_ refusal: DecisionOutcome.Refusal) -> APIError {
         switch refusal {
         case .revokedDevice: .forbidden(ErrorCode(refusal), "this device was removed from the account")
+        case .suspendedDevice:
+            .forbidden(
+                ErrorCode(refusal),
+                "this device is suspended: the directory does not list its user as enabled (nothing was deleted)")
         case .otherUser: .forbidden(ErrorCode(refusal), "this device does not belong to the event's user")
         case .alreadyDecided: .conflict(ErrorCode(refusal), "the event was already decided; the first decision stands")
         case .expired: APIError(.gone, ErrorCode(refusal), "the approval window has closed")

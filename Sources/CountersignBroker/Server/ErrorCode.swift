@@ -20,6 +20,8 @@ public enum ErrorCode: String, CaseIterable, Sendable, Encodable {
     case deviceExists = "device_exists"
     case deviceRemoved = "device_removed"
     case deviceRevoked = "device_revoked"
+    case deviceSuspended = "device_suspended"
+    case userSuspended = "user_suspended"
     case expired = "expired"
     case expiredToken = "expired_token"
     case hasTrustedDevice = "has_trusted_device"
@@ -135,6 +137,7 @@ extension ErrorCode {
         self =
             switch refusal {
             case .revokedDevice: .deviceRevoked
+            case .suspendedDevice: .deviceSuspended
             case .otherUser: .wrongUser
             case .alreadyDecided: .alreadyDecided
             case .expired: .expired

@@ -98,7 +98,7 @@ extension CodeLimits {
     public static func accepting(
         step: Int64, on state: CodeState, eventAsked: Bool, now: Date
     ) -> Result<CodeChange, CodeAcceptRefusal> {
-        guard let device = state.device, device.revokedAt == nil, device.sealedTOTPSecret != nil,
+        guard let device = state.device, device.canAct, device.sealedTOTPSecret != nil,
             (device.lastTOTPStep ?? .min) < step
         else { return .failure(.stepRefused) }
         guard eventAsked else { return .success(CodeChange(failures: .none, acceptedStep: step)) }

@@ -24,6 +24,11 @@ public struct AuditRecord: Sendable, Equatable {
         case radiusClientAdded = "radius_client.added"
         case radiusClientChanged = "radius_client.changed"
         case radiusClientRemoved = "radius_client.removed"
+        /// The directory sync suspended a person's devices: disabled there,
+        /// or no longer listed.
+        case userSuspended = "directory.user_suspended"
+        /// The directory lists a suspended person as enabled again.
+        case userReinstated = "directory.user_reinstated"
     }
 
     /// Its place in the log, given by the store; nil before it is stored.
@@ -48,6 +53,8 @@ public struct AuditRecord: Sendable, Equatable {
 
     /// The actor of what is done by a command on the host.
     public static let host = "host"
+    /// The actor of what the directory sync does.
+    public static let directory = "directory"
 }
 
 /// What the console searches the audit log by: each filter given narrows

@@ -4,10 +4,10 @@ public import Foundation
 /// worth sending: only while the event waits for an answer, to an unrevoked
 /// device that still has a subscription.
 public enum PushRules {
-    /// The devices a new pending event is pushed to: the user's unrevoked
-    /// devices with a push subscription.
+    /// The devices a new pending event is pushed to: the user's devices
+    /// that can act with a push subscription.
     public static func recipients(of devices: [TrustedDevice]) -> [TrustedDevice] {
-        devices.filter { $0.revokedAt == nil && $0.push != nil }
+        devices.filter { $0.canAct && $0.push != nil }
     }
 
     /// What to do with a queued push at `now`.
@@ -27,6 +27,7 @@ public enum PushRules {
         guard let device, device.revokedAt == nil, let subscription = device.push else {
             return .cancel("the device has no push subscription any more")
         }
+        guard device.suspendedAt == nil else { return .cancel("the device is suspended") }
         return .send(subscription, ttl: Int(event.expiresAt.timeIntervalSince(now).rounded(.up)))
     }
 }

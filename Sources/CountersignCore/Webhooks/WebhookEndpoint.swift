@@ -17,6 +17,11 @@ public enum WebhookType: String, Sendable, CaseIterable, Codable {
     case devicePasskeyAdded = "device.passkey_added"
     /// A device's passkey was turned off.
     case devicePasskeyRemoved = "device.passkey_removed"
+    /// The directory no longer lists the device's user as enabled: its
+    /// decisions are refused until they are.
+    case deviceSuspended = "device.suspended"
+    /// The directory lists the device's user as enabled again.
+    case deviceReinstated = "device.reinstated"
     /// A user answered a request with "this wasn't me".
     case fraudReported = "fraud.reported"
     /// Too many wrong codes locked the user's code sign-in for a while.

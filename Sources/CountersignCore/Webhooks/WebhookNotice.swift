@@ -78,8 +78,9 @@ public struct WebhookNotice: Sendable, Equatable {
             data: LockData(issuer: issuer, clientUserID: clientUserID, failures: failures, until: until))
     }
 
-    /// `device.enrolled`, `device.removed`, `device.passkey_added` or
-    /// `device.passkey_removed`, from the audit record.
+    /// `device.enrolled`, `device.removed`, `device.passkey_added`,
+    /// `device.passkey_removed`, `device.suspended` or
+    /// `device.reinstated`, from the audit record.
     public static func device(_ change: DeviceChange) -> WebhookNotice {
         let type: WebhookType =
             switch change.action {
@@ -87,6 +88,8 @@ public struct WebhookNotice: Sendable, Equatable {
             case .revoked: .deviceRemoved
             case .passkeyAdded: .devicePasskeyAdded
             case .passkeyRemoved: .devicePasskeyRemoved
+            case .suspended: .deviceSuspended
+            case .reinstated: .deviceReinstated
             }
         return WebhookNotice(
             apiKeyID: change.issuer, type: type, eventID: nil, at: change.at, data: DeviceData(change: change))
