@@ -135,6 +135,7 @@ let package = Package(
                 "CountersignSQLite",
                 "CountersignPostgres",
                 "CountersignOTP",
+                "CLDAP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -186,6 +187,7 @@ let package = Package(
         // Debian's libqrencode, for the QR codes the agent prints and the
         // console shows.
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CLDAP", pkgConfig: "ldap", providers: [.apt(["libldap-dev"])]),
         .target(name: "CountersignQR", dependencies: ["CQREncode"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "device-agent",

@@ -70,6 +70,20 @@ if [ ! -f /usr/include/qrencode.h ] || ! command -v zbarimg >/dev/null || ! comm
     fi
 fi
 
+# The broker reads directories with Debian's OpenLDAP client library; the
+# tests run a throwaway slapd (not the system's: no_configuration keeps the
+# package from setting one up) and its ldap-utils.
+if [ ! -f /usr/include/ldap.h ] || [ ! -x /usr/sbin/slapd ] || ! command -v ldapadd >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "slapd slapd/no_configuration boolean true" | debconf-set-selections
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libldap-dev slapd ldap-utils >/dev/null
+    else
+        echo "error: building the broker needs Debian's libldap-dev; its tests slapd and ldap-utils" >&2
+        exit 1
+    fi
+fi
+
 # The PAM module is built with the system compiler against Debian's PAM
 # headers and driven through a real PAM stack by pamtester, by a real sshd
 # that paramiko logs into, and by the real sudo.

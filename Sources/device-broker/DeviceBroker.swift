@@ -14,7 +14,7 @@ struct DeviceBroker: AsyncParsableCommand {
         subcommands: [
             Serve.self, APIKeyCommand.self, KeysCommand.self, VAPIDKeyCommand.self, TOTPKeyCommand.self, Migrate.self,
             BackupCommand.self, WebhookCommand.self, HealthCheckCommand.self, OperatorCommand.self, AuditCommand.self,
-            RADIUSCommand.self,
+            RADIUSCommand.self, DirectoryCommand.self,
         ],
         defaultSubcommand: Serve.self
     )

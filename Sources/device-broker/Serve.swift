@@ -160,6 +160,14 @@ extension DeviceBroker {
         var radiusListen: String?
 
         @Option(
+            help: ArgumentHelp(
+                "Read people from the directory these settings name (LDAP), now and on their schedule.",
+                discussion:
+                    "A person disabled there, or gone from it, has every device suspended until they are enabled again; see docs/directory.md."
+            ))
+        var directory: String?
+
+        @Option(
             name: .customLong("radius-hold"),
             help: "How long a RADIUS request waits for the device's decision before it is answered, e.g. 25s (5s-60s).")
         var radiusHold = DurationArgument(seconds: RADIUSListenerConfiguration.defaultHold)
@@ -235,6 +243,11 @@ extension DeviceBroker {
             if let radiusListen, let address = RADIUSAddress(radiusListen) {
                 configuration.radius = RADIUSListenerConfiguration(
                     host: address.host, port: address.port, hold: radiusHold.seconds)
+            }
+            do {
+                configuration.directory = try directory.map(DirectorySettings.file)
+            } catch {
+                throw ValidationError(error.description)
             }
             try await configuration.checkListenAddress()
             var logger = Logger(label: "device-broker")

@@ -67,3 +67,10 @@ extension StoreOptions {
         return configuration
     }
 }
+
+/// Prints `document` as one line of JSON, keys sorted, slashes as they
+/// are: what every `--json` of the commands prints.
+func printJSON(_ document: [String: Any]) throws {
+    let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
+    print(String(decoding: data, as: UTF8.self))
+}

@@ -92,6 +92,11 @@ private func buildApplication(_ configuration: BrokerConfiguration, logger: Logg
     if let radius = configuration.radius {
         app.addServices(RADIUSServer(environment: environment, configuration: radius, logger: logger))
     }
+    if let directory = configuration.directory {
+        app.addServices(
+            DirectorySyncService(
+                sync: DirectorySyncRun(settings: directory, store: store, now: environment.now), logger: logger))
+    }
     watch.enter("starting its services and listening on \(configuration.host):\(configuration.port)")
     return app
 }

@@ -58,6 +58,9 @@ public struct BrokerConfiguration: Sendable {
     public var allowPrivateWebhookEndpoints = false
     /// Answers RADIUS on this UDP address; nil (the default) does not.
     public var radius: RADIUSListenerConfiguration?
+    /// Reads its people from this directory on a schedule; nil (the
+    /// default) reads none.
+    public var directory: DirectorySettings?
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, dataDirectory: String = "./countersign-data",

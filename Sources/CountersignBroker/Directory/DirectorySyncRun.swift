@@ -1,0 +1,105 @@
+public import CountersignCore
+public import CountersignStore
+public import Foundation
+import Logging
+import ServiceLifecycle
+
+/// One read of the directory and what it changed.
+public struct DirectorySyncReport: Sendable, Equatable {
+    public var at: Date
+    /// The people listed, and the entries skipped for having no user id.
+    public var listed: Int
+    public var skipped: [String]
+    /// The people whose record was written.
+    public var written: Int
+    /// Who stopped being `active`, who is again, and their devices.
+    public var suspended: [String]
+    public var reinstated: [String]
+    public var devicesSuspended: Int
+    public var devicesReinstated: Int
+}
+
+/// Reads the directory the settings name and applies it: each person
+/// through the store's directory updater, decided by ``DirectorySync``.
+/// Nothing is written when the read fails or the plan is refused.
+public struct DirectorySyncRun: Sendable {
+    public let settings: DirectorySettings
+    public let store: any CountersignStore
+    public let now: @Sendable () -> Date
+
+    public init(settings: DirectorySettings, store: any CountersignStore, now: @escaping @Sendable () -> Date) {
+        self.settings = settings
+        self.store = store
+        self.now = now
+    }
+
+    /// The bind password: the file's text, its final line break taken off.
+    func password() throws -> String {
+        guard let data = FileManager.default.contents(atPath: settings.bindPasswordFile) else {
+            throw LDAPDirectory.Failure(
+                step: "set-up", code: -1, detail: "cannot read bind-password-file \(settings.bindPasswordFile)")
+        }
+        var text = String(decoding: data, as: UTF8.self)
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        return text
+    }
+
+    /// Reads and applies the directory; `force` goes past
+    /// `max-suspensions`, `dryRun` writes nothing and says what would
+    /// change.
+    public func run(force: Bool = false, dryRun: Bool = false) async throws -> DirectorySyncReport {
+        let entries = try await LDAPDirectory(settings: settings, password: try password()).entries()
+        let at = now()
+        let plan = try DirectorySync.plan(
+            kept: try await store.directoryPeople(), entries: entries, settings: settings, now: at, force: force)
+        var report = DirectorySyncReport(
+            at: at, listed: plan.listed, skipped: plan.skipped, written: dryRun ? 0 : plan.people.count,
+            suspended: plan.suspending, reinstated: plan.reinstating, devicesSuspended: 0, devicesReinstated: 0)
+        guard !dryRun else { return report }
+        // As written: who was suspended or reinstated is what each person's
+        // updater audited (a person first read disabled, with devices here,
+        // too).
+        (report.suspended, report.reinstated) = ([], [])
+        for person in plan.people {
+            let change = try await store.updateDirectoryPerson(clientUserID: person.clientUserID) { state in
+                DirectorySync.change(state, to: person, now: at)
+            }
+            if change.suspendedAt == nil {
+                report.devicesReinstated += change.devices.count
+            } else {
+                report.devicesSuspended += change.devices.count
+            }
+            switch change.audit?.action {
+            case .userSuspended: report.suspended.append(person.clientUserID)
+            case .userReinstated: report.reinstated.append(person.clientUserID)
+            default: break
+            }
+        }
+        return report
+    }
+}
+
+/// Reads the directory when `serve` starts and then every `interval`,
+/// until shutdown. A failed read changes nothing and is tried again at
+/// the next turn.
+struct DirectorySyncService: Service {
+    let sync: DirectorySyncRun
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            do {
+                let report = try await sync.run()
+                var metadata: Logger.Metadata = [
+                    "listed": "\(report.listed)", "written": "\(report.written)",
+                    "suspended": "\(report.suspended.count)", "reinstated": "\(report.reinstated.count)",
+                ]
+                if !report.skipped.isEmpty { metadata["skipped"] = "\(report.skipped.count)" }
+                logger.info("directory read", metadata: metadata)
+            } catch {
+                logger.error("directory sync failed: nothing changed", metadata: ["error": "\(error)"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(sync.settings.interval)) }
+        }
+    }
+}
