@@ -1,7 +1,7 @@
 // Finding people and events: the user list, searched by the start of an
 // id as it is typed, and the event search with its downloads. Every value
 // is set as text.
-import { element, table, empty, ago, eventColumns, userLink } from "./views.js";
+import { element, table, empty, ago, eventColumns, userLink, stacked, directoryStates } from "./views.js";
 
 // The user list: `prefix` as typed, a page at a time ("More").
 export class UserList {
@@ -25,7 +25,8 @@ export class UserList {
     if (asked !== this.asked) return;
     const names = await this.appNames();
     const rows = table([
-      ["User", (u) => userLink(u.user, this.openUser)],
+      ["User", (u) => stacked(userLink(u.user, this.openUser), u.name ?? "")],
+      ["Directory", (u) => directoryStates[u.directory] ?? "not listed"],
       ["Apps", (u) => u.apps.map((id) => names.get(id) ?? id).join(", ")],
       ["Devices", (u) => (u.active_devices === u.devices ? String(u.devices) : `${u.active_devices} (${u.devices - u.active_devices} removed)`)],
       ["Last used", (u) => ago(u.last_seen_at) || "never"],
@@ -35,7 +36,7 @@ export class UserList {
     } else if (page.users.length === 0) {
       this.container.replaceChildren(empty(prefix
         ? `No user id starts with “${prefix}”. Ids are matched exactly as typed, case counting.`
-        : "No user has a device yet."));
+        : "No user has a device yet, and no directory was read."));
     } else {
       this.container.replaceChildren(rows);
     }

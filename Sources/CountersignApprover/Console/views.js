@@ -130,6 +130,15 @@ function eventsAndDecisions(app) {
 
 export function renderUser(container, document, { removeDevice, enrollment, older }) {
   container.replaceChildren(element("h2", { text: document.user }));
+  const person = document.directory;
+  if (person) {
+    container.append(element("div", { className: "card" }, [
+      element("h3", { text: person.name ?? person.dn }),
+      element("p", { text: [person.email, directoryStates[person.state]].filter(Boolean).join(" · ") }),
+      element("p", { text: person.dn, className: "muted mono" }),
+      ...(person.groups.length ? [element("p", { text: "Groups: " + person.groups.join("; "), className: "muted" })] : []),
+    ]));
+  }
   if (document.apps.length === 0) {
     container.append(empty(`${document.user} has no devices, events or decisions at any app.`));
   }
@@ -141,7 +150,8 @@ export function renderUser(container, document, { removeDevice, enrollment, olde
       ["Enrolled", (d) => ago(d.created_at)],
       ["Last used", (d) => ago(d.last_seen_at) || "never"],
       ["Push", (d) => (d.push ? "on" : "off")],
-      ["State", (d) => (d.revoked_at ? stacked("removed", when(d.revoked_at)) : "trusted")],
+      ["State", (d) => (d.revoked_at ? stacked("removed", when(d.revoked_at))
+        : d.suspended_at ? stacked("suspended", when(d.suspended_at)) : "trusted")],
       ["", (d) => d.revoked_at || app.api_key_id === "ck_console" ? "" : element("button", {
         text: "Remove", className: "danger", attributes: { type: "button", "data-device": d.id },
       })],
@@ -160,7 +170,10 @@ export function renderUser(container, document, { removeDevice, enrollment, olde
       olderButton(app.events, (e) => e.CreatedAt, older),
     ]));
   }
-  if (enrollment) container.append(element("div", { className: "card" }, [enrollment]));
+  // No device is added for someone the directory does not list as enabled.
+  if (enrollment && (!person || person.state === "active")) {
+    container.append(element("div", { className: "card" }, [enrollment]));
+  }
 }
 
 // The audit log's actions, in words.
@@ -173,6 +186,12 @@ export const auditActions = {
   "apikey.created": "app created", "apikey.rotated": "app secret rotated", "apikey.revoked": "app revoked",
   "enrollment.issued": "enrollment link made", "radius_client.added": "RADIUS client added",
   "radius_client.changed": "RADIUS client changed", "radius_client.removed": "RADIUS client removed",
+  "directory.user_suspended": "suspended by the directory", "directory.user_reinstated": "reinstated by the directory",
+};
+
+// A person's state in the directory, in words.
+export const directoryStates = {
+  active: "enabled", disabled: "disabled: devices suspended", gone: "gone: devices suspended",
 };
 
 export function renderAudit(container, records, append, { openUser, filterBy }) {

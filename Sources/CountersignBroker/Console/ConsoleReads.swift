@@ -43,6 +43,27 @@ struct ConsoleReads {
     struct UserDocument: Encodable, Sendable {
         let user: String
         let apps: [UserAtApp]
+        /// The person as the directory lists them, if it does.
+        let directory: DirectoryDocument?
+    }
+
+    struct DirectoryDocument: Encodable, Sendable {
+        let dn: String
+        let name: String?
+        let email: String?
+        let groups: [String]
+        let state: DirectoryPerson.State
+        let changedAt: Date
+        enum CodingKeys: String, CodingKey {
+            case dn, name, email, groups, state
+            case changedAt = "changed_at"
+        }
+
+        init(_ person: DirectoryPerson) {
+            (dn, name, email, groups, state, changedAt) = (
+                person.dn, person.name, person.email, person.groups, person.state, person.changedAt
+            )
+        }
     }
 
     /// A user across every app: the apps where they have a device, an
@@ -79,7 +100,10 @@ struct ConsoleReads {
                         try WireCoding.decoder().decode(EventDocument.self, from: $0.document)
                     }))
         }
-        return JSONBody(UserDocument(user: user, apps: apps))
+        return JSONBody(
+            UserDocument(
+                user: user, apps: apps,
+                directory: try await store.directoryPerson(clientUserID: user).map(DirectoryDocument.init)))
     }
 
     struct AppDocument: Encodable, Sendable {

@@ -23,18 +23,25 @@ struct ConsoleSearchReads {
         let devices: Int
         let activeDevices: Int
         let lastSeenAt: Date?
+        /// As the directory has them, for people it lists.
+        let name: String?
+        let email: String?
+        let directory: DirectoryPerson.State?
         enum CodingKeys: String, CodingKey {
-            case user, apps, devices
+            case user, apps, devices, name, email, directory
             case activeDevices = "active_devices"
             case lastSeenAt = "last_seen_at"
         }
 
-        init(_ summary: UserSummary) {
-            user = summary.clientUserID
-            apps = summary.issuers
-            devices = summary.devices
-            activeDevices = summary.activeDevices
-            lastSeenAt = summary.lastSeenAt
+        init(_ id: String, _ summary: UserSummary?, _ person: DirectoryPerson?) {
+            user = id
+            apps = summary?.issuers ?? []
+            devices = summary?.devices ?? 0
+            activeDevices = summary?.activeDevices ?? 0
+            lastSeenAt = summary?.lastSeenAt
+            name = person?.name
+            email = person?.email
+            directory = person?.state
         }
     }
 
@@ -44,18 +51,26 @@ struct ConsoleSearchReads {
         let next: String?
     }
 
-    /// The users with a device, by id in byte order: `?prefix=` (case
-    /// counts), `limit` a page, the next from `?after=`.
+    /// The users with a device and the people the directory lists, by
+    /// id in byte order: `?prefix=` (case counts), `limit` a page, the
+    /// next from `?after=`.
     @Sendable func users(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<UserPage> {
         // Any text will do: one no user id starts with (too long, a
         // slash) finds nobody.
         let prefix = request.uri.queryParameters["prefix"].map(String.init) ?? ""
         let after = request.uri.queryParameters["after"].map(String.init)
         let limit = try request.limit()
-        let users = try await environment.store.users(prefix: prefix, after: after, limit: limit)
+        // The first page of each, merged: whoever is among the first
+        // `limit` of both is among the first `limit` of their own.
+        let summaries = try await environment.store.users(prefix: prefix, after: after, limit: limit)
+        let people = try await environment.store.directoryPeople(prefix: prefix, after: after, limit: limit)
+        let byID = Dictionary(summaries.map { ($0.clientUserID, $0) }, uniquingKeysWith: { first, _ in first })
+        let peopleByID = Dictionary(people.map { ($0.clientUserID, $0) }, uniquingKeysWith: { first, _ in first })
+        let ids = Set(byID.keys).union(peopleByID.keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            .prefix(limit)
         return JSONBody(
             UserPage(
-                users: users.map(UserLine.init), next: users.count == limit ? users.last?.clientUserID : nil))
+                users: ids.map { UserLine($0, byID[$0], peopleByID[$0]) }, next: ids.count == limit ? ids.last : nil))
     }
 
     struct EventPage: Encodable, Sendable {
