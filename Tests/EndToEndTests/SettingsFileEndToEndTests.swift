@@ -45,7 +45,7 @@ struct SettingsFileEndToEndTests {
             contentsOf: scriptsDirectory.deletingLastPathComponent().appendingPathComponent("deploy/broker.conf"),
             encoding: .utf8)
         // Those that need a server or files of their own stay off.
-        let needsMore = ["database", "tls-certificate", "tls-key", "sender", "smtp-"]
+        let needsMore = ["database", "tls-certificate", "tls-key", "sender", "smtp-", "directory"]
         var switchedOn = 0
         let lines = shipped.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             guard line.hasPrefix("# "), let equals = line.firstIndex(of: "="),
