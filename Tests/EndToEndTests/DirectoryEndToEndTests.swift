@@ -1,6 +1,7 @@
 import CountersignClient
 import CountersignCore
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// The directory sync against a real slapd (Tests/Fixtures/ldap), with
@@ -86,6 +87,12 @@ struct DirectoryEndToEndTests {
                 == "no_trusted_device")
         #expect(
             await Self.refusal { try await broker.backend.createEnrollmentToken(user: "carol") } == "user_suspended")
+        // The device itself may look at itself, and do nothing else.
+        let client = CountersignClient(for: carol)
+        #expect(try await client.whoAmI(carol).suspendedAt != nil)
+        #expect(await Self.refusal { try await client.loginAsTrustedDevice(carol) } == "device_suspended")
+        #expect(await Self.refusal { try await client.createRecoveryCodes(carol) } == "device_suspended")
+        #expect(await Self.refusal { try await client.createTOTPSecret(carol) } == "device_suspended")
         let carolDevice = try #require(try await broker.backend.devices(user: "carol").first)
         #expect(carolDevice.suspendedAt != nil && carolDevice.revokedAt == nil, "suspended, not removed")
         for (user, device) in [("alice", alice), ("zed", zed)] {
@@ -182,6 +189,36 @@ struct DirectoryEndToEndTests {
         #expect(forced["devices_suspended"] as? Int == 2, "\(forced)")
         #expect(try await broker.backend.devices(user: "alice").first?.suspendedAt != nil)
         #expect(try await CountersignClient(for: alice).inbox(alice, wait: 0).isEmpty)
+    }
+}
+
+/// An operator is a person of the directory too.
+@Suite("end to end: the directory and the console's operators")
+struct DirectoryOperatorTests {
+    @Test("an operator the directory disables is signed out of the console at their next request")
+    func operatorDisabled() async throws {
+        let slapd = try await SlapdProcess.start()
+        let broker = try await ConsoleBrowserTests.startBroker()
+        defer {
+            broker.stop()
+            slapd.stop()
+        }
+        let session = try await ConsoleSearchEndToEndTests.signIn(broker)
+        let settings = try slapd.settings()
+        _ = try await DirectoryEndToEndTests.sync(broker, settings).get()
+        let before = try await ConsoleAttackEndToEndTests.call(broker, .GET, "/console/api/session", cookies: session)
+        #expect(before.status == 200, "alice is enabled: \(before.json)")
+        try await slapd.modify(
+            """
+            dn: uid=alice,ou=people,dc=example,dc=org
+            changetype: modify
+            replace: pwdAccountLockedTime
+            pwdAccountLockedTime: 000001010000Z
+            """)
+        let read = try await DirectoryEndToEndTests.sync(broker, settings).get()
+        #expect(read["suspended"] as? [String] == ["alice"], "\(read)")
+        let after = try await ConsoleAttackEndToEndTests.call(broker, .GET, "/console/api/session", cookies: session)
+        #expect(after.status == 401, "signed out: \(after.json)")
     }
 }
 

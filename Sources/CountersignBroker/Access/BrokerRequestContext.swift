@@ -126,7 +126,10 @@ public struct EventCreatorContext: ChildRequestContext {
 
     public init(context: BrokerRequestContext) throws {
         switch context.identity {
-        case .device(let caller): creator = .device(caller)
+        case .device(let caller):
+            // A suspended device asks for nothing, its own approval least.
+            guard caller.device.suspendedAt == nil else { throw APIError.refused(.suspendedDevice) }
+            creator = .device(caller)
         case .backend(let key): creator = .backend(key)
         case .app(let key): creator = .requester(key)
         case .requester, .decider, .oauthClient, .consoleOperator, nil:
@@ -167,8 +170,35 @@ public struct EventHolderContext: ChildRequestContext {
     public var maxUploadSize: Int { 64 * 1024 }
 }
 
+/// What a device's proof admits to: ``Acting`` for everything a device
+/// does, ``Reading`` for what it reads of itself.
+public protocol DeviceAccess: Sendable {
+    /// Whether a device the directory suspended is let through.
+    static var admitsSuspended: Bool { get }
+}
+
+/// A device acting for its user: approving its own request, removing a
+/// device, registering a passkey, codes, push. A suspended device is
+/// refused (403 `device_suspended`).
+public enum Acting: DeviceAccess {
+    public static var admitsSuspended: Bool { false }
+}
+
+/// A device reading what it may read of itself: its inbox (empty while
+/// it is suspended), itself, its user's devices. A suspended device is
+/// let through, so that it keeps polling and learns it is suspended.
+public enum Reading: DeviceAccess {
+    public static var admitsSuspended: Bool { true }
+}
+
 /// A request authenticated with a trusted device's proof.
-public struct DeviceRequestContext: ChildRequestContext {
+public typealias DeviceRequestContext = DeviceContext<Acting>
+/// A device's read of itself, suspended or not.
+public typealias DeviceReaderContext = DeviceContext<Reading>
+
+/// A request authenticated with a trusted device's proof, admitted as
+/// `Access` says.
+public struct DeviceContext<Access: DeviceAccess>: ChildRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The device and its key, the object the identity holds.
     private let caller: AuthenticatedDevice
@@ -178,6 +208,9 @@ public struct DeviceRequestContext: ChildRequestContext {
     public init(context: BrokerRequestContext) throws {
         guard case .device(let caller) = context.identity else {
             throw APIError.unauthorized("this call needs a device proof (Device-Proof header)")
+        }
+        guard Access.admitsSuspended || caller.device.suspendedAt == nil else {
+            throw APIError.refused(.suspendedDevice)
         }
         self.coreContext = context.coreContext
         self.caller = caller

@@ -22,11 +22,12 @@ struct ConsoleAccess {
         let session = try await environment.store.consoleSession(digest: SecretToken.digest(secret))
         guard ConsoleSessionRule.check(session, address: address, now: environment.now()) == .valid, let session
         else { throw refused }
-        // The session lasts no longer than the device that approved it, nor
-        // than the console's app (revoked on the host, it signs all out).
+        // The session lasts no longer than the device that approved it can
+        // act (removed, or suspended by the directory), nor than the
+        // console's app (revoked on the host, it signs all out).
         guard let event = try await environment.store.event(id: session.eventID),
             let deviceID = event.decidedBy, let device = try await environment.store.device(id: deviceID),
-            device.revokedAt == nil, let key = try await environment.store.apiKey(id: ConsoleApp.apiKeyID),
+            device.canAct, let key = try await environment.store.apiKey(id: ConsoleApp.apiKeyID),
             key.revokedAt == nil
         else { throw refused }
         if ![.get, .head].contains(request.method) {

@@ -9,8 +9,8 @@ import ServiceLifecycle
 struct InboxController {
     let environment: BrokerEnvironment
 
-    var endpoints: RouteCollection<DeviceRequestContext> {
-        RouteCollection(context: DeviceRequestContext.self)
+    var endpoints: RouteCollection<DeviceReaderContext> {
+        RouteCollection(context: DeviceReaderContext.self)
             .get("inbox", use: inbox)
             .get("inbox/:id", use: event)
     }
@@ -30,7 +30,7 @@ struct InboxController {
     /// while they are the set `?state=` names (an earlier answer's
     /// `state`), or while there are none: an event added, or one ending
     /// (decided, withdrawn, rejected by a report, expired), answers at once.
-    @Sendable func inbox(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<Inbox> {
+    @Sendable func inbox(_ request: Request, context: DeviceReaderContext) async throws -> JSONBody<Inbox> {
         let wait = try request.waitSeconds(max: environment.policy.maxWait)
         let known = try InboxState.known(in: request)
         // Listening before the first read, so an event created after it is not missed.
@@ -54,7 +54,7 @@ struct InboxController {
     /// asked to answer it learns at once that it was withdrawn, decided
     /// or has expired, instead of waiting for it in the inbox. Another
     /// user's event is not found, as an unknown one.
-    @Sendable func event(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<EventDocument> {
+    @Sendable func event(_ request: Request, context: DeviceReaderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
         guard let event = try await environment.store.event(id: id),
             context.device.belongs(toIssuer: event.issuer, user: event.clientUserID)
@@ -73,7 +73,7 @@ struct InboxController {
     @inline(never)
     private func hold(
         _ subscription: WakeHub.Subscription, from shown: [ApprovalEvent], state known: String,
-        until holdEnds: ContinuousClock.Instant, _ context: DeviceRequestContext
+        until holdEnds: ContinuousClock.Instant, _ context: DeviceReaderContext
     ) async throws -> ([ApprovalEvent], state: String) {
         var pending = shown
         var current = known
@@ -98,14 +98,14 @@ struct InboxController {
     /// The pending events again after a wake-up; a device revoked while it
     /// waited gets nothing more, one suspended meanwhile an empty inbox.
     @inline(never)
-    private func pendingEventsOfUnrevoked(_ context: DeviceRequestContext) async throws -> [ApprovalEvent] {
+    private func pendingEventsOfUnrevoked(_ context: DeviceReaderContext) async throws -> [ApprovalEvent] {
         guard let device = try await environment.store.device(id: context.device.id), device.revokedAt == nil else {
             throw APIError.deviceRevoked
         }
         return try await pendingEvents(of: device)
     }
 
-    private func inbox(_ pending: [ApprovalEvent], state: String, _ context: DeviceRequestContext) -> Inbox {
+    private func inbox(_ pending: [ApprovalEvent], state: String, _ context: DeviceReaderContext) -> Inbox {
         Inbox(
             events: pending.map {
                 InboxItem(

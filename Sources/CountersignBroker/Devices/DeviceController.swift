@@ -7,20 +7,25 @@ import Hummingbird
 struct DeviceController {
     let environment: BrokerEnvironment
 
-    var endpoints: RouteCollection<DeviceRequestContext> {
-        RouteCollection(context: DeviceRequestContext.self)
+    /// What a device reads of itself, suspended or not.
+    var readEndpoints: RouteCollection<DeviceReaderContext> {
+        RouteCollection(context: DeviceReaderContext.self)
             .get("devices/self", use: me)
             .get("devices", use: devices)
+    }
+
+    var endpoints: RouteCollection<DeviceRequestContext> {
+        RouteCollection(context: DeviceRequestContext.self)
             .delete("devices/:device", use: remove)
     }
 
     /// The calling device itself: a way to check it is still enrolled.
-    @Sendable func me(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<DeviceDocument> {
+    @Sendable func me(_ request: Request, context: DeviceReaderContext) async throws -> JSONBody<DeviceDocument> {
         JSONBody(DeviceDocument(context.device))
     }
 
     /// The user's devices, revoked ones included, with this one marked.
-    @Sendable func devices(_ request: Request, context: DeviceRequestContext) async throws -> JSONBody<
+    @Sendable func devices(_ request: Request, context: DeviceReaderContext) async throws -> JSONBody<
         DeviceListDocument
     > {
         let devices = try await environment.store.devices(
