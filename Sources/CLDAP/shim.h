@@ -402,9 +402,15 @@ static inline int cldap_search_page(LDAP *ld, const char *base, int scope, const
     rc = ldap_search_ext_s(ld, base, scope, filter, attrv, 0, sctrls, NULL, NULL, 0, res);
     ldap_control_free(page);
     free(attrv);
-    if (rc == LDAP_SUCCESS && *res != NULL &&
-        ldap_parse_result(ld, *res, &err, NULL, NULL, NULL, &rctrls, 0) == LDAP_SUCCESS &&
-        rctrls != NULL) {
+    // A page whose result cannot be read, or whose result says anything
+    // but success, fails the search: taken as the last page, it would
+    // leave out everyone after it.
+    if (rc == LDAP_SUCCESS && *res != NULL) {
+        int parsed = ldap_parse_result(ld, *res, &err, NULL, NULL, NULL, &rctrls, 0);
+        if (parsed != LDAP_SUCCESS) rc = parsed;
+        else if (err != LDAP_SUCCESS) rc = err;
+    }
+    if (rc == LDAP_SUCCESS && rctrls != NULL) {
         LDAPControl *ctrl = ldap_control_find(LDAP_CONTROL_PAGEDRESULTS, rctrls, NULL);
         if (ctrl != NULL) {
             ber_int_t estimate = 0;
@@ -423,7 +429,9 @@ static inline int cldap_search_page(LDAP *ld, const char *base, int scope, const
             }
         }
         ldap_controls_free(rctrls);
+        rctrls = NULL;
     }
+    if (rctrls != NULL) ldap_controls_free(rctrls);
     if (*cookie != NULL) ber_bvfree(*cookie);
     *cookie = (rc == LDAP_SUCCESS) ? next : NULL;
     if (rc != LDAP_SUCCESS && next != NULL) ber_bvfree(next);
