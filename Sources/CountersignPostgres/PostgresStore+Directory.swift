@@ -50,7 +50,10 @@ extension PostgresStore {
             // takes the deciding device FOR SHARE: a decision either settles
             // before the suspension or finds the device suspended.
             let devices = try await db.rows(
-                "SELECT * FROM devices WHERE client_user_id = \(clientUserID) ORDER BY created_at, id FOR UPDATE",
+                """
+                SELECT * FROM devices WHERE client_user_id COLLATE "C" = \(clientUserID) ORDER BY created_at, id
+                FOR UPDATE
+                """,
                 logger: logger
             ).map(Self.device(row:))
             let person = try await db.row(
