@@ -50,7 +50,8 @@ extension DeviceBroker {
                 if json {
                     let document: [String: Any] = [
                         "at": report.at.formatted(.iso8601), "listed": report.listed, "skipped": report.skipped,
-                        "written": report.written, "suspended": report.suspended, "reinstated": report.reinstated,
+                        "written": report.written, "clashing": report.clashing, "suspended": report.suspended,
+                        "reinstated": report.reinstated,
                         "devices_suspended": report.devicesSuspended, "devices_reinstated": report.devicesReinstated,
                         "dry_run": dryRun,
                     ]
@@ -62,6 +63,9 @@ extension DeviceBroker {
                     "Listed \(report.listed) people"
                         + (report.skipped.isEmpty
                             ? "." : "; skipped \(report.skipped.count) entries without a user id."))
+                for id in report.clashing {
+                    print("left as it was\t\(id)\t(more than one entry has this user id)")
+                }
                 for id in report.suspended { print("suspended\(verb.isEmpty ? "" : " (\(verb))")\t\(id)") }
                 for id in report.reinstated { print("reinstated\(verb.isEmpty ? "" : " (\(verb))")\t\(id)") }
                 if !dryRun {

@@ -123,36 +123,48 @@ struct DirectorySyncTests {
             kept: kept,
             entries: [
                 Self.entry("alice"), Self.entry("bob", disabled: true), Self.entry("carol"), Self.entry("erin"),
-                Self.entry("frank", disabled: true), DirectoryEntry(dn: "cn=printer", attributes: [:]),
-            ], settings: settings, now: now, force: true)
-        #expect(plan.listed == 5 && plan.skipped == ["cn=printer"])
-        #expect(plan.suspending == ["bob", "dave"] && plan.reinstating == ["carol", "erin"])
-        #expect(plan.people.map(\.clientUserID) == ["bob", "carol", "dave", "erin", "frank"], "alice is unchanged")
+                Self.entry("frank", disabled: true), Self.entry("gina", disabled: true),
+                DirectoryEntry(dn: "cn=printer", attributes: [:]),
+                DirectoryEntry(dn: "cn=two", attributes: ["uid": ["x", "y"]]),
+            ], acting: ["frank"], settings: settings, now: now, force: true)
+        #expect(plan.listed == 6 && plan.skipped == ["cn=printer", "cn=two"])
+        #expect(
+            plan.suspending == ["bob", "dave", "frank"] && plan.reinstating == ["carol", "erin"],
+            "frank is first read disabled, with a device that acts")
+        #expect(
+            plan.people.map(\.clientUserID) == ["bob", "carol", "dave", "erin", "frank", "gina"], "alice is unchanged")
         let dave = try #require(plan.people.first { $0.clientUserID == "dave" })
         #expect(dave.state == .gone && dave.changedAt == now && dave.name == "Dave", "kept as last read")
 
         // Someone not active is written on every read, changed or not.
         let again = try DirectorySync.plan(
             kept: plan.people + [Self.person("alice", .active)],
-            entries: [Self.entry("alice"), Self.entry("bob", disabled: true), Self.entry("carol")], settings: settings,
-            now: now + 60)
-        #expect(again.people.map(\.clientUserID) == ["bob", "dave", "erin", "frank"])
+            entries: [Self.entry("alice"), Self.entry("bob", disabled: true), Self.entry("carol")], acting: [],
+            settings: settings, now: now + 60)
+        #expect(again.people.map(\.clientUserID) == ["bob", "dave", "erin", "frank", "gina"])
+        #expect(again.suspending == ["erin"], "no longer listed")
         #expect(again.people.first?.changedAt == now, "the state's change is when it changed")
 
         #expect(throws: DirectorySync.Refusal.nobodyListed) {
-            try DirectorySync.plan(kept: kept, entries: [], settings: settings, now: now)
+            try DirectorySync.plan(kept: kept, entries: [], acting: [], settings: settings, now: now)
         }
-        #expect(
-            throws: DirectorySync.Refusal.sameUserID("alice", dns: ["uid=alice,ou=people,dc=example,dc=org", "cn=a"])
-        ) {
-            try DirectorySync.plan(
-                kept: [], entries: [Self.entry("alice"), DirectoryEntry(dn: "cn=a", attributes: ["uid": ["alice"]])],
-                settings: settings, now: now)
-        }
+        // An id two entries claim decides nothing: alice stays as she was.
+        let clash = try DirectorySync.plan(
+            kept: [Self.person("alice", .disabled)],
+            entries: [
+                Self.entry("alice"), DirectoryEntry(dn: "cn=a", attributes: ["uid": ["alice"]]),
+                DirectoryEntry(dn: "cn=b", attributes: ["uid": ["alice"]]), Self.entry("bob"),
+            ], acting: [], settings: settings, now: now)
+        #expect(clash.clashing == ["alice"] && clash.people.map(\.clientUserID) == ["bob"] && clash.listed == 1)
         #expect(throws: DirectorySync.Refusal.tooManySuspensions(2, limit: 1)) {
             try DirectorySync.plan(
-                kept: kept, entries: [Self.entry("alice"), Self.entry("bob", disabled: true)], settings: settings,
-                now: now)
+                kept: kept, entries: [Self.entry("alice"), Self.entry("bob", disabled: true)], acting: [],
+                settings: settings, now: now)
+        }
+        #expect(throws: DirectorySync.Refusal.tooManySuspensions(2, limit: 1), "first reads count too") {
+            try DirectorySync.plan(
+                kept: [], entries: [Self.entry("alice", disabled: true), Self.entry("bob", disabled: true)],
+                acting: ["alice", "bob"], settings: settings, now: now)
         }
     }
 

@@ -7,9 +7,11 @@ import ServiceLifecycle
 /// One read of the directory and what it changed.
 public struct DirectorySyncReport: Sendable, Equatable {
     public var at: Date
-    /// The people listed, and the entries skipped for having no user id.
+    /// The people listed; the entries skipped for having no user id or
+    /// several; the user ids more than one entry gave (left as they were).
     public var listed: Int
     public var skipped: [String]
+    public var clashing: [String]
     /// The people whose record was written.
     public var written: Int
     /// Who stopped being `active`, who is again, and their devices.
@@ -51,18 +53,25 @@ public struct DirectorySyncRun: Sendable {
         let entries = try await LDAPDirectory(settings: settings, password: try password()).entries()
         let at = now()
         let plan = try DirectorySync.plan(
-            kept: try await store.directoryPeople(), entries: entries, settings: settings, now: at, force: force)
+            kept: try await store.directoryPeople(), entries: entries, acting: try await actingUsers(),
+            settings: settings, now: at, force: force)
         var report = DirectorySyncReport(
-            at: at, listed: plan.listed, skipped: plan.skipped, written: dryRun ? 0 : plan.people.count,
-            suspended: plan.suspending, reinstated: plan.reinstating, devicesSuspended: 0, devicesReinstated: 0)
+            at: at, listed: plan.listed, skipped: plan.skipped, clashing: plan.clashing,
+            written: dryRun ? 0 : plan.people.count, suspended: plan.suspending, reinstated: plan.reinstating,
+            devicesSuspended: 0, devicesReinstated: 0)
         guard !dryRun else { return report }
         // As written: who was suspended or reinstated is what each person's
         // updater audited (a person first read disabled, with devices here,
         // too).
         (report.suspended, report.reinstated) = ([], [])
-        for person in plan.people {
-            let change = try await store.updateDirectoryPerson(clientUserID: person.clientUserID) { state in
-                DirectorySync.change(state, to: person, now: at)
+        for (index, person) in plan.people.enumerated() {
+            let change: DirectoryUserChange
+            do {
+                change = try await store.updateDirectoryPerson(clientUserID: person.clientUserID) { state in
+                    DirectorySync.change(state, to: person, now: at)
+                }
+            } catch {
+                throw PartlyApplied(written: index, of: plan.people.count, error: error)
             }
             if change.suspendedAt == nil {
                 report.devicesReinstated += change.devices.count
@@ -76,6 +85,31 @@ public struct DirectorySyncRun: Sendable {
             }
         }
         return report
+    }
+
+    /// The user ids with a device that can act (not removed; none is
+    /// suspended before the directory first lists its person).
+    func actingUsers() async throws -> Set<String> {
+        var ids: Set<String> = []
+        var after: String? = nil
+        while true {
+            let page = try await store.users(prefix: "", after: after, limit: 1000)
+            ids.formUnion(page.filter { $0.activeDevices > 0 }.map(\.clientUserID))
+            guard page.count == 1000, let last = page.last?.clientUserID else { return ids }
+            after = last
+        }
+    }
+
+    /// A write that failed after others were made: those stand (each
+    /// person is written alone), and the next read writes the rest.
+    public struct PartlyApplied: Error, CustomStringConvertible {
+        public let written: Int
+        public let of: Int
+        public let error: any Error
+
+        public var description: String {
+            "directory sync stopped after writing \(written) of \(of) people (the next read writes the rest): \(error)"
+        }
     }
 }
 
@@ -95,7 +129,10 @@ struct DirectorySyncService: Service {
                     "suspended": "\(report.suspended.count)", "reinstated": "\(report.reinstated.count)",
                 ]
                 if !report.skipped.isEmpty { metadata["skipped"] = "\(report.skipped.count)" }
+                if !report.clashing.isEmpty { metadata["clashing"] = "\(report.clashing.joined(separator: ","))" }
                 logger.info("directory read", metadata: metadata)
+            } catch let partly as DirectorySyncRun.PartlyApplied {
+                logger.error("directory sync stopped part way", metadata: ["error": "\(partly)"])
             } catch {
                 logger.error("directory sync failed: nothing changed", metadata: ["error": "\(error)"])
             }

@@ -19,10 +19,12 @@ public struct DirectoryEntry: Sendable, Equatable {
         return attributes.first { $0.key.lowercased() == name.lowercased() }?.value ?? []
     }
 
-    /// The person this entry says, by `settings`; nil when it has no user
-    /// id (the entry is then skipped, and said so).
+    /// The person this entry says, by `settings`; nil unless it has
+    /// exactly one user id (the entry is then skipped, and said so: which
+    /// of several the server lists first is not defined).
     public func person(_ settings: DirectorySettings, now: Date) -> DirectoryPerson? {
-        guard let id = values(settings.userIDAttribute).first, !id.isEmpty else { return nil }
+        let ids = values(settings.userIDAttribute)
+        guard ids.count == 1, let id = ids.first, !id.isEmpty else { return nil }
         let name = settings.nameAttributes.lazy.compactMap { values($0).first }.first { !$0.isEmpty }
         var groups = values(settings.groupsAttribute)
         if let base = settings.groupsBaseDN.map(DirectoryEntry.normalized) {

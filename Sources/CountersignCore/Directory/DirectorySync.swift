@@ -6,10 +6,14 @@ public struct DirectoryPlan: Sendable, Equatable {
     /// The people to write (each through its own updater), as they are
     /// now: listed ones as read, kept ones no longer listed as `gone`.
     public var people: [DirectoryPerson]
-    /// The people listed, and the entries skipped for having no user id.
+    /// The people listed; the entries skipped for having no user id or
+    /// several; the user ids two entries or more gave (those people are
+    /// left as they were).
     public var listed: Int
     public var skipped: [String]
-    /// Who stops being `active`, and who is `active` again.
+    public var clashing: [String]
+    /// Who stops being `active` (or is first read not active, with a
+    /// device that acts), and who is `active` again.
     public var suspending: [String]
     public var reinstating: [String]
 }
@@ -20,8 +24,6 @@ public enum DirectorySync {
         /// The read listed nobody: a wrong base DN or filter, or a bind
         /// user that may read nothing, not a company that left.
         case nobodyListed
-        /// Two entries give one user id.
-        case sameUserID(String, dns: [String])
         /// More would be suspended than the settings allow in one run.
         case tooManySuspensions(Int, limit: Int)
 
@@ -29,8 +31,6 @@ public enum DirectorySync {
             switch self {
             case .nobodyListed:
                 "the directory listed nobody: nothing changed (check base-dn, filter and what the bind user may read)"
-            case .sameUserID(let id, let dns):
-                "two entries have the user id \(id) (\(dns.joined(separator: "; "))): nothing changed"
             case .tooManySuspensions(let count, let limit):
                 "this read would suspend \(count) people, more than max-suspensions (\(limit)): nothing changed; "
                     + "check the directory, then run `device-broker directory sync --force`"
@@ -39,20 +39,25 @@ public enum DirectorySync {
     }
 
     /// The plan for `entries` read at `now`, the directory's people kept
-    /// being `kept`. `force` goes past `settings.maxSuspensions`.
+    /// being `kept`, `acting` the user ids with a device that acts now.
+    /// `force` goes past `settings.maxSuspensions`.
     public static func plan(
-        kept: [DirectoryPerson], entries: [DirectoryEntry], settings: DirectorySettings, now: Date,
-        force: Bool = false
+        kept: [DirectoryPerson], entries: [DirectoryEntry], acting: Set<String>, settings: DirectorySettings,
+        now: Date, force: Bool = false
     ) throws(Refusal) -> DirectoryPlan {
         var read: [String: DirectoryPerson] = [:]
         var skipped: [String] = []
+        var clashing: Set<String> = []
         for entry in entries {
             guard let person = entry.person(settings, now: now) else {
                 skipped.append(entry.dn)
                 continue
             }
-            if let other = read[person.clientUserID] {
-                throw .sameUserID(person.clientUserID, dns: [other.dn, person.dn])
+            // Whoever else claims an id, nobody is decided by it: neither
+            // entry is believed, and the person stays as they were.
+            if read.removeValue(forKey: person.clientUserID) != nil || clashing.contains(person.clientUserID) {
+                clashing.insert(person.clientUserID)
+                continue
             }
             read[person.clientUserID] = person
         }
@@ -61,12 +66,12 @@ public enum DirectorySync {
         var people: [DirectoryPerson] = []
         var suspending: [String] = []
         var reinstating: [String] = []
-        for id in Set(read.keys).union(keptByID.keys).sorted() {
+        for id in Set(read.keys).union(keptByID.keys).subtracting(clashing).sorted() {
             let before = keptByID[id]
             var after = read[id] ?? before!
             if read[id] == nil { after.state = .gone }
             after.changedAt = before.map { $0.state == after.state ? $0.changedAt : now } ?? now
-            let wasActive = before.map { $0.state == .active } ?? false
+            let wasActive = before.map { $0.state == .active } ?? acting.contains(id)
             if wasActive && after.state != .active { suspending.append(id) }
             if before != nil && !wasActive && after.state == .active { reinstating.append(id) }
             // Those not active are written on every read: a device enrolled
@@ -77,7 +82,8 @@ public enum DirectorySync {
             throw .tooManySuspensions(suspending.count, limit: settings.maxSuspensions)
         }
         return DirectoryPlan(
-            people: people, listed: read.count, skipped: skipped, suspending: suspending, reinstating: reinstating)
+            people: people, listed: read.count, skipped: skipped, clashing: clashing.sorted(),
+            suspending: suspending, reinstating: reinstating)
     }
 
     /// What the directory does to one person's devices: the updater's
