@@ -249,6 +249,11 @@ extension DeviceBroker {
             } catch {
                 throw ValidationError(error.description)
             }
+            // A file missing now would fail every read, quietly but for the log.
+            for (setting, path) in configuration.directory?.files ?? []
+            where !FileManager.default.isReadableFile(atPath: path) {
+                throw ValidationError("\(directory ?? ""): cannot read \(setting) \(path)")
+            }
             try await configuration.checkListenAddress()
             var logger = Logger(label: "device-broker")
             logger.logLevel = logLevel

@@ -155,6 +155,19 @@ struct DirectoryEndToEndTests {
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(try await Self.people(broker)["carol"] == "disabled", "read when serve started")
+        let metrics = try await broker.metricsText()
+        #expect(
+            metrics.contains(/countersign_directory_last_read_timestamp_seconds 1[0-9]{9}/), "\(metrics.prefix(2000))")
+        // A file the settings name that cannot be read stops serve at start.
+        let missing = try RunningProcess(
+            "device-broker",
+            [
+                "serve", "--port", "1", "--directory",
+                try slapd.settings(["bind-password-file": "/nonexistent/password"]),
+            ]
+                + broker.storeArguments)
+        #expect(try await missing.exitCode() == 64, "\(missing.text)")
+        #expect(missing.text.contains("cannot read bind-password-file /nonexistent/password"), "\(missing.text)")
         let alice = try await broker.enrollDevice(user: "alice")
         _ = try await broker.enrollDevice(user: "bob")
 

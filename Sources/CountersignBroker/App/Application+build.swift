@@ -95,7 +95,8 @@ private func buildApplication(_ configuration: BrokerConfiguration, logger: Logg
     if let directory = configuration.directory {
         app.addServices(
             DirectorySyncService(
-                sync: DirectorySyncRun(settings: directory, store: store, now: environment.now), logger: logger))
+                sync: DirectorySyncRun(settings: directory, store: store, now: environment.now),
+                metrics: environment.metrics, logger: logger))
     }
     watch.enter("starting its services and listening on \(configuration.host):\(configuration.port)")
     return app

@@ -118,6 +118,7 @@ public struct DirectorySyncRun: Sendable {
 /// the next turn.
 struct DirectorySyncService: Service {
     let sync: DirectorySyncRun
+    let metrics: BrokerMetrics
     let logger: Logger
 
     func run() async throws {
@@ -131,9 +132,12 @@ struct DirectorySyncService: Service {
                 if !report.skipped.isEmpty { metadata["skipped"] = "\(report.skipped.count)" }
                 if !report.clashing.isEmpty { metadata["clashing"] = "\(report.clashing.joined(separator: ","))" }
                 logger.info("directory read", metadata: metadata)
+                metrics.directoryApplied(at: report.at)
             } catch let partly as DirectorySyncRun.PartlyApplied {
+                metrics.directoryFailed()
                 logger.error("directory sync stopped part way", metadata: ["error": "\(partly)"])
             } catch {
+                metrics.directoryFailed()
                 logger.error("directory sync failed: nothing changed", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(sync.settings.interval)) }

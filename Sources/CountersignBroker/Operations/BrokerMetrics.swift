@@ -31,6 +31,8 @@ public struct BrokerMetrics: Sendable {
     private let outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer]
     /// RADIUS requests by what they were answered.
     private let radius: [RADIUSOutcome: CoreMetrics.Counter]
+    private let directoryRead = CoreMetrics.Gauge(label: "countersign_directory_last_read_timestamp_seconds")
+    private let directoryFailures = CoreMetrics.Counter(label: "countersign_directory_read_failures_total")
 
     public init(registry: PrometheusCollectorRegistry? = nil) {
         self.registry = registry
@@ -148,6 +150,12 @@ public struct BrokerMetrics: Sendable {
     func radius(_ outcome: RADIUSOutcome) {
         radius[outcome]?.increment()
     }
+
+    /// A read of the directory that was applied in full, at `time`.
+    func directoryApplied(at time: Date) { directoryRead.record(time.timeIntervalSince1970) }
+
+    /// A read of the directory that failed, was refused or stopped part way.
+    func directoryFailed() { directoryFailures.increment() }
 
     func withdrew() {
         withdrawals.increment()

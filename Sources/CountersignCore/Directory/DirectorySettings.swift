@@ -134,6 +134,11 @@ public struct DirectorySettings: Sendable, Equatable {
         maxSuspensions = try number("max-suspensions", 25, 0...1_000_000)
     }
 
+    /// The files the settings name that a read needs, by setting.
+    public var files: [(setting: String, path: String)] {
+        [("bind-password-file", bindPasswordFile)] + (caFile.map { [("ca-file", $0)] } ?? [])
+    }
+
     /// The settings in the file at `path`.
     public static func file(_ path: String) throws(SettingsFile.Problem) -> DirectorySettings {
         guard let data = FileManager.default.contents(atPath: path) else {
