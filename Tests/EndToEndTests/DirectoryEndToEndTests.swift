@@ -1,5 +1,6 @@
 import CountersignClient
 import CountersignCore
+import CountersignPostgresTesting
 import Foundation
 import NIOHTTP1
 import Testing
@@ -202,6 +203,38 @@ struct DirectoryEndToEndTests {
         #expect(forced["devices_suspended"] as? Int == 2, "\(forced)")
         #expect(try await broker.backend.devices(user: "alice").first?.suspendedAt != nil)
         #expect(try await CountersignClient(for: alice).inbox(alice, wait: 0).isEmpty)
+    }
+}
+
+/// The directory with two instances on one PostgreSQL database.
+@Suite("end to end: the directory on PostgreSQL")
+struct DirectoryPostgresTests {
+    @Test("a read through one instance suspends at once on the other: its inbox empty, its decision refused")
+    func twoInstances() async throws {
+        let slapd = try await SlapdProcess.start()
+        let database = try await TestPostgres.createDatabase()
+        let a = try await LiveBroker.start(database: database)
+        let b = try await a.startInstance()
+        let carol = try await a.enrollDevice(user: "carol", name: "carol-phone")
+        // The same device, talking to the other instance.
+        let atB = DeviceCredential(
+            broker: b.url, apiKeyID: a.apiKeyID, clientUserID: "carol", privateKey: carol.privateKey,
+            name: "carol-phone")
+        _ = try await a.backend.requestApproval(user: "carol", details: "Pay 10 EUR", numberMatching: false)
+        let waiting = try #require(try await CountersignClient(for: atB).inbox(atB, wait: 5).first)
+
+        let read = try await DirectoryEndToEndTests.sync(a, try slapd.settings()).get()
+        #expect(read["suspended"] as? [String] == ["carol"], "\(read)")
+        #expect(try await CountersignClient(for: atB).inbox(atB, wait: 0).isEmpty)
+        #expect(
+            await DirectoryEndToEndTests.refusal {
+                try await CountersignClient(for: atB).decide(waiting, verdict: .approve, match: nil, credential: atB)
+            } == "device_suspended")
+        #expect(try await DirectoryEndToEndTests.people(b)["carol"] == "disabled")
+        a.stop()
+        b.stop()
+        slapd.stop()
+        try await TestPostgres.dropDatabase(database)
     }
 }
 
