@@ -24,7 +24,9 @@ extension DeviceAgent {
 
                 Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
                 5 no pending request arrived in time; 6 the --event request is not pending (unknown, \
-                withdrawn, approved, rejected or expired; said at once); 64 bad command line.
+                withdrawn, approved, rejected or expired; said at once); 7 this device is suspended (the \
+                directory does not list its user as enabled: no request is shown to it until it does; \
+                said at once); 64 bad command line.
                 """)
 
         @OptionGroup var account: AccountOptions
@@ -71,6 +73,8 @@ extension DeviceAgent {
                 "Waiting for \(wanted) for \(shown(credential.clientUserID)) on \(shown(credential.broker))"
                     + "\(watch ? "" : ", up to \(timeout) s") (Ctrl-C to stop)…")
             flushOutput()
+            // A suspended device is shown no request: say so rather than wait.
+            try await Self.requireNotSuspended(client: client, credential: credential)
             if let event { try await Self.requireStillPending(event, client: client, credential: credential) }
             var seen = Set<String>()
             let notifier = notify ? DesktopNotifier() : nil
@@ -120,6 +124,21 @@ extension DeviceAgent {
                 FileHandle.standardError.write(Data("No request arrived within \(timeout) s.\n".utf8))
             }
             throw ExitCode(5)
+        }
+
+        /// Exits (7) saying the device is suspended, if it is.
+        static func requireNotSuspended(client: CountersignClient, credential: DeviceCredential) async throws {
+            let device = try await client.whoAmI(credential)
+            guard let since = device.suspendedAt else { return }
+            FileHandle.standardError.write(Data((Self.suspension(device, since: since) + "\n").utf8))
+            throw ExitCode(7)
+        }
+
+        /// What a suspended device is told.
+        static func suspension(_ device: DeviceDocument, since: Date) -> String {
+            "This device is suspended since \(since.formatted(date: .abbreviated, time: .shortened)): the directory "
+                + "does not list \(shown(device.clientUserID)) as enabled, so it is shown no request and approves "
+                + "nothing until it does (nothing was deleted)."
         }
 
         /// Exits (6) saying how request `id` ended, if it did (withdrawn,

@@ -117,7 +117,9 @@ extension DeviceAgent {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check whether this machine is a trusted device (asks the broker).",
-            discussion: "Exit codes: 0 trusted; 6 not enrolled here, or removed; 1 error.")
+            discussion:
+                "Exit codes: 0 trusted; 6 not enrolled here, or removed; 7 suspended (the directory does not list the user as enabled); 1 error."
+        )
 
         @OptionGroup var account: AccountOptions
 
@@ -135,6 +137,10 @@ extension DeviceAgent {
                 print("This machine is a trusted device of \(shown(device.clientUserID)) at \(credential.broker).")
                 print("  name \(shown(device.name)), id \(shown(device.id))")
                 print("  fingerprint \(shown(device.fingerprint))")
+                if let since = device.suspendedAt {
+                    FileHandle.standardError.write(Data((Approve.suspension(device, since: since) + "\n").utf8))
+                    throw ExitCode(7)
+                }
             } catch let error as CountersignError where error.status == 401 || error.status == 403 {
                 FileHandle.standardError.write(
                     Data("This machine is no longer trusted: \(shown(error.message))\n".utf8))

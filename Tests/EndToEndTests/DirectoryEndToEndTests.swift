@@ -59,6 +59,7 @@ struct DirectoryEndToEndTests {
             slapd.stop()
         }
         let carol = try await broker.enrollDevice(user: "carol", name: "carol-phone")
+        let carolsLaptop = try await broker.enrollMachine(user: "carol", name: "carol-laptop")
         let dave = try await broker.enrollDevice(user: "dave", name: "dave-laptop")
         let alice = try await broker.enrollDevice(user: "alice")
         // Not in the directory: an app's own user, left alone.
@@ -71,7 +72,7 @@ struct DirectoryEndToEndTests {
         let settings = try slapd.settings(["page-size": "2"])
         let first = try await Self.sync(broker, settings).get()
         #expect(first["listed"] as? Int == 4 && first["suspended"] as? [String] == ["carol"], "\(first)")
-        #expect(first["devices_suspended"] as? Int == 1, "\(first)")
+        #expect(first["devices_suspended"] as? Int == 2, "\(first)")
         #expect(
             try await Self.people(broker) == [
                 "alice": "active", "bob": "active", "carol": "disabled", "dave": "active",
@@ -88,6 +89,12 @@ struct DirectoryEndToEndTests {
                 == "no_trusted_device")
         #expect(
             await Self.refusal { try await broker.backend.createEnrollmentToken(user: "carol") } == "user_suspended")
+        // The agent says so at once, rather than wait for requests it is not shown.
+        let approve = try broker.agent(["approve", "--timeout", "60"], configDirectory: carolsLaptop, user: "carol")
+        #expect(try await approve.exitCode(timeout: .seconds(30)) == 7, "\(approve.text)")
+        #expect(approve.text.contains("This device is suspended since"), "\(approve.text)")
+        let status = try broker.agent(["status"], configDirectory: carolsLaptop, user: "carol")
+        #expect(try await status.exitCode() == 7 && status.text.contains("approves nothing"), "\(status.text)")
         // The device itself may look at itself, and do nothing else.
         let client = CountersignClient(for: carol)
         #expect(try await client.whoAmI(carol).suspendedAt != nil)
@@ -127,10 +134,15 @@ struct DirectoryEndToEndTests {
         let changes = try await broker.backend.deviceChanges(user: "carol").map(\.action)
         #expect(changes.contains(.suspended) && changes.contains(.reinstated), "\(changes)")
 
-        let received = try await receiver.waitUntil("three notices") { $0.count >= 3 }
+        // One notice a device: carol's two, dave's one.
+        let received = try await receiver.waitUntil("five notices") { $0.count >= 5 }
         let notices = received.compactMap { $0.body.map { "\($0.type) \($0.data.client_user_id ?? "?")" } }.sorted()
         #expect(
-            notices == ["device.reinstated carol", "device.suspended carol", "device.suspended dave"], "\(notices)")
+            notices == [
+                "device.reinstated carol", "device.reinstated carol", "device.suspended carol",
+                "device.suspended carol",
+                "device.suspended dave",
+            ], "\(notices)")
         #expect(received.allSatisfy { $0.verified })
 
         let audit = try RunningProcess("device-broker", ["audit", "export"] + broker.storeArguments)
@@ -177,6 +189,7 @@ struct DirectoryEndToEndTests {
         let wrongCA = slapd.directory.appendingPathComponent("tls/wrong-ca.pem").path
         let untrusted = try await Self.sync(broker, try slapd.settings(["ca-file": wrongCA]))
         #expect(untrusted.failureText?.contains("TLS handshake failed") == true, "\(untrusted)")
+        #expect(untrusted.failureText?.contains("unknown error code") == false, "\(untrusted)")
         let badPassword = slapd.directory.appendingPathComponent("wrong-password")
         try "not-the-password".write(to: badPassword, atomically: true, encoding: .utf8)
         let refusedBind = try await Self.sync(broker, try slapd.settings(["bind-password-file": badPassword.path]))
