@@ -39,7 +39,10 @@ public struct DirectorySyncRun: Sendable {
     func password() throws -> String {
         guard let data = FileManager.default.contents(atPath: settings.bindPasswordFile) else {
             throw LDAPDirectory.Failure(
-                step: "set-up", code: -1, detail: "cannot read bind-password-file \(settings.bindPasswordFile)")
+                step: "", code: -1,
+                detail:
+                    "cannot read bind-password-file \(settings.bindPasswordFile) (missing, or not readable by this user)"
+            )
         }
         var text = String(decoding: data, as: UTF8.self)
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }

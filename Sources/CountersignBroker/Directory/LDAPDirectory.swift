@@ -20,7 +20,7 @@ struct LDAPDirectory: Sendable {
         let code: Int32
         let detail: String
 
-        var description: String { "directory \(step) failed: \(detail)" }
+        var description: String { step.isEmpty ? "directory: \(detail)" : "directory \(step) failed: \(detail)" }
     }
 
     /// Every entry below the base DN that the filter finds, every page.
@@ -47,10 +47,12 @@ struct LDAPDirectory: Sendable {
         try check(cldap_open(settings.uris.joined(separator: " "), &handle), "open", nil)
         guard let ld = handle else { throw Failure(step: "open", code: -1, detail: "no handle") }
         defer { cldap_unbind(ld) }
-        try check(cldap_set_tls(ld, settings.caFile, CLDAP_TLS_DEMAND), "TLS set-up", ld)
+        try check(
+            cldap_set_tls(ld, settings.caFile, CLDAP_TLS_DEMAND),
+            settings.caFile.map { "TLS set-up with ca-file \($0)" } ?? "TLS set-up", ld)
         let timeout = Int32(settings.timeout * 1000)
         try check(cldap_set_timeouts(ld, timeout, timeout), "set-up", ld)
-        try check(cldap_connect(ld), "connection", ld)
+        try check(cldap_connect(ld), "connection to \(settings.uris.joined(separator: " "))", ld)
         if settings.startTLS { try check(cldap_start_tls(ld), "StartTLS", ld) }
         try check(cldap_simple_bind(ld, settings.bindDN, password), "bind as \(settings.bindDN)", ld)
         let attributes = settings.attributes
@@ -99,8 +101,14 @@ struct LDAPDirectory: Sendable {
         guard code != 0 else { return }
         var detail = String(cString: cldap_err2string(code))
         if let ld, let message = cldap_diagnostic_message(ld) {
-            detail += ": " + String(cString: message)
+            let text = String(cString: message)
             cldap_memfree(message)
+            // The shim's account of a failed handshake says more than
+            // "Can't contact LDAP server", and libldap 2.5's own code
+            // for it says nothing.
+            detail =
+                text.hasPrefix("TLS handshake failed")
+                ? text.replacingOccurrences(of: " [libldap: (unknown error code)]", with: "") : detail + ": " + text
         }
         throw Failure(step: step, code: code, detail: detail)
     }

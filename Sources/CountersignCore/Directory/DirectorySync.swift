@@ -32,8 +32,9 @@ public enum DirectorySync {
             case .nobodyListed:
                 "the directory listed nobody: nothing changed (check base-dn, filter and what the bind user may read)"
             case .tooManySuspensions(let count, let limit):
-                "this read would suspend \(count) people, more than max-suspensions (\(limit)): nothing changed; "
-                    + "check the directory, then run `device-broker directory sync --force`"
+                "this read would suspend \(count) \(count == 1 ? "person" : "people"), more than max-suspensions "
+                    + "(\(limit)): nothing changed; check the directory, then run "
+                    + "`device-broker directory sync --directory FILE --force`"
             }
         }
     }
