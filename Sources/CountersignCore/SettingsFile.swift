@@ -82,3 +82,17 @@ public struct SettingsFile: Sendable, Equatable {
         return String(text[start...end])
     }
 }
+
+extension SettingsFile {
+    /// A duration as settings and command lines write one: `500ms`, `2s`,
+    /// `5m`, `1h`, `30d`, or plain seconds; nil for anything else.
+    public static func seconds(_ text: String) -> Double? {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            guard let value = Double(text.dropLast(suffix.count)), value >= 0 else { return nil }
+            return value * scale
+        }
+        guard let value = Double(text), value >= 0 else { return nil }
+        return value
+    }
+}

@@ -12,14 +12,8 @@ struct DurationArgument: ExpressibleByArgument, Sendable {
     init(seconds: TimeInterval) { self.seconds = seconds }
 
     init?(argument: String) {
-        let units: [(String, TimeInterval)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86400)]
-        for (suffix, scale) in units where argument.hasSuffix(suffix) {
-            guard let value = Double(argument.dropLast(suffix.count)), value >= 0 else { return nil }
-            self.seconds = value * scale
-            return
-        }
-        guard let value = Double(argument), value >= 0 else { return nil }
-        self.seconds = value
+        guard let seconds = SettingsFile.seconds(argument) else { return nil }
+        self.seconds = seconds
     }
 
     var defaultValueDescription: String {

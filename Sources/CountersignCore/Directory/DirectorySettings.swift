@@ -122,11 +122,11 @@ public struct DirectorySettings: Sendable, Equatable {
             }
             return value
         }
-        guard let interval = Self.seconds(file["interval"] ?? "15m"), interval >= 60, interval <= 86_400 else {
+        guard let interval = SettingsFile.seconds(file["interval"] ?? "15m"), interval >= 60, interval <= 86_400 else {
             throw problem("interval", "interval is a time from 1m to 24h, e.g. 15m")
         }
         self.interval = interval
-        guard let timeout = Self.seconds(file["timeout"] ?? "10s"), timeout >= 1, timeout <= 300 else {
+        guard let timeout = SettingsFile.seconds(file["timeout"] ?? "10s"), timeout >= 1, timeout <= 300 else {
             throw problem("timeout", "timeout is a time from 1s to 5m, e.g. 10s")
         }
         self.timeout = timeout
@@ -154,15 +154,6 @@ public struct DirectorySettings: Sendable, Equatable {
         names += Self.preset(kind).disabledAttributes
         var seen = Set<String>()
         return names.filter { seen.insert($0.lowercased()).inserted }
-    }
-
-    /// "30s", "15m", "2h" or a number of seconds.
-    static func seconds(_ text: String) -> TimeInterval? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
-        if let unit = text.last.flatMap({ units[$0] }), let value = Double(text.dropLast()), value >= 0 {
-            return value * unit
-        }
-        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 
     static func isAttributeName(_ text: String) -> Bool {
