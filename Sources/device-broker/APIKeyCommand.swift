@@ -65,9 +65,7 @@ extension DeviceBroker.APIKeyCommand {
                     "api_key_id": key.id, "api_secret_key": secret, "name": key.name, "redirect_urls": redirectURLs,
                     "user_verification": key.userVerification.rawValue,
                 ]
-                let data = try JSONSerialization.data(
-                    withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
+                try printJSON(document)
             } else {
                 print("API key id:     \(key.id)")
                 print("API secret key: \(secret)")

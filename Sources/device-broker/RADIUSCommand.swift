@@ -309,11 +309,7 @@ enum RADIUSCLI {
             ]
             if let upstream = client.upstream { document["upstream"] = upstream.address }
             if let secret { document["secret"] = secret }
-            if let data = try? JSONSerialization.data(
-                withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
-            {
-                print(String(decoding: data, as: UTF8.self))
-            }
+            try? printJSON(document)
             return
         }
         print("\(client.name)\t\(client.network)\t\(client.apiKeyID)\t\(client.mode.rawValue)")

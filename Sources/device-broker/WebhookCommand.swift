@@ -257,11 +257,7 @@ enum WebhookCLI {
             ]
             if let secret { document["secret"] = secret.text }
             if let until = endpoint.previousUntil { document["previous_secret_until"] = until.formatted(.iso8601) }
-            if let data = try? JSONSerialization.data(
-                withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
-            {
-                print(String(decoding: data, as: UTF8.self))
-            }
+            try? printJSON(document)
             return
         }
         print("Webhook endpoint: \(endpoint.id)")
