@@ -3,7 +3,7 @@ public import Foundation
 
 /// The changes of a user's TOTP codes, written once above every store:
 /// each is a rule of Core (``CodeLimits``) applied in the store's updater,
-/// ``CountersignStore/updateCodes(issuer:clientUserID:eventID:deviceID:now:_:)``.
+/// ``CountersignCodeStore/updateCodes(issuer:clientUserID:eventID:deviceID:now:_:)``.
 extension CountersignStore {
     /// Counts one TOTP code attempt *before* the code is checked, so that
     /// concurrent guesses cannot outrun the limits. In one transaction:
