@@ -77,6 +77,10 @@ struct WebhookEndpointTests {
                 (#"{"url":"http://hooks.example/a"}"#, HTTPResponse.Status.badRequest),
                 (#"{"url":"ftp://hooks.example/a"}"#, .badRequest),
                 (#"{"url":"https://u:p@hooks.example/a"}"#, .badRequest),
+                (#"{"url":"https://hooks*"}"#, .badRequest),
+                (#"{"url":"https://hooks example/a"}"#, .badRequest),
+                (#"{"url":"https://[::1*]/a"}"#, .badRequest),
+                (#"{"url":"https://hooks.example/\u00e9"}"#, .badRequest),
                 (#"{"url":"https://hooks.example/b","types":["event.nope"]}"#, .badRequest),
                 (#"{"types":[]}"#, .badRequest),
             ] {

@@ -96,12 +96,21 @@ public struct WebhookEndpoint: Sendable, Equatable {
     /// Why `url` cannot be an endpoint, or nil if it can: an https URL, or
     /// http to this machine's loopback address (a receiver under
     /// development). No user name or password in it (the URL is shown and
-    /// logged), no fragment, at most 2000 characters.
+    /// logged), no fragment, at most 2000 characters of printable ASCII
+    /// (percent-encoded, as it goes on the wire). The host is a DNS
+    /// name (internationalised names in their ASCII form) or an IP address:
+    /// URLComponents alone takes `https://hooks*` as a URL with a host.
     public static func problem(withURL url: String, what: String = "webhook URL") -> String? {
         guard url.count <= 2000 else { return "the \(what) is longer than 2000 characters" }
+        guard url.unicodeScalars.allSatisfy({ (33...126).contains($0.value) }) else {
+            return "the \(what) must be printable ASCII without spaces (percent-encode the rest)"
+        }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             let host = components.host, !host.isEmpty
         else { return "the \(what) must be an absolute https URL" }
+        guard isHostName(host) else {
+            return "the \(what)'s host must be a DNS name or an IP address, not \"\(host)\""
+        }
         guard components.user == nil, components.password == nil else {
             return "the \(what) must not carry a user name or password"
         }
@@ -110,6 +119,20 @@ public struct WebhookEndpoint: Sendable, Equatable {
         case "https": return nil
         case "http" where isLoopback(host): return nil
         default: return "the \(what) must be https (http only to 127.0.0.1, [::1] or localhost)"
+        }
+    }
+
+    /// Whether `host` is spelled as a DNS name or an IP address: letters,
+    /// digits, `.`, `-` and `_`, or an IPv6 address in brackets.
+    static func isHostName(_ host: String) -> Bool {
+        if host.hasPrefix("["), host.hasSuffix("]"), host.count > 2 {
+            return host.dropFirst().dropLast().unicodeScalars.allSatisfy {
+                $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "."
+            }
+        }
+        return host.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+                || $0 == "." || $0 == "-" || $0 == "_"
         }
     }
 
