@@ -27,6 +27,19 @@ public struct CodeMessage: Sendable {
         "Your \(app) verification code is \(code). It expires in \(Self.duration(lifetime))."
     }
 
+    /// The code as an email.
+    public var mail: MailMessage {
+        let app = app.filter { !$0.isNewline }
+        return MailMessage(
+            to: identifier, subject: "Your \(app) verification code",
+            text: """
+                \(text)
+
+                Type it on the page that asked for it. If you did not ask for a code, \
+                you can ignore this message: nobody can use it without this mailbox.
+                """)
+    }
+
     public static func duration(_ seconds: TimeInterval) -> String {
         let minutes = Int((seconds / 60).rounded())
         if seconds < 120 || minutes * 60 != Int(seconds) { return "\(Int(seconds)) seconds" }
@@ -47,6 +60,20 @@ extension CodeSender {
     public func delivers(to type: IdentifierType) -> Bool { true }
 }
 
+/// Sends whole emails (invitations) through the channel codes go by
+/// email. A sender that cannot (a webhook for codes) is not one.
+public protocol MailSender: Sendable {
+    /// Hands `mail` to the mail server; returns once it accepted it.
+    /// Throws ``MailRefused`` when it never will.
+    func send(mail: MailMessage) async throws
+}
+
+/// A mail server's permanent refusal (a 5xx reply): trying again would
+/// not help.
+public struct MailRefused: Error, CustomStringConvertible {
+    public let description: String
+}
+
 /// Email to one sender, phone numbers to another.
 public struct RoutingSender: CodeSender {
     let email: any CodeSender
@@ -62,11 +89,15 @@ public struct RoutingSender: CodeSender {
     public func send(_ message: CodeMessage) async throws { try await route(message.type).send(message) }
 
     public func delivers(to type: IdentifierType) -> Bool { route(type).delivers(to: type) }
+
+    /// The email sender, if it sends whole mails.
+    public var mail: (any MailSender)? { email as? any MailSender }
 }
 
-/// The default sender for development: codes go to the log and, one JSON
-/// object per line, to an outbox file (mode 0600) that tests and people read.
-public final class DevelopmentSender: CodeSender {
+/// The default sender for development: codes and invitations go to the
+/// log and, one JSON object per line, to an outbox file (mode 0600) that
+/// tests and people read.
+public final class DevelopmentSender: CodeSender, MailSender {
     let outbox: URL?
     let logger: Logger
     private let lock = Mutex(())
@@ -80,11 +111,22 @@ public final class DevelopmentSender: CodeSender {
         logger.notice(
             "development sender: verification code",
             metadata: ["to": "\(message.identifier)", "code": "\(message.code)", "app": "\(message.app)"])
-        guard let outbox else { return }
         let line: [String: String] = [
             "to": message.identifier, "type": message.type.rawValue, "code": message.code, "app": message.app,
-            "sent_at": Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)),
         ]
+        try append(line)
+    }
+
+    /// Invitations, to the log and the outbox file (`subject`, `text`).
+    public func send(mail: MailMessage) async throws {
+        logger.notice("development sender: mail", metadata: ["to": "\(mail.to)", "subject": "\(mail.subject)"])
+        try append(["to": mail.to, "type": "mail", "subject": mail.subject, "text": mail.text])
+    }
+
+    private func append(_ fields: [String: String]) throws {
+        guard let outbox else { return }
+        var line = fields
+        line["sent_at"] = Date().formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
         var data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys])
         data.append(UInt8(ascii: "\n"))
         try lock.withLock { _ in

@@ -55,9 +55,10 @@ public struct SMTPSettings: Sendable {
     var serverNameForTLS: String? { (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil }
 }
 
-/// Sends codes by email over SMTP (RFC 5321), with STARTTLS or implicit TLS
-/// and a verified certificate, one connection per message.
-public struct SMTPSender: CodeSender {
+/// Sends codes and invitations by email over SMTP (RFC 5321), with
+/// STARTTLS or implicit TLS and a verified certificate, one connection per
+/// message.
+public struct SMTPSender: CodeSender, MailSender {
     let settings: SMTPSettings
     let tls: NIOSSLContext?
 
@@ -102,35 +103,37 @@ public struct SMTPSender: CodeSender {
 
     public func send(_ message: CodeMessage) async throws {
         guard message.type == .email else { throw SenderFailure("the SMTP sender only sends email") }
-        let mail = Self.compose(message, from: settings.from, fromName: settings.fromName, date: Date())
+        try await send(mail: message.mail)
+    }
+
+    public func send(mail: MailMessage) async throws {
+        let text = Self.compose(mail, from: settings.from, fromName: settings.fromName, date: Date())
         let session = SMTPSession(settings: settings, tls: tls)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await session.deliver(mail, to: message.identifier) }
-            group.addTask { [timeout = settings.timeout] in
-                try await Task.sleep(for: timeout)
-                throw SMTPFailure("the mail server did not finish within \(timeout)")
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await session.deliver(text, to: mail.to) }
+                group.addTask { [timeout = settings.timeout] in
+                    try await Task.sleep(for: timeout)
+                    throw SMTPFailure("the mail server did not finish within \(timeout)")
+                }
+                defer { group.cancelAll() }
+                try await group.next()
             }
-            defer { group.cancelAll() }
-            try await group.next()
+        } catch let failure as SMTPFailure where failure.isPermanent {
+            throw MailRefused(description: failure.description)
         }
     }
 
     /// The message as RFC 5322 text with CRLF line ends (RFC 2045 MIME,
     /// RFC 2047 encoded words for a non-ASCII subject or name).
-    static func compose(_ message: CodeMessage, from: String, fromName: String?, date: Date) -> String {
+    static func compose(_ mail: MailMessage, from: String, fromName: String?, date: Date) -> String {
         let domain = from.split(separator: "@").last.map(String.init) ?? "localhost"
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
         let sender = fromName.map { "\(encodedPhrase($0)) <\(from)>" } ?? from
-        let app = message.app.filter { !$0.isNewline }
-        let body = """
-            \(message.text)
-
-            Type it on the page that asked for it. If you did not ask for a code, \
-            you can ignore this message: nobody can use it without this mailbox.
-            """
+        let body = mail.text
         let isASCII = body.unicodeScalars.allSatisfy(\.isASCII)
         let encodedBody =
             isASCII
@@ -140,8 +143,8 @@ public struct SMTPSender: CodeSender {
         let headers = [
             "Date: \(formatter.string(from: date))",
             "From: \(sender)",
-            "To: <\(message.identifier)>",
-            "Subject: \(encodedText("Your \(app) verification code"))",
+            "To: <\(mail.to)>",
+            "Subject: \(encodedText(mail.subject))",
             "Message-ID: <\(SecretToken.generate(bytes: 16))@\(domain)>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",

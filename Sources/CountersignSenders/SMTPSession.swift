@@ -154,7 +154,10 @@ struct SMTPSession {
         @discardableResult
         mutating func expect(_ codes: [Int], during step: String) async throws -> SMTPReply {
             let reply = try await read()
-            guard codes.contains(reply.code) else { throw SMTPFailure("the mail server refused \(step): \(reply)") }
+            guard codes.contains(reply.code) else {
+                throw SMTPFailure(
+                    "the mail server refused \(step): \(reply)", isPermanent: (500..<600).contains(reply.code))
+            }
             return reply
         }
 
@@ -196,5 +199,11 @@ struct SMTPSession {
 /// carries the server's reply, never a credential or the message.
 struct SMTPFailure: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// A 5xx reply (RFC 5321 §4.2.1): the server will not take this mail,
+    /// however often it is tried.
+    let isPermanent: Bool
+    init(_ description: String, isPermanent: Bool = false) {
+        self.description = description
+        self.isPermanent = isPermanent
+    }
 }
