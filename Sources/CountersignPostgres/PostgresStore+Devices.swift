@@ -1,19 +1,23 @@
 public import CountersignCore
 import CountersignStore
 public import Foundation
+import Logging
 import PostgresNIO
 
 extension PostgresStore {
     public func insertEnrollmentToken(_ token: EnrollmentToken) async throws {
         let logger = logger
-        try await write { db in
-            try await db.run(
-                """
-                INSERT INTO enrollment_tokens (digest, issuer, client_user_id, created_at, expires_at, used_at)
-                VALUES (\(token.digest), \(token.issuer), \(token.clientUserID), \(token.createdAt.seconds),
-                        \(token.expiresAt.seconds), \(token.usedAt?.seconds))
-                """, logger: logger)
-        }
+        try await write { db in try await Self.insert(token, into: db, logger: logger) }
+    }
+
+    /// Writes an enrollment token (a backend's, or an invitation's).
+    static func insert(_ token: EnrollmentToken, into db: PostgresSession, logger: Logger) async throws {
+        _ = try await db.run(
+            """
+            INSERT INTO enrollment_tokens (digest, issuer, client_user_id, created_at, expires_at, used_at)
+            VALUES (\(token.digest), \(token.issuer), \(token.clientUserID), \(token.createdAt.seconds),
+                    \(token.expiresAt.seconds), \(token.usedAt?.seconds))
+            """, logger: logger)
     }
 
     public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, author: ChangeAuthor, now: Date)

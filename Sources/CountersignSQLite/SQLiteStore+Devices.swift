@@ -5,17 +5,20 @@ import GRDB
 
 extension SQLiteStore {
     public func insertEnrollmentToken(_ token: EnrollmentToken) async throws {
-        try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO enrollment_tokens (digest, issuer, client_user_id, created_at, expires_at, used_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    token.digest, token.issuer, token.clientUserID, token.createdAt.timeIntervalSince1970,
-                    token.expiresAt.timeIntervalSince1970, token.usedAt?.timeIntervalSince1970,
-                ])
-        }
+        try await write { db in try Self.insert(token, into: db) }
+    }
+
+    /// Writes an enrollment token (a backend's, or an invitation's).
+    static func insert(_ token: EnrollmentToken, into db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO enrollment_tokens (digest, issuer, client_user_id, created_at, expires_at, used_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                token.digest, token.issuer, token.clientUserID, token.createdAt.timeIntervalSince1970,
+                token.expiresAt.timeIntervalSince1970, token.usedAt?.timeIntervalSince1970,
+            ])
     }
 
     public func enrollDevice(_ device: TrustedDevice, consumingToken digest: Data, author: ChangeAuthor, now: Date)
