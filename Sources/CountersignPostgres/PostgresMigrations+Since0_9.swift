@@ -169,5 +169,23 @@ extension PostgresMigrations {
                 """,
             ]
         ),
+        // The enrollment links sent by email, kept after they are used,
+        // withdrawn or expired for the console's list: its updater reads one
+        // user's at one app, the list reads them newest first (ties by id in
+        // byte order, as SQLite breaks them).
+        (
+            "v31-invitations",
+            [
+                """
+                CREATE TABLE invitations (
+                    id text PRIMARY KEY, issuer text NOT NULL, client_user_id text NOT NULL, email text NOT NULL,
+                    token_digest bytea NOT NULL, message_id text NOT NULL, invited_by text NOT NULL,
+                    created_at double precision NOT NULL, expires_at double precision NOT NULL,
+                    withdrawn_at double precision)
+                """,
+                "CREATE INDEX invitations_by_user ON invitations (issuer, client_user_id)",
+                "CREATE INDEX invitations_newest ON invitations (created_at DESC, id COLLATE \"C\" DESC)",
+            ]
+        ),
     ]
 }

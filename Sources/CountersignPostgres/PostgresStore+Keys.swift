@@ -223,6 +223,9 @@ extension PostgresStore {
                 // Kept as long as events: an expired session takes nothing, and
                 // its sign-in and sign-out stay in the audit log.
                 "DELETE FROM console_sessions WHERE expires_at < \(eventCutoff) RETURNING 1",
+                // Kept as long as events, for the console's list: an invitation
+                // expired before is long dead (its token went at its expiry).
+                "DELETE FROM invitations WHERE expires_at < \(eventCutoff) RETURNING 1",
                 // Kept while a refresh token of it lives (their rotations may
                 // outlast any fixed time), and a day at least.
                 """

@@ -118,7 +118,8 @@ extension PostgresStore {
                 UPDATE outbox SET attempts = attempts + 1, state = \(change.state.rawValue),
                     next_attempt_at = coalesce(\(change.nextAttemptAt?.seconds), next_attempt_at),
                     last_error = coalesce(\(change.error), last_error), finished_at = \(change.finishedAt?.seconds),
-                    claim = NULL, lease_until = NULL
+                    claim = NULL, lease_until = NULL,
+                    payload = CASE WHEN kind = ANY(\(change.wipingKinds)) THEN ''::bytea ELSE payload END
                 WHERE id = \(id) AND claim = \(claim) AND state = 'queued'
                 RETURNING 1
                 """, logger: logger)

@@ -57,7 +57,7 @@ extension SQLiteStore {
                         changed_at = excluded.changed_at
                     """,
                 arguments: [
-                    clientUserID, written.dn, written.name, written.email, try Self.groupsText(written.groups),
+                    clientUserID, written.dn, written.name, written.email, try Self.jsonText(written.groups),
                     written.state.rawValue, written.changedAt.timeIntervalSince1970,
                 ])
             for id in after.devices {
@@ -70,10 +70,6 @@ extension SQLiteStore {
             if let record = after.audit { try Self.insert(record, in: db) }
             return after
         }
-    }
-
-    static func groupsText(_ groups: [String]) throws -> String {
-        String(decoding: try JSONEncoder().encode(groups), as: UTF8.self)
     }
 
     static func person(row: Row) throws -> DirectoryPerson {

@@ -211,6 +211,12 @@ extension SQLiteStore {
                 sql: "DELETE FROM console_sessions WHERE expires_at < ?",
                 arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
             removed += db.changesCount
+            // Kept as long as events, for the console's list: an invitation
+            // expired before is long dead (its token went at its expiry).
+            try db.execute(
+                sql: "DELETE FROM invitations WHERE expires_at < ?",
+                arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
+            removed += db.changesCount
             // Kept while a refresh token of it lives (their rotations may
             // outlast any fixed time), and a day at least.
             try db.execute(

@@ -226,5 +226,27 @@ extension SQLiteStore {
                     CREATE INDEX device_changes_by_user ON device_changes(issuer, client_user_id, id);
                     """)
         }
+        migrator.registerMigration("v31-invitations") { db in
+            // The enrollment links sent by email, kept after they are used,
+            // withdrawn or expired for the console's list: its updater reads
+            // one user's at one app, the list reads them newest first.
+            try db.execute(
+                sql: """
+                    CREATE TABLE invitations (
+                        id TEXT PRIMARY KEY,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        email TEXT NOT NULL,
+                        token_digest BLOB NOT NULL,
+                        message_id TEXT NOT NULL,
+                        invited_by TEXT NOT NULL,
+                        created_at REAL NOT NULL,
+                        expires_at REAL NOT NULL,
+                        withdrawn_at REAL
+                    );
+                    CREATE INDEX invitations_by_user ON invitations (issuer, client_user_id);
+                    CREATE INDEX invitations_newest ON invitations (created_at DESC, id DESC);
+                    """)
+        }
     }
 }

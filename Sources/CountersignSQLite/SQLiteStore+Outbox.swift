@@ -127,12 +127,13 @@ extension SQLiteStore {
             try db.cachedStatement(
                 sql: """
                     UPDATE outbox SET attempts = attempts + 1, state = ?, next_attempt_at = coalesce(?, next_attempt_at),
-                        last_error = coalesce(?, last_error), finished_at = ?, claim = NULL, lease_until = NULL
+                        last_error = coalesce(?, last_error), finished_at = ?, claim = NULL, lease_until = NULL,
+                        payload = CASE WHEN kind IN (SELECT value FROM json_each(?)) THEN x'' ELSE payload END
                     WHERE id = ? AND claim = ? AND state = 'queued'
                     """
             ).execute(arguments: [
                 change.state.rawValue, change.nextAttemptAt?.timeIntervalSince1970, change.error,
-                change.finishedAt?.timeIntervalSince1970, id, claim,
+                change.finishedAt?.timeIntervalSince1970, try Self.jsonText(change.wipingKinds), id, claim,
             ])
             guard db.changesCount == 0 else { return }
             let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM outbox WHERE id = ?", arguments: [id]) != nil

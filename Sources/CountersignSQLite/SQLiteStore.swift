@@ -156,4 +156,10 @@ public final class SQLiteStore: CountersignStore {
             return StoreError(.backend, error.description)
         }
     }
+
+    /// A list of strings as a JSON array's text: a column that holds a
+    /// list, or one bound parameter that `json_each(?)` reads as a set.
+    static func jsonText(_ values: [String]) throws -> String {
+        String(decoding: try JSONEncoder().encode(values), as: UTF8.self)
+    }
 }

@@ -14,7 +14,7 @@ public import Foundation
 /// - A method returns only after its write is durable as configured.
 public protocol CountersignStore:
     CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore, CountersignRADIUSStore,
-    CountersignDirectoryStore, CountersignCodeStore
+    CountersignDirectoryStore, CountersignCodeStore, CountersignInvitationStore
 {
     // MARK: API keys and signing keys
 
@@ -313,8 +313,9 @@ public protocol CountersignStore:
     /// expired events whose window ended before `eventsEndedBefore`, and
     /// outbox messages that finished before `eventsEndedBefore`, fraud
     /// protections that ended before `now`, request counters older than
-    /// ``RequestRate/kept``, and console sessions that expired before
-    /// `eventsEndedBefore` (never the audit log). Returns how many rows went.
+    /// ``RequestRate/kept``, and console sessions and invitations that
+    /// expired before `eventsEndedBefore` (never the audit log). Returns how
+    /// many rows went.
     @discardableResult
     func garbageCollect(now: Date, eventsEndedBefore: Date) async throws -> Int
 }

@@ -10,6 +10,12 @@ public struct OutboxChange: Sendable, Equatable {
     /// The reason kept for an operator, at most ``maxErrorLength`` bytes.
     public var error: String?
     public var finishedAt: Date?
+    /// The kinds whose payload this change wipes: those that carry a
+    /// secret (``OutboxMessage/Kind/payloadIsSecret``), once the message is
+    /// finished. The store's one statement applies it to the row's kind.
+    public var wipingKinds: [String] {
+        state == .queued ? [] : OutboxMessage.Kind.allCases.filter(\.payloadIsSecret).map(\.rawValue)
+    }
 
     /// The longest reason kept; a receiver's answer can be long.
     public static let maxErrorLength = 500

@@ -59,6 +59,12 @@ public final class BrokerEnvironment: Sendable {
         self.now = now
     }
 
+    /// Where invitations go: the email channel of ``sender``, if it sends
+    /// whole mails (SMTP or the development sender; a webhook does not).
+    var mailSender: (any MailSender)? {
+        sender as? any MailSender ?? (sender as? RoutingSender)?.mail
+    }
+
     /// The API document of an event, with its event token if settled.
     func document(for event: ApprovalEvent, withToken: Bool) async throws -> EventDocument {
         let now = now()

@@ -128,6 +128,8 @@ struct OutboxWorker: Service {
             return try await WebhookDelivery(environment: environment, sender: webhooks).attempt(message)
         case .cibaPing:
             return try await CIBAPingDelivery(environment: environment, sender: cibaPings).attempt(message)
+        case .mail:
+            return try await MailDelivery(environment: environment).attempt(message)
         }
     }
 }

@@ -29,6 +29,12 @@ public struct AuditRecord: Sendable, Equatable {
         case userSuspended = "directory.user_suspended"
         /// The directory lists a suspended person as enabled again.
         case userReinstated = "directory.user_reinstated"
+        /// An enrollment link sent by email (``Invitation``).
+        case invitationSent = "invitation.sent"
+        /// Sent again with a new link; the earlier link stopped working.
+        case invitationResent = "invitation.resent"
+        /// Withdrawn: its link stopped working.
+        case invitationWithdrawn = "invitation.withdrawn"
     }
 
     /// Its place in the log, given by the store; nil before it is stored.

@@ -17,12 +17,20 @@ public struct OutboxMessage: Sendable, Equatable {
         /// A CIBA ping (CIBA Core §10.2) for the request of the event
         /// ``OutboxMessage/target``; the payload is its body.
         case cibaPing = "ciba_ping"
+        /// An email (an ``Invitation``'s) to the mail server; the payload
+        /// is a ``MailMessage``, the target the invitation's id.
+        case mail
+
+        /// Whether its payload holds a secret (an invitation's enrollment
+        /// token): wiped from the row once the message is finished, so that
+        /// the database keeps it only while it waits to be sent.
+        public var payloadIsSecret: Bool { self == .mail }
 
         /// How the kind's messages are retried.
         public var backoff: DeliveryBackoff {
             switch self {
             case .webPush: .push
-            case .webhook, .cibaPing: .webhook
+            case .webhook, .cibaPing, .mail: .webhook
             }
         }
     }
@@ -43,7 +51,7 @@ public struct OutboxMessage: Sendable, Equatable {
     public var id: String
     public var kind: Kind
     /// Who it goes to: for ``Kind/webPush`` a device id, for
-    /// ``Kind/webhook`` an endpoint id.
+    /// ``Kind/webhook`` an endpoint id, for ``Kind/mail`` an invitation id.
     public var target: String
     /// The event it is about, if any.
     public var eventID: String?
