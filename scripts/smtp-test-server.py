@@ -4,7 +4,8 @@
 It makes its own certificate authority and server certificate (for
 127.0.0.1 and localhost), writes the CA to --ca-out, and appends one JSON
 line per accepted message to --spool: envelope, whether TLS was on, who
-logged in, and the parsed headers and body.
+logged in, and the parsed headers and body. Mail to any address at
+refused.test is refused for good (550).
 
 Modes:
   starttls     STARTTLS offered and required before AUTH and MAIL
@@ -98,6 +99,13 @@ def make_certificates(ca_out):
 class Spool:
     def __init__(self, path):
         self.path = path
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        # A mailbox that does not exist, refused for good (RFC 5321 §4.2.2).
+        if address.endswith("@refused.test"):
+            return "550 5.1.1 No such mailbox here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
         message = email.message_from_bytes(envelope.original_content, policy=email.policy.default)

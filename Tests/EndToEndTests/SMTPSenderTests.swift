@@ -56,14 +56,17 @@ struct SMTPSenderTests {
             }
         }
 
-        /// The broker options that send through this server.
-        func brokerArguments(security: String = "starttls", password: String = "correct horse", trustCA: Bool = true)
-            throws -> [String]
-        {
+        /// The broker options that send through this server (reached at
+        /// `port` when something stands between them).
+        func brokerArguments(
+            security: String = "starttls", password: String = "correct horse", trustCA: Bool = true,
+            port: Int? = nil
+        ) throws -> [String] {
             let passwordFile = try temporaryDirectory("smtp-secret").appendingPathComponent("password")
             try Data((password + "\n").utf8).write(to: passwordFile)
             return [
-                "--sender", "smtp", "--smtp-host", "127.0.0.1", "--smtp-port", String(port), "--smtp-security",
+                "--sender", "smtp", "--smtp-host", "127.0.0.1", "--smtp-port", String(port ?? self.port),
+                "--smtp-security",
                 security, "--smtp-username", "mailer", "--smtp-password-file", passwordFile.path, "--smtp-from",
                 "no-reply@countersign.test", "--smtp-from-name", "Countersign", "--log-level", "error",
             ] + (trustCA ? ["--smtp-ca-file", caFile.path] : [])

@@ -60,8 +60,8 @@ struct ThrowawayCluster: Sendable {
     }
 }
 
-/// scripts/tcp-forwarder.py: a network address in front of PostgreSQL that
-/// the test moves from one server to another, or cuts.
+/// scripts/tcp-forwarder.py: a network address in front of a server
+/// (PostgreSQL, a mail server) that the test moves to another, or cuts.
 struct TCPForwarder {
     let process: RunningProcess
     let port: Int
@@ -82,6 +82,8 @@ struct TCPForwarder {
     func forward(to port: Int) throws { try set("forward \(port)") }
     /// Nothing is relayed and nothing closed, as across a cut network.
     func blackhole() throws { try set("blackhole") }
+    /// New connections are closed at once, as by a server that is down.
+    func refuse() throws { try set("refuse") }
 
     private func set(_ line: String) throws {
         try (line + "\n").write(to: control, atomically: true, encoding: .utf8)

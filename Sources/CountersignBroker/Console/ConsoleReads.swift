@@ -189,7 +189,7 @@ struct ConsoleReads {
             switch record.action {
             case .apiKeyCreated, .apiKeyRotated, .apiKeyRevoked:
                 (name, app) = (appNames[target], target)
-            case .enrollmentIssued, .fraudProtectionEnded:
+            case .enrollmentIssued, .fraudProtectionEnded, .invitationSent, .invitationResent, .invitationWithdrawn:
                 if let slash = target.firstIndex(of: "/") {
                     app = String(target[..<slash])
                     user = String(target[target.index(after: slash)...])
