@@ -121,6 +121,7 @@ let package = Package(
                 .embedInCode("Console/views.js"),
                 .embedInCode("Console/manage.js"),
                 .embedInCode("Console/search.js"),
+                .embedInCode("Console/invitations.js"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -9,6 +9,7 @@ public enum ConsoleAssets {
         "views.js": WebAsset(PackageResources.views_js, "text/javascript; charset=utf-8"),
         "manage.js": WebAsset(PackageResources.manage_js, "text/javascript; charset=utf-8"),
         "search.js": WebAsset(PackageResources.search_js, "text/javascript; charset=utf-8"),
+        "invitations.js": WebAsset(PackageResources.invitations_js, "text/javascript; charset=utf-8"),
         // The web approver's icon: the same product in the tab.
         "favicon.svg": WebAsset(PackageResources.icon_svg, "image/svg+xml"),
     ]

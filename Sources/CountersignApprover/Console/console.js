@@ -4,6 +4,7 @@
 import { renderUser, renderAudit, renderHealth, renderDashboard, auditActions, element } from "./views.js";
 import { renderApps, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
 import { UserList, EventSearch, searchQuery } from "./search.js";
+import { Invitations } from "./invitations.js";
 
 const $ = (id) => document.getElementById(id);
 let csrfToken = null;
@@ -174,6 +175,7 @@ let userList = null;
 // The user list's search, waiting for the typing to end.
 let typing = null;
 let eventSearch = null;
+let invitations = null;
 
 let current = "dashboard";
 const views = {
@@ -183,6 +185,7 @@ const views = {
   users: async () => {
     if (!$("user-result").hasChildNodes()) await userList.load($("user-prefix").value.trim());
   },
+  invitations: async () => invitations.show(),
   events: async () => {
     await eventSearch.fillApps();
     if (!$("event-result").hasChildNodes()) await eventSearch.load();
@@ -313,6 +316,11 @@ async function start() {
     form: $("event-search"), container: $("event-result"), olderButton: $("events-older"),
     exportLine: $("event-export"), csvLink: $("event-export-csv"), jsonlLink: $("event-export-jsonl"),
   }, { api, openUser, appNames, fail: reportError });
+  invitations = new Invitations({
+    form: $("invite-form"), app: $("invite-app"), people: $("invite-people"), group: $("invite-group"),
+    groupField: $("invite-group-field"), lifetime: $("invite-lifetime"), refused: $("invite-refused"),
+    list: $("invite-list"), openOnly: $("invite-open-only"), olderButton: $("invites-older"),
+  }, { api, confirmAction, report: status, openUser, appNames });
   // The list follows what is typed, a moment after the last key.
   const search = () => {
     $("user-result").replaceChildren();

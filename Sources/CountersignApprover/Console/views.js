@@ -187,6 +187,8 @@ export const auditActions = {
   "enrollment.issued": "enrollment link made", "radius_client.added": "RADIUS client added",
   "radius_client.changed": "RADIUS client changed", "radius_client.removed": "RADIUS client removed",
   "directory.user_suspended": "suspended by the directory", "directory.user_reinstated": "reinstated by the directory",
+  "invitation.sent": "invitation sent", "invitation.resent": "invitation sent again",
+  "invitation.withdrawn": "invitation withdrawn",
 };
 
 // A person's state in the directory, in words.
