@@ -164,6 +164,9 @@ struct InvitationEndToEndTests {
         var states = try await Self.states(broker, session)
         #expect(states["alice"] == "enrolled" && states["bob"] == "sent", "\(states)")
         #expect(Set(try await Self.states(broker, session, "state=open").keys) == ["bob", "erin"])
+        for bad in ["state=", "state=OPEN", "limit=0", "limit=201"] {
+            #expect(try await session.call(broker, .GET, "invitations?" + bad).status == 400, "\(bad)")
+        }
 
         // The same group again: nobody is mailed twice.
         let again = try await session.call(

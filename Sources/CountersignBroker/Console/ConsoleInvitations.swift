@@ -72,10 +72,10 @@ struct ConsoleInvitations {
     @Sendable func list(_ request: Request, context: ConsoleRequestContext) async throws -> JSONBody<Page> {
         let now = environment.now()
         let openOnly: Bool
-        switch request.filter("state") {
+        switch request.uri.queryParameters["state"].map(String.init) {
         case nil, "all": openOnly = false
         case "open": openOnly = true
-        case let other?: throw APIError.badRequest("state must be open or all, not \(other)")
+        case let other?: throw APIError.badRequest("state must be open or all, not \"\(other)\"")
         }
         let limit = try request.limit()
         let records = try await environment.store.invitations(
