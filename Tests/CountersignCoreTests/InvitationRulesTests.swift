@@ -94,9 +94,10 @@ struct InvitationRulesTests {
         #expect(try InvitationRules.invite(open, later).added != nil, "an expired one is no obstacle")
         let enrolledThenRemoved = InvitationUserState(
             invitations: [first], devices: [Self.device(createdAt: Self.t0 + 5, revoked: true)], person: nil)
-        #expect(
-            try InvitationRules.invite(enrolledThenRemoved, Self.request(email: "a@example.org", at: Self.t0 + 9)).added
-                != nil, "one that was used is no obstacle either")
+        let again = try InvitationRules.invite(
+            enrolledThenRemoved, Self.request(email: "a@example.org", at: Self.t0 + 9))
+        #expect(again.added != nil, "one that was used is no obstacle either")
+        #expect(again.withdrawn == [first] && again.withdrawnAt == Self.t0 + 9, "and its link, if unused, goes")
     }
 
     @Test("sent again: every open one withdrawn, a new link; withdrawn: only while open")
@@ -126,16 +127,15 @@ struct InvitationRulesTests {
             Self.refusal {
                 try InvitationRules.withdraw(state, id: first.id, operatorName: "o", ip: "x", now: first.expiresAt)
             } == .notOpen)
-        let used = InvitationUserState(
+        // Enrolled another way, the link still works until it expires: it can be withdrawn.
+        let otherwise = InvitationUserState(
             invitations: [first], devices: [Self.device(createdAt: Self.t0 + 5)], person: nil)
         #expect(
-            Self.refusal {
-                try InvitationRules.withdraw(used, id: first.id, operatorName: "o", ip: "x", now: Self.t0 + 9)
-            }
-                == .notOpen)
+            try InvitationRules.withdraw(otherwise, id: first.id, operatorName: "o", ip: "x", now: Self.t0 + 9)
+                .withdrawn == [first])
     }
 
-    @Test("where an invitation stands: withdrawn over enrolled over expired over its mail")
+    @Test("where an invitation stands: withdrawn or enrolled, whichever came first; then expired; then its mail")
     func states() throws {
         let empty = InvitationUserState(invitations: [], devices: [], person: nil)
         var invitation = try #require(try InvitationRules.invite(empty, Self.request(email: "a@example.org")).added)
@@ -150,6 +150,13 @@ struct InvitationRulesTests {
         invitation.withdrawnAt = now
         #expect(
             InvitationRecord(invitation: invitation, mail: .delivered, enrolledAt: now).state(at: now) == .withdrawn)
+        #expect(
+            InvitationRecord(invitation: invitation, mail: .delivered, enrolledAt: now + 1).state(at: now)
+                == .withdrawn,
+            "replaced, then an enrollment by the new link")
+        #expect(
+            InvitationRecord(invitation: invitation, mail: .delivered, enrolledAt: now - 1).state(at: now) == .enrolled,
+            "enrolled, then the link withdrawn")
     }
 
     @Test("the mail's agent command quotes the user id for a shell")
@@ -157,7 +164,7 @@ struct InvitationRulesTests {
         let mail = InvitationRules.mail(
             to: "a@example.org", appName: "App\nX", user: "o'brien", link: "https://b/approve/#x", token: "et_t",
             broker: "https://b", apiKeyID: "ck_app", expiresAt: Self.t0)
-        #expect(mail.text.contains(#"--user 'o'\''brien' --token et_t"#), "\(mail.text)")
+        #expect(mail.text.contains(#"--user='o'\''brien' --token et_t"#), "\(mail.text)")
         #expect(mail.subject == "Set up AppX sign-in approval", "no line break reaches a header")
     }
 
@@ -170,5 +177,9 @@ struct InvitationRulesTests {
             people[0].isMember(of: "VPN-USERS") && people[0].isMember(of: "cn=vpn-users, ou=groups,dc=example,dc=org"))
         #expect(people[0].isMember(of: "cn=staff,ou=groups,dc=example,dc=org"))
         #expect(!people[0].isMember(of: "vpn") && !people[0].isMember(of: "cn=vpn-users,dc=example,dc=org"))
+        var elsewhere = Self.person("erin")
+        elsewhere.groups = ["cn=staff,ou=contractors,dc=example,dc=org"]
+        #expect(DirectoryGroup.named("staff", in: people + [elsewhere]).count == 2, "a name two branches share")
+        #expect(DirectoryGroup.named("cn=staff,ou=contractors,dc=example,dc=org", in: people + [elsewhere]).count == 1)
     }
 }

@@ -96,13 +96,17 @@ export class Invitations {
     this.olderButton.hidden = this.next == null;
   }
 
+  // Send again while nobody enrolled; withdraw while the link works (after
+  // an enrollment another way too: the link works until it expires).
   actions(invitation) {
-    if (!["sending", "sent", "failed", "expired"].includes(invitation.state)) return "";
     const cell = element("span");
-    const again = element("button", { text: "Send again", className: "secondary", attributes: { type: "button" } });
-    again.addEventListener("click", () => this.resend(invitation));
-    cell.append(again);
-    if (invitation.state !== "expired") {
+    if (["sending", "sent", "failed", "expired"].includes(invitation.state)) {
+      const again = element("button", { text: "Send again", className: "secondary", attributes: { type: "button" } });
+      again.addEventListener("click", () => this.resend(invitation));
+      cell.append(again);
+    }
+    if (["sending", "sent", "failed", "enrolled"].includes(invitation.state) && !invitation.withdrawn_at
+      && new Date(invitation.expires_at) > new Date()) {
       const withdraw = element("button", { text: "Withdraw", className: "danger", attributes: { type: "button" } });
       withdraw.addEventListener("click", () => this.withdraw(invitation));
       cell.append(withdraw);

@@ -88,8 +88,11 @@ public struct InvitationRecord: Sendable, Equatable {
     }
 
     public func state(at now: Date) -> State {
-        // A link withdrawn (or replaced) stays so, whatever came later.
-        if invitation.withdrawnAt != nil { return .withdrawn }
+        // Whichever came first: withdrawn (or replaced) and then an
+        // enrollment by another link, or enrolled and then the link ended.
+        if let withdrawnAt = invitation.withdrawnAt, enrolledAt.map({ $0 >= withdrawnAt }) ?? true {
+            return .withdrawn
+        }
         if enrolledAt != nil { return .enrolled }
         if invitation.expiresAt <= now { return .expired }
         switch mail {
@@ -192,7 +195,7 @@ public enum InvitationRefusal: String, Error, Sendable, Equatable, CaseIterable,
     case alreadyEnrolled = "already_enrolled"
     /// An open invitation is on its way: send that one again instead.
     case alreadyInvited = "already_invited"
-    /// The invitation was withdrawn, enrolled or expired.
+    /// The invitation was withdrawn or has expired.
     case notOpen = "invitation_closed"
     case unknownInvitation = "unknown_invitation"
 
@@ -205,7 +208,7 @@ public enum InvitationRefusal: String, Error, Sendable, Equatable, CaseIterable,
         case .userSuspended: "the directory lists them as disabled or gone"
         case .alreadyEnrolled: "they have a trusted device already"
         case .alreadyInvited: "an invitation is on its way already (send it again instead)"
-        case .notOpen: "the invitation was withdrawn, used or expired"
+        case .notOpen: "the invitation was withdrawn or has expired"
         case .unknownInvitation: "no such invitation"
         }
     }
@@ -256,7 +259,10 @@ public enum InvitationRules {
             throw .alreadyInvited
         }
         let email = try address(request.email ?? state.person?.email)
-        return issue(to: email, replacing: [], state, request, action: .invitationSent)
+        // A link from before that still works (used by nobody, its person
+        // enrolled otherwise since) goes: one live link per person.
+        let replacing = state.invitations.filter { $0.expiresAt > request.now }
+        return issue(to: email, replacing: replacing, state, request, action: .invitationSent)
     }
 
     /// The invitation `id` sent again with a new link (to the same address
@@ -281,7 +287,9 @@ public enum InvitationRules {
         guard let invitation = state.invitations.first(where: { $0.id == id }) else {
             throw .unknownInvitation
         }
-        guard invitation.expiresAt > now, !hasDevice(state, since: invitation.createdAt) else { throw .notOpen }
+        // After the person enrolled otherwise the link still works until it
+        // expires: withdrawing it then is what ends it.
+        guard invitation.expiresAt > now else { throw .notOpen }
         return InvitationChange(
             withdrawn: [invitation], withdrawnAt: now,
             audit: AuditRecord(
@@ -310,7 +318,7 @@ public enum InvitationRules {
 
             Or, on a computer with the Countersign agent, run:
 
-            device-agent enroll --broker \(broker) --api-key \(apiKeyID) --user \(quoted) --token \(token)
+            device-agent enroll --broker \(broker) --api-key \(apiKeyID) --user=\(quoted) --token \(token)
 
             The link works once, for you as \(user), until \(until) UTC. \
             If you did not expect this message, ignore it and tell your IT team.

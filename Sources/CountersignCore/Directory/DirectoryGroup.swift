@@ -44,6 +44,14 @@ public struct DirectoryGroup: Sendable, Equatable {
     }
 }
 
+extension DirectoryGroup {
+    /// The groups of `people` that `selection` names: more than one when a
+    /// name is given that groups in two branches share (pick by DN then).
+    public static func named(_ selection: String, in people: [DirectoryPerson]) -> [DirectoryGroup] {
+        all(in: people).filter { selects(selection, dn: $0.dn) }
+    }
+}
+
 extension DirectoryPerson {
     /// Whether one of their groups is the one `selection` names.
     public func isMember(of selection: String) -> Bool {
