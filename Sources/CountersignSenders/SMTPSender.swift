@@ -134,9 +134,13 @@ public struct SMTPSender: CodeSender, MailSender {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
         let sender = fromName.map { "\(encodedPhrase($0)) <\(from)>" } ?? from
         let body = mail.text
-        let isASCII = body.unicodeScalars.allSatisfy(\.isASCII)
+        // 7bit is ASCII in lines of at most 998 octets (RFC 5322 §2.1.1); a
+        // long link under a long public URL can pass that.
+        let isSevenBit =
+            body.unicodeScalars.allSatisfy(\.isASCII)
+            && body.split(whereSeparator: \.isNewline).allSatisfy { $0.utf8.count <= 998 }
         let encodedBody =
-            isASCII
+            isSevenBit
             ? body.replacingOccurrences(of: "\n", with: "\r\n")
             : Data(body.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed])
                 .replacingOccurrences(of: "\n", with: "\r\n")
@@ -148,7 +152,7 @@ public struct SMTPSender: CodeSender, MailSender {
             "Message-ID: <\(SecretToken.generate(bytes: 16))@\(domain)>",
             "MIME-Version: 1.0",
             "Content-Type: text/plain; charset=utf-8",
-            "Content-Transfer-Encoding: \(isASCII ? "7bit" : "base64")",
+            "Content-Transfer-Encoding: \(isSevenBit ? "7bit" : "base64")",
             "Auto-Submitted: auto-generated",
         ]
         return headers.joined(separator: "\r\n") + "\r\n\r\n" + encodedBody + "\r\n"
