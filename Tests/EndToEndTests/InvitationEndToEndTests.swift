@@ -115,6 +115,17 @@ struct InvitationEndToEndTests {
                 ],
             ])
         #expect(typo.status == 400 && (typo.json["message"] as? String ?? "").contains("users[1]"), "\(typo.json)")
+        let doubled = try await session.call(
+            broker, .POST, "invitations",
+            body: [
+                "api_key_id": broker.apiKeyID,
+                "users": [["user": "erin"], ["user": "erin", "email": "e@example.net"]],
+            ])
+        #expect(
+            doubled.status == 400 && (doubled.json["message"] as? String ?? "").contains("named twice"),
+            "\(doubled.json)")
+        let keyless = try await session.call(broker, .POST, "invitations", body: ["users": [["user": "erin"]]])
+        #expect(keyless.status == 400, "\(keyless.json)")
         #expect(try await Self.states(broker, session).isEmpty)
         // Without the CSRF token, nothing either.
         let forged = try await Attack.call(
@@ -125,10 +136,17 @@ struct InvitationEndToEndTests {
         let sent = try await session.call(
             broker, .POST, "invitations",
             body: [
-                "api_key_id": broker.apiKeyID, "group": "vpn-users",
+                "api_key_id": broker.apiKeyID, "group": "vpn-users", "expires_in": 86400,
                 "users": [["user": "carol"], ["user": "erin", "email": "Erin@Example.NET"], ["user": "zoe"]],
             ])
         #expect(sent.status == 200, "\(sent.json)")
+        let dates = ISO8601DateFormatter()
+        dates.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for line in sent.json["invited"] as? [[String: Any]] ?? [] {
+            let made = try #require(dates.date(from: line["created_at"] as? String ?? ""))
+            let ends = try #require(dates.date(from: line["expires_at"] as? String ?? ""))
+            #expect(abs(ends.timeIntervalSince(made) - 86400) < 1, "the lifetime asked for: \(line)")
+        }
         let invited = (sent.json["invited"] as? [[String: Any]] ?? []).compactMap { $0["user"] as? String }
         #expect(Set(invited) == ["alice", "bob", "erin"], "\(sent.json)")
         let refused = Dictionary(
@@ -145,7 +163,7 @@ struct InvitationEndToEndTests {
         #expect(messages.allSatisfy { $0["tls"] as? Bool == true })
         let alice = try Self.invitation(in: messages, to: "alice@example.org")
         #expect(alice.body.contains("/approve/#enroll=\(alice.token)&api_key=\(broker.apiKeyID)&user=alice"))
-        #expect(alice.body.contains("--user 'alice'"), "\(alice.body)")
+        #expect(alice.body.contains("--user='alice'"), "\(alice.body)")
         let headers = try #require(messages.first?["headers"] as? [String: String])
         #expect(headers["Subject"] == "Set up demo sign-in approval", "\(headers)")
         #expect(try await Self.states(broker, session)["alice"] == "sent")
@@ -180,7 +198,7 @@ struct InvitationEndToEndTests {
         let list = try await session.call(broker, .GET, "invitations?state=open&prefix=bob")
         let bobID = try #require((list.json["invitations"] as? [[String: Any]])?.first?["id"] as? String)
         let bobFirst = try Self.invitation(in: messages, to: "bob@example.org")
-        let resent = try await session.call(broker, .POST, "invitations/\(bobID)/resend", body: [:])
+        let resent = try await session.call(broker, .POST, "invitations/\(bobID)/resend")
         #expect(resent.status == 201 && resent.json["id"] as? String != bobID, "\(resent.json)")
         let bobSecond = try Self.invitation(in: try await Self.mail(server, count: 4), to: "bob@example.org")
         #expect(bobSecond.token != bobFirst.token)
@@ -196,14 +214,30 @@ struct InvitationEndToEndTests {
         #expect(twice.status == 409 && twice.json["error"] as? String == "invitation_closed", "\(twice.json)")
         let erinToken = try Self.invitation(in: messages, to: "erin@example.net").token
         #expect(await Self.enroll(broker, user: "erin", token: erinToken) == "invalid_enrollment_token")
+        // hank is invited, then enrolled another way: his link still works
+        // until it expires, so the operator withdraws it.
+        let hankSent = try await session.call(
+            broker, .POST, "invitations",
+            body: ["api_key_id": broker.apiKeyID, "users": [["user": "hank", "email": "hank@example.net"]]])
+        let hankID = try #require((hankSent.json["invited"] as? [[String: Any]])?.first?["id"] as? String)
+        let hankToken = try Self.invitation(in: try await Self.mail(server, count: 5), to: "hank@example.net").token
+        _ = try await broker.enrollDevice(user: "hank", name: "hank-phone")
+        #expect(try await Self.states(broker, session)["hank"] == "enrolled")
+        let hankWithdrawn = try await session.call(broker, .POST, "invitations/\(hankID)/withdraw")
+        #expect(
+            hankWithdrawn.status == 200 && hankWithdrawn.json["state"] as? String == "enrolled", "\(hankWithdrawn.json)"
+        )
+        #expect(await Self.enroll(broker, user: "hank", token: hankToken) == "invalid_enrollment_token")
+
         states = try await Self.states(broker, session)
-        #expect(states == ["alice": "enrolled", "bob": "enrolled", "erin": "withdrawn"], "\(states)")
+        #expect(
+            states == ["alice": "enrolled", "bob": "enrolled", "erin": "withdrawn", "hank": "enrolled"], "\(states)")
         #expect(try await Self.states(broker, session, "state=open").isEmpty)
 
         // Every step is in the audit log, by the operator.
         let audit = try await session.call(broker, .GET, "audit?actor=olivia")
         let actions = (audit.json["records"] as? [[String: Any]] ?? []).compactMap { $0["action"] as? String }
-        #expect(actions.filter { $0 == "invitation.sent" }.count == 3, "\(actions)")
+        #expect(actions.filter { $0 == "invitation.sent" }.count == 4, "alice, bob, erin, hank: \(actions)")
         #expect(actions.contains("invitation.resent") && actions.contains("invitation.withdrawn"), "\(actions)")
     }
 

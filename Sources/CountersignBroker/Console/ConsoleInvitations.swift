@@ -142,12 +142,22 @@ struct ConsoleInvitations {
             if let email, IdentifierType.email.normalize(email) == nil {
                 throw APIError.badRequest("users[\(index)]: \(email) is not an email address")
             }
+            guard !people.contains(where: { $0.user == user }) else {
+                throw APIError.badRequest("users[\(index)]: \(user) is named twice")
+            }
             people.append((user, email))
         }
         if let group = body.group {
-            let members = try await environment.store.directoryPeople().filter { $0.isMember(of: group) }
-            guard !members.isEmpty else { throw APIError.notFound("the directory lists nobody in group \(group)") }
-            people += members.map { ($0.clientUserID, nil) }
+            let directory = try await environment.store.directoryPeople()
+            let named = DirectoryGroup.named(group, in: directory)
+            guard let chosen = named.first else {
+                throw APIError.notFound("the directory lists nobody in group \(group)")
+            }
+            guard named.count == 1 else {
+                throw APIError.badRequest(
+                    "\(group) names \(named.count) groups (\(named.map(\.dn).joined(separator: "; "))): give its DN")
+            }
+            people += directory.filter { $0.isMember(of: chosen.dn) }.map { ($0.clientUserID, nil) }
         }
         var seen = Set<String>()
         people = people.filter { seen.insert($0.user).inserted }
@@ -157,11 +167,12 @@ struct ConsoleInvitations {
         var invited: [InvitationDocument] = []
         var refused: [Refused] = []
         for person in people {
-            let ask = rulesRequest(key: key, user: person.user, email: person.email, context: context)
+            var ask = rulesRequest(key: key, user: person.user, email: person.email, context: context)
+            ask.lifetime = lifetime
             do {
                 let change = try await environment.store.updateInvitations(
                     issuer: key.id, clientUserID: person.user
-                ) { state in try InvitationRules.invite(state, ask) }
+                ) { [ask] state in try InvitationRules.invite(state, ask) }
                 if let added = change.added {
                     invited.append(
                         InvitationDocument(
@@ -188,7 +199,9 @@ struct ConsoleInvitations {
         guard earlier.invitation.withdrawnAt == nil else {
             throw APIError.conflict(.invitationClosed, "this invitation was withdrawn: invite them anew")
         }
-        let body = try await request.decodeJSON(ResendRequest.self, context: context)
+        let body =
+            request.hasBody
+            ? try await request.decodeJSON(ResendRequest.self, context: context) : ResendRequest(email: nil)
         let key = try await app(earlier.invitation.issuer)
         guard environment.mailSender != nil else {
             throw APIError.conflict(.noMailSender, "this broker sends no email: start it with --sender smtp")
@@ -247,8 +260,9 @@ struct ConsoleInvitations {
     /// The unrevoked app named, not the console's own (its operators are
     /// enrolled from the host).
     private func app(_ id: String?) async throws -> APIKey {
-        guard let id, let key = try await environment.store.apiKey(id: id), key.revokedAt == nil else {
-            throw APIError.notFound("no unrevoked API key \(id ?? "")")
+        guard let id, !id.isEmpty else { throw APIError.badRequest("api_key_id is missing") }
+        guard let key = try await environment.store.apiKey(id: id), key.revokedAt == nil else {
+            throw APIError.notFound("no unrevoked API key \(id)")
         }
         try ConsoleActions.refuseAtConsole(key.id)
         return key
