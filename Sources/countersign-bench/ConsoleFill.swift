@@ -43,6 +43,9 @@ struct ConsoleFill: AsyncParsableCommand {
     @Option(help: "Audit lines of operators' past work.")
     var auditLines = 10_000
 
+    @Option(help: "People invited by email who have no device yet (every tenth sent again).")
+    var invitations = 10_000
+
     @Option(help: "Days of history (under the broker's 30 days of retention).")
     var days = 25
 
@@ -202,6 +205,7 @@ struct HistoryFiller {
         let plan = planEvents()
         try await step("\(plan.count) events") { try await $0.write(plan) }
         try await step("devices seen and removed") { try await $0.touchDevices() }
+        try await step("\(options.invitations) invitations") { try await $0.invite() }
         // Last: every write before it may have queued webhook messages.
         try await step("expiries announced, webhook messages sent") { try await $0.deliverOutbox() }
         try await step("\(options.auditLines) audit lines") { try await $0.writeAudit() }

@@ -20,13 +20,15 @@ struct ConsoleLoad: AsyncParsableCommand {
             One line per endpoint: requests/s, latency p50/p99, bytes per response, errors, and with \
             --broker-pid the broker's CPU per request (user and system time from /proc). users asks for \
             a random one of the --users the fill wrote, users-deep for that user's page before a random \
-            time of the last --days; audit-deep for the audit log's page before a random line.             dashboard is the console's first view; user-list the list of users from a random one on,             user-prefix those whose id starts with a random three characters' prefix; events the newest             events of every app, events-user a random user's, events-address a random address's,             events-rejected the rejected ones through the API channel, events-deep the page before a             random time of the last --days; audit-filtered the audit log's lines of one action.
+            time of the last --days; audit-deep for the audit log's page before a random line.             dashboard is the console's first view; user-list the list of users from a random one on,             user-prefix those whose id starts with a random three characters' prefix; events the newest             events of every app, events-user a random user's, events-address a random address's,             events-rejected the rejected ones through the API channel, events-deep the page before a             random time of the last --days; audit-filtered the audit log's lines of one action; \
+            invitations the newest invitations, invitations-open those not enrolled yet, \
+            invitations-prefix those of users whose id starts as a random hundred's do.
             """)
 
     static let endpoints = [
         "session", "users", "users-deep", "audit", "audit-deep", "watch", "webhooks", "apps", "health",
         "dashboard", "user-list", "user-prefix", "events", "events-user", "events-address", "events-rejected",
-        "events-deep", "audit-filtered",
+        "events-deep", "audit-filtered", "invitations", "invitations-open", "invitations-prefix",
     ]
 
     @Option(help: "The broker's URL.")
@@ -117,6 +119,9 @@ struct ConsoleLoad: AsyncParsableCommand {
             case "events-deep":
                 "events?to=" + (Date() - Double.random(in: 0..<Double(days) * 86400)).formatted(.iso8601)
             case "audit-filtered": "audit?action=device.removed"
+            case "invitations-open": "invitations?state=open"
+            case "invitations-prefix":
+                "invitations?prefix=" + String(format: "bench-invitee-%03d", Int.random(in: 0..<100))
             default: endpoint
             }
         }

@@ -42,6 +42,32 @@ extension HistoryFiller {
         return "\(delivered) delivered, \(failed) failed"
     }
 
+    /// People invited by an operator over the history, none enrolled yet,
+    /// their links lasting 30 days (all open at the end); every tenth sent
+    /// again an hour later. Their mail goes with the webhooks' messages.
+    func invite() async throws -> String? {
+        let count = options.invitations
+        guard count > 0, !keys.isEmpty else { return nil }
+        let (store, keys, begin, span) = (store, keys, begin, Double(options.days) * 86400)
+        try await forEach(Array(0..<count), width: options.writers) { index in
+            let user = String(format: "bench-invitee-%05d", index)
+            let key = keys[index % keys.count]
+            var ask = InvitationRules.Request(
+                issuer: key.id, appName: key.name, clientUserID: user, email: user + "@example.org",
+                operatorName: "bench", ip: "127.0.0.1", lifetime: 30 * 86400, broker: "https://broker.example",
+                now: begin + span * Double(index) / Double(count))
+            let sent = try await store.updateInvitations(issuer: key.id, clientUserID: user) { [ask] in
+                try InvitationRules.invite($0, ask)
+            }
+            guard index % 10 == 0, let first = sent.added else { return }
+            ask.now += 3600
+            _ = try await store.updateInvitations(issuer: key.id, clientUserID: user) { [ask] in
+                try InvitationRules.resend($0, id: first.id, ask)
+            }
+        }
+        return "\(count + (count + 9) / 10) rows"
+    }
+
     /// Devices seen in the last day, and one second device in fifty removed
     /// by an operator at the console, after the events they decided.
     mutating func touchDevices() async throws -> String? {
