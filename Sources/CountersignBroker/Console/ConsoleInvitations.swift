@@ -128,10 +128,7 @@ struct ConsoleInvitations {
         guard lifetime.isFinite, lifetime >= 3600, lifetime <= Invitation.longestLifetime else {
             throw APIError.badRequest("expires_in must be between 3600 and \(Int(Invitation.longestLifetime)) seconds")
         }
-        guard environment.mailSender != nil else {
-            throw APIError.conflict(
-                .noMailSender, "this broker sends no email: start it with --sender smtp to send invitations")
-        }
+        try requireMailSender()
         // A typo anywhere sends nothing: the operator mends the list.
         var people: [(user: String, email: String?)] = []
         for (index, person) in (body.users ?? []).enumerated() {
@@ -203,9 +200,7 @@ struct ConsoleInvitations {
             request.hasBody
             ? try await request.decodeJSON(ResendRequest.self, context: context) : ResendRequest(email: nil)
         let key = try await app(earlier.invitation.issuer)
-        guard environment.mailSender != nil else {
-            throw APIError.conflict(.noMailSender, "this broker sends no email: start it with --sender smtp")
-        }
+        try requireMailSender()
         var ask = rulesRequest(
             key: key, user: earlier.invitation.clientUserID, email: body.email.flatMap { $0.isEmpty ? nil : $0 },
             context: context)
@@ -256,6 +251,14 @@ struct ConsoleInvitations {
     }
 
     // MARK: Helpers
+
+    /// Invitations need a sender of whole mails (not a webhook for codes).
+    private func requireMailSender() throws {
+        guard environment.mailSender != nil else {
+            throw APIError.conflict(
+                .noMailSender, "this broker sends no email: start it with --sender smtp to send invitations")
+        }
+    }
 
     /// The unrevoked app named, not the console's own (its operators are
     /// enrolled from the host).
