@@ -28,7 +28,10 @@ extension DeviceAgent {
             @Option(help: "The subscription's P-256 public key, base64url (keys.p256dh).")
             var p256dh: String
 
-            @Option(help: "The subscription's 16-byte authentication secret, base64url (keys.auth).")
+            @Option(
+                help:
+                    "The subscription's 16-byte authentication secret, base64url (keys.auth); write --auth=VALUE, as it may begin with '-'."
+            )
             var auth: String
 
             @Option(help: "The broker VAPID key id the subscription was made with (default: the current one).")

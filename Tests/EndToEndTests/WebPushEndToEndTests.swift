@@ -51,8 +51,9 @@ struct WebPushEndToEndTests {
         let subscription = try await push.subscribe()
         let subscribe = try broker.agent(
             [
-                "push", "subscribe", "--endpoint", subscription.endpoint, "--p256dh", subscription.p256dh, "--auth",
-                subscription.auth,
+                // The = form: a base64url secret may begin with "-", which would read as an option.
+                "push", "subscribe", "--endpoint=\(subscription.endpoint)", "--p256dh=\(subscription.p256dh)",
+                "--auth=\(subscription.auth)",
             ], configDirectory: approver)
         #expect(try await subscribe.exitCode() == 0, "\(subscribe.text)")
         let listing = try broker.agent(["devices"], configDirectory: other)
