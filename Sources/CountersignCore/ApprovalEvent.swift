@@ -116,6 +116,11 @@ public struct ApprovalEvent: Sendable, Equatable {
     public var assertion: PasskeyAssertion?
     /// The door it came through.
     public var channel: EventChannel
+    /// Who must approve it, when it needs several people (M of N); nil
+    /// when any trusted device of its own user decides it.
+    public var quorum: ApproverQuorum?
+    /// The approvals its quorum has so far, oldest first.
+    public var approvals: [QuorumApproval]
 
     public init(
         id: String, createdAt: Date, updatedAt: Date, issuer: String, clientUserID: String, name: String, ip: String,
@@ -123,7 +128,8 @@ public struct ApprovalEvent: Sendable, Equatable {
         requesterName: String?, nonce: String, matchNumber: String?, wrongMatches: Int, requesterTokenDigest: Data?,
         decidedBy: String?, decidedAt: Date?, decision: String?, newDevice: NewDevice? = nil,
         codeAttempts: Int = 0, withdrawnAt: Date? = nil, storedReason: StatusReason? = nil,
-        userVerification: Bool = false, assertion: PasskeyAssertion? = nil, channel: EventChannel = .api
+        userVerification: Bool = false, assertion: PasskeyAssertion? = nil, channel: EventChannel = .api,
+        quorum: ApproverQuorum? = nil, approvals: [QuorumApproval] = []
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -152,6 +158,8 @@ public struct ApprovalEvent: Sendable, Equatable {
         self.userVerification = userVerification
         self.assertion = assertion
         self.channel = channel
+        self.quorum = quorum
+        self.approvals = approvals
     }
 
     /// The status at `now`: a pending event past its window is expired.

@@ -9,6 +9,10 @@ public enum DecisionOutcome: Sendable, Equatable {
     /// The number typed was wrong; count it, and reject the event if it was
     /// the last try.
     case wrongMatch
+    /// One more approval of an event that needs a quorum
+    /// (``ApprovalEvent/approved(with:now:)``): it stays pending until
+    /// enough distinct approvers gave theirs.
+    case countApproval
     /// Nothing changes; the reason says why.
     case refused(Refusal)
 
@@ -22,6 +26,12 @@ public enum DecisionOutcome: Sendable, Equatable {
         case matchRequired = "match_required"
         case withdrawn = "withdrawn"
         case userVerificationRequired = "user_verification_required"
+        /// The device's user is not among the event's approvers (or is
+        /// the user who asks, whom separation of duties leaves out).
+        case notApprover = "not_an_approver"
+        /// The device's user approved the event already, with this device
+        /// or another of theirs: a quorum counts people, not devices.
+        case alreadyApproved = "already_approved"
     }
 }
 
@@ -30,24 +40,37 @@ public enum DecisionOutcome: Sendable, Equatable {
 public enum DecisionRules {
     /// Evaluates `claims` by `device` on `event` at `now`; `userVerified`
     /// says whether a passkey assertion for this decision was verified.
+    ///
+    /// An event that needs a quorum is answered by its approvers' devices
+    /// instead of its own user's: an approval counts once per approver
+    /// (``DecisionOutcome/countApproval``), and any approver's rejection
+    /// rejects it. "This wasn't me" from an approver, who was not the one
+    /// asking, is a rejection that protects nobody.
     public static func evaluate(
         _ claims: DecisionClaims, by device: TrustedDevice, on event: ApprovalEvent, userVerified: Bool = false,
         now: Date
     ) -> DecisionOutcome {
         guard device.revokedAt == nil else { return .refused(.revokedDevice) }
         guard device.suspendedAt == nil else { return .refused(.suspendedDevice) }
-        guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
+        if let quorum = event.quorum {
+            guard device.issuer == event.issuer, quorum.mayApprove(device.clientUserID, requester: event.clientUserID)
+            else { return .refused(.notApprover) }
+        } else {
+            guard device.belongs(toIssuer: event.issuer, user: event.clientUserID) else { return .refused(.otherUser) }
+        }
         if let closed = event.closure(at: now) { return .refused(closed) }
+        let approval: DecisionOutcome = event.quorum == nil ? .settle(.approved) : .countApproval
         switch claims.decision {
         case .reject:
             return .settle(.rejected)
         case .fraud:
-            return .reportFraud
+            return event.quorum == nil ? .reportFraud : .settle(.rejected)
         case .approve:
             guard !event.userVerification || userVerified else { return .refused(.userVerificationRequired) }
-            guard let expected = event.matchNumber else { return .settle(.approved) }
+            if event.quorum != nil, event.isApproved(by: device.clientUserID) { return .refused(.alreadyApproved) }
+            guard let expected = event.matchNumber else { return approval }
             guard let given = claims.match else { return .refused(.matchRequired) }
-            return given == expected ? .settle(.approved) : .wrongMatch
+            return given == expected ? approval : .wrongMatch
         }
     }
 }

@@ -24,6 +24,7 @@ public struct ProtocolError: Error, Sendable, Hashable, CustomStringConvertible 
         case wrongOrigin = "wrong_origin"
         case userNotVerified = "user_not_verified"
         case signCount = "sign_count"
+        case tooFewApprovals = "too_few_approvals"
     }
 
     /// The kind of failure.

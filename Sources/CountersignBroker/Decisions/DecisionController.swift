@@ -126,6 +126,9 @@ struct DecisionController {
             try await environment.store.consumeProofID(
                 spent.jti, deviceID: spent.deviceID, expiresAt: spent.expiresAt, now: now)
             throw APIError.refused(refusal)
+        case .countApproval:
+            // Only an event with a quorum counts approvals, answered above.
+            throw APIError.refused(.alreadyDecided)
         }
     }
 }

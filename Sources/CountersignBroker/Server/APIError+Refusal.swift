@@ -24,6 +24,10 @@ extension APIError {
                 ErrorCode(refusal),
                 "approving this request needs the device's passkey, with its owner verified (screen lock, fingerprint, PIN)"
             )
+        case .notApprover: .forbidden(ErrorCode(refusal), "this device's user is not one of the request's approvers")
+        case .alreadyApproved:
+            .conflict(
+                ErrorCode(refusal), "this user approved the request already; another person's approval is needed")
         }
     }
 

@@ -7,6 +7,7 @@ import CountersignCore
 /// lists the same codes (`ErrorCode`), and a test keeps the two in step.
 public enum ErrorCode: String, CaseIterable, Sendable, Encodable {
     case accessDenied = "access_denied"
+    case alreadyApproved = "already_approved"
     case alreadyDecided = "already_decided"
     case alreadyExists = "already_exists"
     case authorizationPending = "authorization_pending"
@@ -16,6 +17,8 @@ public enum ErrorCode: String, CaseIterable, Sendable, Encodable {
     case codeUsed = "code_used"
     case conflict = "conflict"
     case consoleApp = "console_app"
+    case notAnApprover = "not_an_approver"
+    case tooFewApprovers = "too_few_approvers"
     case csrf = "csrf"
     case deviceExists = "device_exists"
     case deviceRemoved = "device_removed"
@@ -130,6 +133,8 @@ extension ErrorCode {
             case .wrongChallenge: .wrongChallenge
             case .wrongOrigin: .wrongOrigin
             case .userNotVerified: .userNotVerified
+            // A backend's own check of a quorum; the broker counts approvals itself.
+            case .tooFewApprovals: .malformed
             case .signCount: .signCount
             }
     }
@@ -146,6 +151,8 @@ extension ErrorCode {
             case .matchRequired: .matchRequired
             case .withdrawn: .withdrawn
             case .userVerificationRequired: .userVerificationRequired
+            case .notApprover: .notAnApprover
+            case .alreadyApproved: .alreadyApproved
             }
     }
 

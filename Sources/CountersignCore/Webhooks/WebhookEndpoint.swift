@@ -4,6 +4,9 @@ public import Foundation
 public enum WebhookType: String, Sendable, CaseIterable, Codable {
     /// A pending event was created (by a requester or the app backend).
     case eventCreated = "event.created"
+    /// One more approver approved an event that needs a quorum; it is
+    /// still pending (the last approval sends `event.approved`).
+    case eventApprovalAdded = "event.approval_added"
     case eventApproved = "event.approved"
     case eventRejected = "event.rejected"
     /// A pending event's window closed with no answer.

@@ -33,14 +33,17 @@ public struct WebhookNotice: Sendable, Equatable {
         return decided(event, now: now).map { [$0] } ?? []
     }
 
-    /// The notice of an event that just left `pending` by a write (a
-    /// decision, the last wrong number, a withdrawal); nil while it is
-    /// still pending.
+    /// The notice of an event that a write at `now` just changed: it left
+    /// `pending` (a decision, the last wrong number, a withdrawal), or an
+    /// approval of its quorum that leaves it pending came in then; nil for
+    /// any other change of a pending event (a wrong number).
     public static func decided(_ event: ApprovalEvent, now: Date) -> WebhookNotice? {
         if event.withdrawnAt != nil { return Self.event(.eventWithdrawn, event, now: now) }
         switch event.storedStatus {
         case .approved: return Self.event(.eventApproved, event, now: now)
         case .rejected: return Self.event(.eventRejected, event, now: now)
+        case .pending where event.approvals.last?.approvedAt == now:
+            return Self.event(.eventApprovalAdded, event, now: now)
         default: return nil
         }
     }
