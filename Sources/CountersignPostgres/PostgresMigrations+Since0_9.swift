@@ -187,5 +187,19 @@ extension PostgresMigrations {
                 "CREATE INDEX invitations_newest ON invitations (created_at DESC, id COLLATE \"C\" DESC)",
             ]
         ),
+        // Events approved by several people: who must approve and the
+        // approvals so far, kept with the event; its approvers' inboxes find
+        // it by them (until its first window ends).
+        (
+            "v32-quorum",
+            [
+                "ALTER TABLE events ADD COLUMN quorum text, ADD COLUMN approvals text",
+                """
+                CREATE TABLE event_approvers (
+                    event_id text NOT NULL, issuer text NOT NULL, client_user_id text NOT NULL,
+                    expires_at double precision NOT NULL, PRIMARY KEY (issuer, client_user_id, event_id))
+                """,
+            ]
+        ),
     ]
 }

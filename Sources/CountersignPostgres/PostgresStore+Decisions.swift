@@ -143,9 +143,40 @@ extension PostgresStore {
         }
     }
 
+    public func updateEvent<Outcome: Sendable>(
+        id: String, decidedBy deviceID: String, spending: SpentProofID?, passkey: PasskeyUse?, now: Date,
+        _ change: @escaping @Sendable (ApprovalEvent, TrustedDevice?) throws -> (ApprovalEvent, Outcome)
+    ) async throws -> (ApprovalEvent, Outcome) {
+        let logger = logger
+        // The device before the event, as a decision's conditional write
+        // takes them: two approvals of one event wait for each other on
+        // the event's row, and the second sees the first's approval.
+        return try await update { db in
+            if let spending { try await Self.spend(spending, in: db, logger: logger) }
+            if let passkey {
+                try await Self.advanceSignCount(
+                    deviceID: deviceID, credentialID: passkey.credentialID, to: passkey.signCount, in: db,
+                    logger: logger)
+            }
+            let device = try await db.row("SELECT * FROM devices WHERE id = \(deviceID) FOR SHARE", logger: logger)
+                .map(Self.device(row:))
+            guard let row = try await db.row("SELECT * FROM events WHERE id = \(id) FOR UPDATE", logger: logger)
+            else { throw StoreError(.notFound, "no event \(id)") }
+            let event = try Self.event(row: row)
+            let (after, outcome) = try Self.applying { try change(event, device) }
+            if after != event {
+                try await Self.update(after, in: db, logger: logger)
+                try await Self.changed(after, now: now, in: db, logger: logger)
+            }
+            return (after, outcome)
+        }
+    }
+
     /// Writes what a rule changed of an event read (and locked) in this
-    /// transaction: the columns ``updateEvent(id:spending:now:_:)`` names.
+    /// transaction: the columns ``updateEvent(id:spending:now:_:)`` names,
+    /// and the decision, its assertion and a quorum's approvals.
     static func update(_ event: ApprovalEvent, in db: PostgresSession, logger: Logger) async throws {
+        let assertion = try event.assertion.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try await db.run(
             """
             UPDATE events
@@ -153,7 +184,8 @@ extension PostgresStore {
                 method = \(event.method.rawValue), decided_by = \(event.decidedBy),
                 decided_at = \(event.decidedAt?.seconds), wrong_matches = \(event.wrongMatches),
                 code_attempts = \(event.codeAttempts), expires_at = \(event.expiresAt.seconds), withdrawn_at = \(event.withdrawnAt?.seconds),
-                updated_at = \(event.updatedAt.seconds)
+                updated_at = \(event.updatedAt.seconds), decision = \(event.decision), decision_assertion = \(assertion),
+                approvals = \(try QuorumColumns.approvals(of: event))
             WHERE id = \(event.id)
             """, logger: logger)
     }

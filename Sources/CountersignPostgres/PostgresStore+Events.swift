@@ -140,6 +140,37 @@ extension PostgresStore {
         return try await read { [query] db in try await db.rows(query, logger: logger).map(Self.event(row:)) }
     }
 
+    public func inboxEvents(issuer: String, clientUserID: String, now: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+    {
+        let logger = logger
+        let t = now.seconds
+        // The user's own (by `events_by_user`) and those naming them as an
+        // approver (by `event_approvers`).
+        return try await read { db in
+            try await db.rows(
+                """
+                SELECT * FROM (
+                    SELECT * FROM events
+                    WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = 'pending'
+                      AND expires_at > \(t) AND quorum IS NULL
+                    UNION ALL
+                    SELECT * FROM events
+                    WHERE id IN (SELECT event_id FROM event_approvers
+                                 WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND expires_at > \(t))
+                      AND status = 'pending' AND expires_at > \(t)
+                ) AS inbox
+                ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(limit)
+                """, logger: logger
+            ).map(Self.event(row:))
+        }
+    }
+
+    /// The inbox keys of the users who answer `event`.
+    static func inboxKeys(of event: ApprovalEvent) -> [String] {
+        event.answeringUsers.map { WakeKey.inbox(issuer: event.issuer, user: $0) }
+    }
+
     public func events(issuer: String, clientUserID: String, before: Date, limit: Int) async throws
         -> [ApprovalEvent]
     {
@@ -157,14 +188,20 @@ extension PostgresStore {
 
     /// What every change of an event writes with it: its webhook notice
     /// and, for an approval or rejection, its decision record; and, at
-    /// commit, the wake-up of its waiters and of its user's inboxes on
-    /// every instance (one statement for both keys).
+    /// commit, the wake-up of its waiters and of the inboxes that show it
+    /// on every instance (one statement for all the keys).
     static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger) async throws {
-        try await db.run(
-            """
-            SELECT pg_notify(\(Self.channel), \(WakeKey.event(event.id))),
-                pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
-            """, logger: logger)
+        if event.quorum == nil {
+            try await db.run(
+                """
+                SELECT pg_notify(\(Self.channel), \(WakeKey.event(event.id))),
+                    pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
+                """, logger: logger)
+        } else {
+            let keys = [WakeKey.event(event.id)] + Self.inboxKeys(of: event)
+            try await db.run(
+                "SELECT pg_notify(\(Self.channel), key) FROM unnest(\(keys)::text[]) AS key", logger: logger)
+        }
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
         try await record(DecisionRecord(event, now: now), in: db, logger: logger)
         // A CIBA client is pinged once there is a result to fetch, not for
@@ -261,17 +298,30 @@ extension PostgresStore {
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
                     requester_token_digest, decided_by, decided_at, decision, new_device, code_attempts, requested_by,
-                    user_verification, channel)
+                    user_verification, channel, quorum, approvals)
                 VALUES (\(event.id), \(event.createdAt.seconds), \(event.updatedAt.seconds), \(event.issuer),
                     \(event.clientUserID), \(event.name), \(event.ip), \(event.location), \(event.method.rawValue),
                     \(event.storedStatus.rawValue), \(event.expiresAt.seconds), \(event.details), \(event.requesterName),
                     \(event.nonce), \(event.matchNumber), \(event.wrongMatches), \(event.requesterTokenDigest),
                     \(event.decidedBy), \(event.decidedAt?.seconds), \(event.decision), \(newDevice), \(event.codeAttempts),
-                    \(requestedBy), \(event.userVerification), \(event.channel.rawValue))
+                    \(requestedBy), \(event.userVerification), \(event.channel.rawValue),
+                    \(try QuorumColumns.quorum(of: event)), \(try QuorumColumns.approvals(of: event)))
                 RETURNING 1
             )
             SELECT pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
-            FROM inserted WHERE \(isPending)
+            FROM inserted WHERE \(isPending && event.quorum == nil)
+            """, logger: logger)
+        guard event.quorum != nil else { return }
+        // The approvers' inboxes find it by them, and are woken.
+        try await db.run(
+            """
+            WITH added AS (
+                INSERT INTO event_approvers (event_id, issuer, client_user_id, expires_at)
+                SELECT \(event.id), \(event.issuer), approver, \(event.expiresAt.seconds)
+                FROM unnest(\(event.answeringUsers)::text[]) AS approver
+            )
+            SELECT pg_notify(\(Self.channel), key) FROM unnest(\(Self.inboxKeys(of: event))::text[]) AS key
+            WHERE \(isPending)
             """, logger: logger)
     }
 
@@ -297,6 +347,8 @@ extension PostgresStore {
             userVerification: try row.value("user_verification"),
             assertion: try row.value("decision_assertion", as: String?.self).map {
                 try JSONDecoder().decode(PasskeyAssertion.self, from: Data($0.utf8))
-            }, channel: EventChannel(rawValue: try row.value("channel")) ?? .api)
+            }, channel: EventChannel(rawValue: try row.value("channel")) ?? .api,
+            quorum: try QuorumColumns.quorum(try row.value("quorum")),
+            approvals: try QuorumColumns.approvals(try row.value("approvals")))
     }
 }

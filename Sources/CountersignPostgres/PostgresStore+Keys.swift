@@ -203,6 +203,9 @@ extension PostgresStore {
                 RETURNING 1
                 """,
                 "DELETE FROM events WHERE expires_at < \(eventCutoff) RETURNING 1",
+                // An approver's entry goes with its event, whose window it
+                // outlasts (a withdrawal or decision ends the event's sooner).
+                "DELETE FROM event_approvers WHERE expires_at < \(eventCutoff) RETURNING 1",
                 // A CIBA request goes with its event (created before the event's
                 // window, at most CIBAPollRule.expiryRange.upperBound long).
                 """

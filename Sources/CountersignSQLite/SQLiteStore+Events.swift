@@ -63,6 +63,31 @@ extension SQLiteStore {
         }
     }
 
+    public func inboxEvents(issuer: String, clientUserID: String, now: Date, limit: Int) async throws
+        -> [ApprovalEvent]
+    {
+        let now = now.timeIntervalSince1970
+        return try read { db in
+            try Row.fetchAll(
+                db.cachedStatement(sql: Self.inboxEvents),
+                arguments: [issuer, clientUserID, now, issuer, clientUserID, now, now, limit]
+            ).map(Self.event(row:))
+        }
+    }
+
+    /// The pending events a user's devices answer: their own without a
+    /// quorum (served by `events_by_user`), and those naming them as an
+    /// approver (by `event_approvers`).
+    private static let inboxEvents = """
+        SELECT \(eventColumns) FROM events
+        WHERE issuer = ? AND client_user_id = ? AND status = 'pending' AND expires_at > ? AND quorum IS NULL
+        UNION ALL
+        SELECT \(eventColumns) FROM events
+        WHERE id IN (SELECT event_id FROM event_approvers WHERE issuer = ? AND client_user_id = ? AND expires_at > ?)
+          AND status = 'pending' AND expires_at > ?
+        ORDER BY created_at DESC, id DESC LIMIT ?
+        """
+
     /// A user's events, newest first: all of them, or those in one state,
     /// or those created before a time (served by `events_by_user`).
     private static let userEvents = userEventsWhere("")
@@ -170,20 +195,50 @@ extension SQLiteStore {
         }
     }
 
+    public func updateEvent<Outcome: Sendable>(
+        id: String, decidedBy deviceID: String, spending: SpentProofID?, passkey: PasskeyUse?, now: Date,
+        _ change: @escaping @Sendable (ApprovalEvent, TrustedDevice?) throws -> (ApprovalEvent, Outcome)
+    ) async throws -> (ApprovalEvent, Outcome) {
+        try await write { db in
+            if let spending { try Self.spend(spending, in: db) }
+            if let passkey {
+                try Self.advanceSignCount(
+                    deviceID: deviceID, credentialID: passkey.credentialID, to: passkey.signCount, in: db)
+            }
+            // Serialized with every other write: the device and the event
+            // read here stay as they are until this commits.
+            let device = try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [deviceID])
+                .map(Self.device(row:))
+            guard
+                let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id])
+                    .map(Self.event(row:))
+            else { throw StoreError(.notFound, "no event \(id)") }
+            let (after, outcome) = try change(event, device)
+            if after != event {
+                try Self.update(after, in: db)
+                try Self.changed(after, now: now, in: db)
+            }
+            return (after, outcome)
+        }
+    }
+
     /// Writes what a rule changed of an event read in this transaction:
-    /// the columns ``updateEvent(id:spending:now:_:)`` names.
+    /// the columns ``updateEvent(id:spending:now:_:)`` names, and the
+    /// decision, its assertion and a quorum's approvals.
     static func update(_ event: ApprovalEvent, in db: Database) throws {
         try db.cachedStatement(
             sql: """
                 UPDATE events SET status = ?, status_reason = ?, method = ?, decided_by = ?, decided_at = ?,
-                    wrong_matches = ?, code_attempts = ?, expires_at = ?, withdrawn_at = ?, updated_at = ?
+                    wrong_matches = ?, code_attempts = ?, expires_at = ?, withdrawn_at = ?, updated_at = ?,
+                    decision = ?, decision_assertion = ?, approvals = ?
                 WHERE id = ?
                 """
         ).execute(arguments: [
             event.storedStatus.rawValue, event.storedReason?.rawValue, event.method.rawValue, event.decidedBy,
             event.decidedAt?.timeIntervalSince1970, event.wrongMatches, event.codeAttempts,
             event.expiresAt.timeIntervalSince1970, event.withdrawnAt?.timeIntervalSince1970,
-            event.updatedAt.timeIntervalSince1970, event.id,
+            event.updatedAt.timeIntervalSince1970, event.decision, try event.assertion.map(Self.assertionText),
+            try QuorumColumns.approvals(of: event), event.id,
         ])
     }
 
@@ -262,8 +317,8 @@ extension SQLiteStore {
                 INSERT INTO events (id, created_at, updated_at, issuer, client_user_id, name, ip, location, method,
                     status, expires_at, details, requester_name, nonce, match_number, wrong_matches,
                     requester_token_digest, decided_by, decided_at, decision, new_device, requested_by,
-                    user_verification, channel)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    user_verification, channel, quorum, approvals)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
@@ -274,7 +329,15 @@ extension SQLiteStore {
                 event.decidedBy, event.decidedAt?.timeIntervalSince1970, event.decision,
                 try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) },
                 requestedBy == .backend ? "backend" : "requester", event.userVerification, event.channel.rawValue,
+                try QuorumColumns.quorum(of: event), try QuorumColumns.approvals(of: event),
             ])
+        // The approvers' inboxes find it by them.
+        guard event.quorum != nil else { return }
+        for user in event.answeringUsers {
+            try db.cachedStatement(
+                sql: "INSERT INTO event_approvers (event_id, issuer, client_user_id, expires_at) VALUES (?, ?, ?, ?)"
+            ).execute(arguments: [event.id, event.issuer, user, event.expiresAt.timeIntervalSince1970])
+        }
     }
 
     /// An assertion as the events table keeps it: its JSON.
@@ -289,7 +352,7 @@ extension SQLiteStore {
         id, created_at, updated_at, issuer, client_user_id, name, ip, location, method, status, expires_at, \
         details, requester_name, nonce, match_number, wrong_matches, requester_token_digest, decided_by, \
         decided_at, decision, new_device, code_attempts, withdrawn_at, status_reason, user_verification, \
-        decision_assertion, channel
+        decision_assertion, channel, quorum, approvals
         """
 
     static let eventByID = "SELECT \(eventColumns) FROM events WHERE id = ?"
@@ -311,6 +374,7 @@ extension SQLiteStore {
             storedReason: (row[23] as String?).flatMap(StatusReason.init(rawValue:)), userVerification: row[24],
             assertion: try (row[25] as String?).map {
                 try JSONDecoder().decode(PasskeyAssertion.self, from: Data($0.utf8))
-            }, channel: EventChannel(rawValue: row[26]) ?? .api)
+            }, channel: EventChannel(rawValue: row[26]) ?? .api,
+            quorum: try QuorumColumns.quorum(row[27]), approvals: try QuorumColumns.approvals(row[28]))
     }
 }

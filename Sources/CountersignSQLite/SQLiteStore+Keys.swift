@@ -174,6 +174,12 @@ extension SQLiteStore {
                 sql: "DELETE FROM events WHERE expires_at < ?",
                 arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
             removed += db.changesCount
+            // An approver's entry goes with its event, whose window it
+            // outlasts (a withdrawal or decision ends the event's sooner).
+            try db.execute(
+                sql: "DELETE FROM event_approvers WHERE expires_at < ?",
+                arguments: [min(eventsEndedBefore, now).timeIntervalSince1970])
+            removed += db.changesCount
             // A CIBA request goes with its event (created before the event's
             // window, at most CIBAPollRule.expiryRange.upperBound long).
             try db.execute(

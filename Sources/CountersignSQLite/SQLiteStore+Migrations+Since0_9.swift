@@ -248,5 +248,23 @@ extension SQLiteStore {
                     CREATE INDEX invitations_newest ON invitations (created_at DESC, id DESC);
                     """)
         }
+        migrator.registerMigration("v32-quorum") { db in
+            // Events approved by several people: who must approve and the
+            // approvals so far, kept with the event; its approvers' inboxes
+            // find it by them (until its first window ends, then the
+            // event's own status and expiry say it is gone).
+            try db.execute(
+                sql: """
+                    ALTER TABLE events ADD COLUMN quorum TEXT;
+                    ALTER TABLE events ADD COLUMN approvals TEXT;
+                    CREATE TABLE event_approvers (
+                        event_id TEXT NOT NULL,
+                        issuer TEXT NOT NULL,
+                        client_user_id TEXT NOT NULL,
+                        expires_at REAL NOT NULL,
+                        PRIMARY KEY (issuer, client_user_id, event_id)
+                    ) WITHOUT ROWID;
+                    """)
+        }
     }
 }

@@ -147,6 +147,9 @@ public protocol CountersignStore:
     /// ``WakeKey/event(_:)`` for every change of an event (decided,
     /// withdrawn, a wrong number counted).
     ///
+    /// An event that needs a quorum is found by its approvers' inboxes
+    /// (``inboxEvents(issuer:clientUserID:now:limit:)``), and wakes them.
+    ///
     /// With `attached`, the OpenID request that asked for it (a CIBA
     /// client's, or a relying party's sign-in) is stored in the same
     /// transaction.
@@ -188,6 +191,11 @@ public protocol CountersignStore:
     /// A user's events created before `before`, newest first, at most
     /// `limit`: the console's older pages.
     func events(issuer: String, clientUserID: String, before: Date, limit: Int) async throws -> [ApprovalEvent]
+    /// The pending events unexpired at `now` that a user's devices answer
+    /// (``ApprovalEvent/answeringUsers``), newest first, at most `limit`:
+    /// the user's own events that need no quorum, and the events whose
+    /// quorum names the user as an approver.
+    func inboxEvents(issuer: String, clientUserID: String, now: Date, limit: Int) async throws -> [ApprovalEvent]
 
     /// Settles a pending event with one conditional write: only if it is
     /// still pending, unexpired at `now`, and `decision.deviceID` is an
@@ -254,6 +262,31 @@ public protocol CountersignStore:
         id: String, spending: SpentProofID?, now: Date,
         _ change: @escaping @Sendable (ApprovalEvent) throws -> ApprovalEvent
     ) async throws -> ApprovalEvent
+
+    /// The updater of a device's decision that a rule above the store
+    /// judges in the transaction that writes it (an approval of an event
+    /// that needs a quorum, which counts the approvals before it).
+    ///
+    /// In one write transaction: records `spending` first, as
+    /// ``updateEvent(id:spending:now:_:)`` does (`replayed`, and `change`
+    /// does not run); keeps `passkey`'s counter as
+    /// ``advancePasskeySignCount(deviceID:credentialID:to:)`` does
+    /// (`conflict` with no event); reads the deciding device `deviceID`
+    /// (nil if unknown) with every change of it held off until commit
+    /// (PostgreSQL: `FOR SHARE`, so a revocation or suspension either
+    /// commits before and is seen, or waits), and event `id` as
+    /// ``updateEvent(id:spending:now:_:)`` does; hands both to `change`; and
+    /// writes the event it returns as that updater does, with what every
+    /// change of an event writes (on PostgreSQL the `NOTIFY` of the inbox of
+    /// each of its ``ApprovalEvent/answeringUsers``). An event returned
+    /// unchanged is not written. `notFound` for an unknown event. Whatever
+    /// `change` throws leaves everything as it was, the spent id too.
+    /// `change` runs once. Returns the event as written and what `change`
+    /// said.
+    func updateEvent<Outcome: Sendable>(
+        id: String, decidedBy deviceID: String, spending: SpentProofID?, passkey: PasskeyUse?, now: Date,
+        _ change: @escaping @Sendable (ApprovalEvent, TrustedDevice?) throws -> (ApprovalEvent, Outcome)
+    ) async throws -> (ApprovalEvent, Outcome)
 
     // MARK: Email and phone verification
 

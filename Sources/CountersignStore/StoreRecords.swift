@@ -53,6 +53,18 @@ public struct RecordedDecision: Sendable, Equatable {
     }
 }
 
+/// A passkey assertion's counter, kept on its device with the decision it
+/// came with.
+public struct PasskeyUse: Sendable, Equatable {
+    public var credentialID: String
+    public var signCount: UInt32
+
+    public init(credentialID: String, signCount: UInt32) {
+        self.credentialID = credentialID
+        self.signCount = signCount
+    }
+}
+
 /// A proof's or decision's id (`jti`) as the replay cache keeps it: good
 /// once per device, remembered until `expiresAt`.
 public struct SpentProofID: Sendable, Equatable {
