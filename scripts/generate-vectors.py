@@ -438,5 +438,107 @@ write("openid-subjects.json", {
     "tests": [{"comment": f"{api_key_id} and {user}", "apiKeyId": api_key_id, "user": user,
                "sub": openid_subject(api_key_id, user), "result": "valid"} for api_key_id, user in SUBJECTS],
 })
+
+
+def rfc3339(seconds: int) -> str:
+    import datetime
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+# signing.md §11: an event several people approve, checked from its
+# document, the app's name and the approvers' pinned keys alone.
+QUORUM_EVENT_ID, QUORUM_NONCE = "ev_quorum00000000000000", b64url(b"\x03" * 16)
+QUORUM_APP = "Example Bank"
+quorum_keys = {name: ec.generate_private_key(ec.SECP256R1())
+               for name in ("alice", "alice-phone", "bob", "carol", "dave", "erin")}
+quorum_owner = {"alice": "alice", "alice-phone": "alice", "bob": "bob", "carol": "carol", "dave": "dave"}
+QUORUM_PINNED = {}
+for device_name, owner in quorum_owner.items():
+    QUORUM_PINNED.setdefault(owner, []).append(jwk_of(quorum_keys[device_name]))
+QUORUM_SHOWN = {"event": "TRANSACTION", "user": "dave", "app": QUORUM_APP, "requester": "payments",
+                "address": "198.51.100.7", "location": "Unknown", "created": NOW - 20,
+                "details": "Pay 5,000 EUR to ACME"}
+
+
+def approval(device_name: str, **claims) -> dict:
+    key = quorum_keys[device_name]
+    device = thumbprint(jwk_of(key))
+    c = {"evt": QUORUM_EVENT_ID, "nonce": QUORUM_NONCE, "decision": "approve", "match": "42", "aud": ORIGIN,
+         "iat": NOW - 10, "jti": "approval-" + device_name, "shown": shown_digest(QUORUM_SHOWN)}
+    c.update(claims)
+    token = jws({"typ": "countersign-decision+jwt", "alg": "ES256", "kid": device}, c, key)
+    return {"client_user_id": quorum_owner.get(device_name, device_name), "device_id": device, "decision": token,
+            "approved_at": rfc3339(NOW - 10)}
+
+
+def quorum_event(approvals: list, *, status="approved", users=("alice", "bob", "carol"), required=2,
+                 allow_requester=False) -> dict:
+    last = approvals[-1] if approvals else None
+    return {
+        "ID": QUORUM_EVENT_ID, "CreatedAt": rfc3339(NOW - 20), "UpdatedAt": rfc3339(NOW - 10), "DeletedAt": None,
+        "client_user_id": "dave", "issuer": "ck_BANK", "event": "TRANSACTION", "ip": "198.51.100.7",
+        "location": "Unknown", "timestamp": str(NOW - 20), "method": "TRUSTED_DEVICE", "new": False,
+        "approved": status == "approved", "status": status, "expires_at": rfc3339(NOW + 40),
+        "details": "Pay 5,000 EUR to ACME", "requester_name": "payments",
+        "decided_by": last and last["device_id"], "decided_at": rfc3339(NOW - 10),
+        "decision": last and last["decision"],
+        "approvers": {"users": list(users), "required_approvals": required, "allow_requester": allow_requester},
+        "approvals": approvals,
+    }
+
+
+def quorum_case(comment, approvals, result, *, error=None, counted=None, approvers=("alice", "bob", "carol"),
+                required=2, allow_requester=False, **event):
+    case = {"comment": comment, "event": quorum_event(approvals, users=approvers, required=required,
+                                                      allow_requester=allow_requester, **event),
+            "approvers": list(approvers), "requiredApprovals": required, "allowRequester": allow_requester,
+            "result": result}
+    if error:
+        case["error"] = error
+    if counted is not None:
+        case["counted"] = counted
+    return case
+
+
+alice, alice_phone, bob, carol = approval("alice"), approval("alice-phone"), approval("bob"), approval("carol")
+write("quorums.json", {
+    "description": "Events approved by several people (proto/signing.md §11). Check each case's `event` "
+                   "document for the app named `app`, with the device keys pinned by user in `pinnedKeys`, "
+                   "against the approvers asked for (`approvers`, `requiredApprovals`, `allowRequester`: "
+                   "whether the event's own user, `dave`, may count), given the broker `broker`. A valid "
+                   "case lists the approvers `counted`; an invalid one the reason code `error`.",
+    "app": QUORUM_APP, "broker": ORIGIN, "pinnedKeys": QUORUM_PINNED,
+    "tests": [
+        quorum_case("2 of 3 approved", [alice, bob], "valid", counted=["alice", "bob"]),
+        quorum_case("3 of 3 approved, 2 required", [carol, alice, bob], "valid", counted=["carol", "alice", "bob"]),
+        quorum_case("the same approval listed twice", [alice, alice], "invalid", error="too_few_approvals"),
+        quorum_case("two devices of one user", [alice, alice_phone], "invalid", error="too_few_approvals"),
+        quorum_case("one approval for two", [bob], "invalid", error="too_few_approvals"),
+        quorum_case("an approval signed for another event", [alice, approval("bob", evt="ev_other")], "invalid",
+                    error="wrong_event"),
+        quorum_case("a rejection among the approvals", [alice, approval("bob", decision="reject", match=None)],
+                    "invalid", error="wrong_verdict"),
+        quorum_case("an approver shown other words", [alice, approval(
+            "bob", shown=shown_digest(dict(QUORUM_SHOWN, details="Pay 50,000 EUR to ACME")))], "invalid",
+            error="wrong_display"),
+        quorum_case("an approval by a key nobody pinned", [alice, approval("erin")], "invalid",
+                    error="wrong_device"),
+        quorum_case("an approval addressed to another broker", [alice, approval("bob", aud="https://evil.example")],
+                    "invalid", error="wrong_audience"),
+        quorum_case("an approval whose claims were changed after signing", [alice, dict(bob, decision=swap_payload(
+            bob["decision"], {"evt": QUORUM_EVENT_ID, "nonce": QUORUM_NONCE, "decision": "approve", "match": "42",
+                              "aud": ORIGIN, "iat": NOW, "jti": "edited", "shown": shown_digest(QUORUM_SHOWN)}))],
+                    "invalid", error="bad_signature"),
+        quorum_case("an approver outside the quorum asked", [alice, carol], "invalid", error="too_few_approvals",
+                    approvers=("alice", "bob")),
+        quorum_case("the requesting user's own approval", [alice, approval("dave")], "invalid",
+                    error="too_few_approvals", approvers=("alice", "dave")),
+        quorum_case("the requesting user's own approval, allowed", [alice, approval("dave")], "valid",
+                    counted=["alice", "dave"], approvers=("alice", "dave"), allow_requester=True),
+        quorum_case("an event that is not approved", [alice, bob], "invalid", error="wrong_verdict",
+                    status="rejected"),
+    ],
+})
 WRITTEN.sort()
 print("wrote", ", ".join(WRITTEN))

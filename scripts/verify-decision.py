@@ -7,6 +7,8 @@ standard library only, no Countersign code; an event approved with a passkey
 (signing.md §10) is checked further with py_webauthn.
 
     verify-decision.py EVENT_JSON PINNED_KEYS_JSON APP_NAME [BROKER_ORIGIN]
+    verify-decision.py EVENT_JSON PINNED_KEYS_JSON APP_NAME [BROKER_ORIGIN] --quorum M --approvers A,B,C
+                       [--allow-requester]
 
 EVENT_JSON is the event document (GET /api/v1/events/{id}); PINNED_KEYS_JSON
 is a JWK, a list of JWKs, or a devices document ({"devices": [{"public_key":
@@ -16,13 +18,41 @@ required user verification holds only with BROKER_ORIGIN and the passkey
 pinned for the deciding device, whose assertion, its owner verified, is over
 this decision. Prints the decision's claims as JSON and exits 0 when it
 holds; prints why and exits 1 when it does not.
+
+With --quorum, the event is one several people approved (signing.md §11):
+it holds when at least M distinct users of the approvers named (the
+event's own user only with --allow-requester) approved it, each with a
+device key pinned for them, over what the event shows. PINNED_KEYS_JSON
+is then an object of JWKs (or lists of JWKs) by user id, or a devices
+document whose devices name their client_user_id. Prints the approvals
+that counted.
 """
 import sys
 
 if any(argument in ("-h", "--help") for argument in sys.argv[1:]):
     print(__doc__.strip())
     sys.exit(0)
-if len(sys.argv) not in (4, 5):
+
+
+def option(name: str) -> str | None:
+    """Takes `name VALUE` out of the arguments."""
+    if name not in sys.argv:
+        return None
+    index = sys.argv.index(name)
+    if index + 1 >= len(sys.argv):
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
+    value = sys.argv[index + 1]
+    del sys.argv[index:index + 2]
+    return value
+
+
+QUORUM, APPROVERS = option("--quorum"), option("--approvers")
+ALLOW_REQUESTER = "--allow-requester" in sys.argv
+if ALLOW_REQUESTER:
+    sys.argv.remove("--allow-requester")
+if len(sys.argv) not in (4, 5) or (QUORUM is None) != (APPROVERS is None) or (
+        QUORUM is not None and not QUORUM.isdigit()):
     print(__doc__.strip(), file=sys.stderr)
     sys.exit(2)
 import base64
@@ -172,13 +202,71 @@ def check(event: dict, keys: list, passkeys: dict, app: str, broker: str | None)
     return claims
 
 
+def pinned_by_user(document) -> tuple:
+    """The pinned device keys by user id, and each device's pinned passkeys by its id."""
+    if isinstance(document, dict) and "devices" in document:
+        devices = document["devices"]
+        keys = {}
+        for device in devices:
+            keys.setdefault(device["client_user_id"], []).append(device["public_key"])
+        return keys, {device["id"]: [device["passkey"]] for device in devices if device.get("passkey")}
+    return {user: (jwks if isinstance(jwks, list) else [jwks]) for user, jwks in document.items()}, {}
+
+
+def check_quorum(event: dict, keys: dict, passkeys: dict, app: str, broker: str | None, approvers: list,
+                 required: int, allow_requester: bool) -> list:
+    """signing.md §11: each approval signed by a key pinned for a user, for this event, approving what it
+    shows; at least `required` distinct users of `approvers` counted."""
+    if event.get("status") != "approved":
+        raise ValueError(f"the event says {event.get('status')}, not approved")
+    shown = shown_digest(event, app)
+    eligible = {user for user in approvers if allow_requester or user != event["client_user_id"]}
+    counted = []
+    for entry in event.get("approvals") or []:
+        token = entry["decision"]
+        header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+        if header.get("typ") != "countersign-decision+jwt" or header.get("alg") != "ES256":
+            raise ValueError("an approval is not an ES256 Countersign decision")
+        device = header.get("kid")
+        owner = next(((user, jwk) for user, jwks in keys.items() for jwk in jwks if thumbprint(jwk) == device), None)
+        if owner is None:
+            raise ValueError(f"an approval is signed by {device}, not a pinned device key")
+        user, key = owner
+        claims = json.loads(jws.deserialize_compact(token, ECKey.import_key(key), algorithms=["ES256"]).payload)
+        if claims.get("evt") != event["ID"]:
+            raise ValueError("an approval was signed for another event")
+        if claims.get("decision") != "approve":
+            raise ValueError(f"an approval's device signed {claims.get('decision')}")
+        if claims.get("shown") != shown:
+            raise ValueError("the event's fields are not what an approver was shown and signed")
+        if broker is not None and not same_broker(origin(claims.get("aud", "")), origin(broker)):
+            raise ValueError("an approval is addressed to another broker")
+        if event.get("user_verification") == "required" or entry.get("assertion"):
+            check_assertion(dict(event, assertion=entry.get("assertion"), decided_by=device), token, passkeys,
+                            broker)
+        if user in eligible and user not in [approval["client_user_id"] for approval in counted]:
+            counted.append({"client_user_id": user, "device_id": device, "claims": claims})
+    if len(counted) < required:
+        raise ValueError(f"{len(counted)} distinct approver(s) of the quorum approved; {required} are required")
+    return counted
+
+
 with open(sys.argv[1], encoding="utf-8") as file:
     event_document = json.load(file)
 with open(sys.argv[2], encoding="utf-8") as file:
-    pinned_keys, pinned_passkeys = pinned(json.load(file))
+    pinned_document = json.load(file)
+broker_origin = sys.argv[4] if len(sys.argv) == 5 else None
 try:
-    result = check(
-        event_document, pinned_keys, pinned_passkeys, sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)
+    if QUORUM is not None:
+        keys_by_user, pinned_passkeys = pinned_by_user(pinned_document)
+        result = check_quorum(
+            event_document, keys_by_user, pinned_passkeys, sys.argv[3], broker_origin,
+            [user for user in APPROVERS.split(",") if user], int(QUORUM), ALLOW_REQUESTER)
+    else:
+        pinned_keys, pinned_passkeys = pinned(pinned_document)
+        if event_document.get("approvers"):
+            raise ValueError("the event needed several approvers; check them all (--quorum)")
+        result = check(event_document, pinned_keys, pinned_passkeys, sys.argv[3], broker_origin)
 except Exception as error:  # any failure means: do not trust this decision
     print(f"decision does not hold: {error}", file=sys.stderr)
     sys.exit(1)

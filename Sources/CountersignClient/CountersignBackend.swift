@@ -45,11 +45,15 @@ public struct CountersignBackend: Sendable {
     /// vouch for: the limits of a requester at `ip` apply, and so does a
     /// user's "this wasn't me" (429 `user_protected`). With
     /// `userVerification`, only an approval with the deciding device's
-    /// passkey, its owner verified, settles it as approved.
+    /// passkey, its owner verified, settles it as approved. With
+    /// `approvers` (users, or a directory group), several people must
+    /// approve it instead of `user`'s devices: `approvers.required` distinct
+    /// ones of them (proto/signing.md §11; check the outcome with
+    /// ``verifyQuorum(of:app:pinnedKeys:approvers:requiredApprovals:allowRequester:pinnedPasskeys:)``).
     public func requestApproval(
         user: String, event: String = EventName.transaction, details: String? = nil, numberMatching: Bool = true,
         requesterName: String? = nil, ip: String? = nil, limitAsRequester: Bool = false,
-        userVerification: Bool = false
+        userVerification: Bool = false, approvers: Approvers? = nil
     ) async throws -> EventTicket {
         struct Body: Encodable {
             let client_user_id: String
@@ -60,14 +64,39 @@ public struct CountersignBackend: Sendable {
             let ip: String?
             let limit_as_requester: Bool?
             let user_verification: String?
+            let approvers: Approvers?
         }
         return try await connection.send(
             .POST, "/api/v1/events", headers: [authorization],
             body: Body(
                 client_user_id: user, event: event, details: details, number_matching: numberMatching,
                 requester_name: requesterName, ip: ip, limit_as_requester: limitAsRequester ? true : nil,
-                user_verification: userVerification ? "required" : nil),
+                user_verification: userVerification ? "required" : nil, approvers: approvers),
             as: EventTicket.self)
+    }
+
+    /// Who must approve an event, and how many of them.
+    public struct Approvers: Encodable, Sendable {
+        let users: [String]?
+        let group: String?
+        let required: Int
+        let allowRequester: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case users, group
+            case required = "required_approvals"
+            case allowRequester = "allow_requester"
+        }
+
+        /// `required` of `users`; the user the event names counts only with `allowRequester`.
+        public static func users(_ users: [String], required: Int, allowRequester: Bool = false) -> Approvers {
+            Approvers(users: users, group: nil, required: required, allowRequester: allowRequester)
+        }
+
+        /// `required` of the members of a directory group (by name or DN).
+        public static func group(_ group: String, required: Int, allowRequester: Bool = false) -> Approvers {
+            Approvers(users: nil, group: group, required: required, allowRequester: allowRequester)
+        }
     }
 
     /// One event, held up to `wait` seconds until it is settled.
@@ -126,6 +155,27 @@ public struct CountersignBackend: Sendable {
     ) async throws(ProtocolError) -> DecisionClaims {
         try await DecisionProof.check(
             storedIn: event, app: app, pinnedKeys: pinnedKeys, broker: connection.baseURL,
+            pinnedPasskeys: pinnedPasskeys)
+    }
+
+    /// Checks, without trusting the broker, that an event you asked
+    /// several people to approve was approved by at least
+    /// `requiredApprovals` distinct users of `approvers`, each with a device
+    /// whose key you pinned for that user (`pinnedKeys`, by user id, from
+    /// the `device.enrolled` webhooks or ``devices(user:)``), over exactly
+    /// the words the event shows for your app, named `app` as approvers see
+    /// it (proto/signing.md §11). Pass the approvers and the number you
+    /// asked for, not the ones the event says. The user the event names
+    /// counts only with `allowRequester`. Throws ``ProtocolError``
+    /// (`too_few_approvals`, `wrong_display`, `wrong_device`, …); returns
+    /// the approvals that counted, one per approver.
+    public func verifyQuorum(
+        of event: EventDocument, app: String, pinnedKeys: [String: [DevicePublicKey]], approvers: [String],
+        requiredApprovals: Int, allowRequester: Bool = false, pinnedPasskeys: [String: [PasskeyDocument]] = [:]
+    ) async throws(ProtocolError) -> [DecisionProof.CountedApproval] {
+        try await DecisionProof.checkQuorum(
+            storedIn: event, app: app, pinnedKeys: pinnedKeys, approvers: approvers,
+            requiredApprovals: requiredApprovals, allowRequester: allowRequester, broker: connection.baseURL,
             pinnedPasskeys: pinnedPasskeys)
     }
 

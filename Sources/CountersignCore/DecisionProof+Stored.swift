@@ -25,6 +25,11 @@ extension DecisionProof {
         storedIn event: EventDocument, app: String, pinnedKeys: [DevicePublicKey], broker: String? = nil,
         pinnedPasskeys: [String: [PasskeyDocument]] = [:]
     ) async throws(ProtocolError) -> DecisionClaims {
+        if let quorum = event.approvers {
+            throw ProtocolError(
+                .tooFewApprovals,
+                "the event needed \(quorum.requiredApprovals) approvers; check each approval (checkQuorum)")
+        }
         guard let token = event.decision, let deviceID = event.decidedBy else {
             throw ProtocolError(.malformed, "the event carries no device's decision (status \(event.status.rawValue))")
         }
@@ -53,23 +58,30 @@ extension DecisionProof {
                 .wrongVerdict,
                 "the device signed \(claims.decision.rawValue) but the event says \(event.status.rawValue)")
         }
-        if let broker {
-            guard let audience = Origin(url: claims.aud), let expected = Origin(url: broker),
-                audience.names(sameBrokerAs: expected)
-            else {
-                throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
-            }
-        }
+        try checkAudience(of: claims, broker: broker)
         if event.userVerification == "required" || event.assertion != nil {
-            try checkAssertion(of: event, decision: token, broker: broker, pinned: pinnedPasskeys[deviceID] ?? [])
+            try checkAssertion(
+                event.assertion, decision: token, broker: broker, pinned: pinnedPasskeys[deviceID] ?? [])
         }
         return claims
     }
 
-    private static func checkAssertion(
-        of event: EventDocument, decision token: String, broker: String?, pinned: [PasskeyDocument]
+    /// Given `broker`, that the decision is addressed to it.
+    static func checkAudience(of claims: DecisionClaims, broker: String?) throws(ProtocolError) {
+        guard let broker else { return }
+        guard let audience = Origin(url: claims.aud), let expected = Origin(url: broker),
+            audience.names(sameBrokerAs: expected)
+        else {
+            throw ProtocolError(.wrongAudience, "the decision is addressed to another broker")
+        }
+    }
+
+    /// The passkey assertion a decision came with: of one of `pinned`, its
+    /// owner verified, over `token`, at `broker`.
+    static func checkAssertion(
+        _ assertion: PasskeyAssertion?, decision token: String, broker: String?, pinned: [PasskeyDocument]
     ) throws(ProtocolError) {
-        guard let assertion = event.assertion else {
+        guard let assertion else {
             throw ProtocolError(.userNotVerified, "the event required user verification and carries no assertion")
         }
         guard let broker, let origin = Origin(url: broker), let relyingParty = RelyingParty.of(broker: origin)?.0

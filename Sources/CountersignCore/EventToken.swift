@@ -28,10 +28,16 @@ public struct EventTokenClaims: JWTPayload, Equatable {
     /// (``ApprovalAuthentication``): its class and RFC 8176 methods.
     public var acr: String?
     public var amr: [String]?
+    /// For an event that needed a quorum: how many distinct approvers it
+    /// took, and each approval's signed decision as it came, oldest first
+    /// (proto/signing.md §11).
+    public var requiredApprovals: Int?
+    public var approvals: [String]?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, iat, exp, jti, event, status, approved, method, acr, amr
+        case iss, sub, aud, iat, exp, jti, event, status, approved, method, acr, amr, approvals
         case decidedBy = "decided_by"
+        case requiredApprovals = "required_approvals"
     }
 
     /// The token for a settled event.
@@ -49,6 +55,10 @@ public struct EventTokenClaims: JWTPayload, Equatable {
         self.approved = status == .approved
         self.method = event.method
         self.decidedBy = event.decidedBy
+        if let quorum = event.quorum {
+            self.requiredApprovals = quorum.requiredApprovals
+            self.approvals = event.approvals.map(\.decision)
+        }
         if status == .approved {
             let authentication = ApprovalAuthentication(of: event)
             self.acr = authentication.acr

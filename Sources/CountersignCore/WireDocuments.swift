@@ -42,10 +42,16 @@ public struct EventDocument: Codable, Sendable, Equatable {
     /// The door the request came through: `api`, `ciba`, `openid` or
     /// `radius`; nil from a broker that predates it.
     public var channel: EventChannel?
+    /// Who must approve it, when it needs several people (M of N).
+    public var approvers: ApproverQuorum?
+    /// Its approvers' approvals so far, oldest first: each one's signed
+    /// decision, checkable offline (proto/signing.md §11); nil without a
+    /// quorum.
+    public var approvals: [QuorumApproval]?
 
     enum CodingKeys: String, CodingKey {
         case ID, CreatedAt, UpdatedAt, DeletedAt, issuer, event, ip, location, timestamp, method, new, approved
-        case signature, status, details, decision, assertion, acr, amr, channel
+        case signature, status, details, decision, assertion, acr, amr, channel, approvers, approvals
         case statusReason = "status_reason"
         case userVerification = "user_verification"
         case clientUserID = "client_user_id"
@@ -83,6 +89,8 @@ public struct EventDocument: Codable, Sendable, Equatable {
         self.userVerification = event.userVerification ? "required" : nil
         self.assertion = event.assertion
         self.channel = event.channel
+        self.approvers = event.quorum
+        self.approvals = event.quorum == nil ? nil : event.approvals
         if status == .approved {
             let authentication = ApprovalAuthentication(of: event)
             self.acr = authentication.acr
@@ -306,7 +314,9 @@ extension EventDocument: WireJSONWritable {
         object.field("UpdatedAt", UpdatedAt)
         object.field("acr", acr)
         if let amr { object.field("amr", amr) }
+        if let approvals { object.field("approvals", approvals) }
         object.field("approved", approved)
+        object.field("approvers", approvers)
         object.field("assertion", assertion)
         object.field("channel", channel?.rawValue)
         object.field("client_user_id", clientUserID)

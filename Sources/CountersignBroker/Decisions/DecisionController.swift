@@ -85,6 +85,10 @@ struct DecisionController {
         by device: TrustedDevice, on event: ApprovalEvent, ip: String, now: Date
     ) async throws -> ApprovalEvent {
         let transitions = EventTransitions(environment: environment)
+        if event.quorum != nil {
+            return try await answerQuorum(
+                event, claims: claims, jws: jws, assertion: assertion, spending: spent, by: device, ip: ip, now: now)
+        }
         switch DecisionRules.evaluate(claims, by: device, on: event, userVerified: assertion != nil, now: now) {
         case .settle(let status):
             // A pairing approval adds the event's key, in the same write.
@@ -112,15 +116,7 @@ struct DecisionController {
                 now: now)
         case .wrongMatch:
             let after = try await transitions.countWrongMatch(event, spending: spent, now: now)
-            let left = environment.policy.wrongMatchesLeft(after: after)
-            guard left > 0 else {
-                throw APIError(
-                    .unprocessableContent, .tooManyWrongMatches,
-                    "that is not the number the requesting machine shows; the request is now rejected")
-            }
-            throw APIError(
-                .unprocessableContent, .wrongMatch,
-                "that is not the number the requesting machine shows; \(APIError.triesLeft(left))")
+            throw wrongMatch(after)
         case .refused(let refusal):
             // Spent all the same, so that a replay is named as one.
             try await environment.store.consumeProofID(
@@ -130,5 +126,38 @@ struct DecisionController {
             // Only an event with a quorum counts approvals, answered above.
             throw APIError.refused(.alreadyDecided)
         }
+    }
+
+    /// An answer to an event that needs a quorum: judged in the write, so
+    /// that approvals arriving together (on any instance) are each counted
+    /// once against the ones before them.
+    private func answerQuorum(
+        _ event: ApprovalEvent, claims: DecisionClaims, jws: String, assertion: (PasskeyAssertion, UInt32)?,
+        spending spent: SpentProofID, by device: TrustedDevice, ip: String, now: Date
+    ) async throws -> ApprovalEvent {
+        let decision = RecordedDecision(
+            status: .pending, deviceID: device.id, jws: jws, ip: ip, spends: spent, assertion: assertion?.0,
+            signCount: assertion?.1)
+        let (after, outcome) = try await EventTransitions(environment: environment).answerQuorum(
+            event, with: decision, claims: claims, now: now)
+        switch outcome {
+        case .countApproval, .settle: return after
+        case .wrongMatch: throw wrongMatch(after)
+        case .refused(let refusal): throw APIError.refused(refusal)
+        case .reportFraud: throw APIError.refused(.alreadyDecided)
+        }
+    }
+
+    /// What a wrong number is answered with, given the event after it.
+    private func wrongMatch(_ after: ApprovalEvent) -> APIError {
+        let left = environment.policy.wrongMatchesLeft(after: after)
+        guard left > 0 else {
+            return APIError(
+                .unprocessableContent, .tooManyWrongMatches,
+                "that is not the number the requesting machine shows; the request is now rejected")
+        }
+        return APIError(
+            .unprocessableContent, .wrongMatch,
+            "that is not the number the requesting machine shows; \(APIError.triesLeft(left))")
     }
 }

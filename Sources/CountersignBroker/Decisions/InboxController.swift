@@ -56,9 +56,9 @@ struct InboxController {
     /// user's event is not found, as an unknown one.
     @Sendable func event(_ request: Request, context: DeviceReaderContext) async throws -> JSONBody<EventDocument> {
         let id = try context.parameters.require("id")
-        guard let event = try await environment.store.event(id: id),
-            context.device.belongs(toIssuer: event.issuer, user: event.clientUserID)
-        else { throw APIError.notFound("no such event") }
+        guard let event = try await environment.store.event(id: id), event.isAnswered(by: context.device) else {
+            throw APIError.notFound("no such event")
+        }
         return JSONBody(EventDocument(event, now: environment.now(), signature: nil))
     }
 
@@ -120,15 +120,15 @@ struct InboxController {
     @inline(never)
     private func pendingEvents(of device: TrustedDevice) async throws -> [ApprovalEvent] {
         guard device.suspendedAt == nil else { return [] }
-        return try await environment.store.events(
-            issuer: device.issuer, clientUserID: device.clientUserID, status: .pending, now: environment.now(),
-            limit: 20
+        return try await environment.store.inboxEvents(
+            issuer: device.issuer, clientUserID: device.clientUserID, now: environment.now(), limit: 20
         ).reversed()
     }
 }
 
-/// Names a set of pending events, so that a poll can be held while the set
-/// it was last given stays the same: 15 characters of base64url of the
+/// Names a set of pending events (with a quorum's approvals so far), so
+/// that a poll can be held while the set it was last given stays the same:
+/// 15 characters of base64url of the
 /// SHA-256 of the ids in order (short enough for Swift to keep inline).
 enum InboxState {
     /// The set `?state=` names; without it, the empty set (held while none
@@ -146,7 +146,11 @@ enum InboxState {
 
     static func of(_ pending: [ApprovalEvent]) -> String {
         var hash = SHA256()
-        for event in pending { hash.update(data: Data((event.id + "\n").utf8)) }
+        for event in pending {
+            // A quorum's approvals so far show in the inbox: one more is a change.
+            let approvals = event.quorum == nil ? "" : "/" + String(event.approvals.count)
+            hash.update(data: Data((event.id + approvals + "\n").utf8))
+        }
         return Base64URL.encode(hash.finalize().prefix(11))
     }
 }

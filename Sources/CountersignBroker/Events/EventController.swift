@@ -40,15 +40,32 @@ struct EventController {
         var limitAsRequester: Bool?
         /// `required`: only a user-verified passkey assertion approves it.
         var userVerification: String?
+        /// Several people must approve it (M of N).
+        var approvers: ApproversRequest?
 
         enum CodingKeys: String, CodingKey {
-            case event, details, ip, location
+            case event, details, ip, location, approvers
             case clientUserID = "client_user_id"
             case requesterName = "requester_name"
             case numberMatching = "number_matching"
             case newDevice = "new_device"
             case limitAsRequester = "limit_as_requester"
             case userVerification = "user_verification"
+        }
+    }
+
+    /// Who must approve an event, as its backend asks: `users` or a
+    /// directory `group`, and how many of them.
+    struct ApproversRequest: Decodable {
+        var users: [String]?
+        var group: String?
+        var requiredApprovals: Int?
+        var allowRequester: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case users, group
+            case requiredApprovals = "required_approvals"
+            case allowRequester = "allow_requester"
         }
     }
 
@@ -79,6 +96,14 @@ struct EventController {
         (body.details, body.location, body.ip) = (shown.details, shown.location, shown.ip)
         let requesterName = shown.requesterName
         let requested = try body.userVerification.map(UserVerificationPolicy.requested)
+        if body.approvers != nil {
+            guard context.creator.holdsSecret else {
+                throw APIError.forbidden(.secretRequired, "approvers needs the app's secret key: only its backend asks")
+            }
+            guard name != EventName.enrollNewTrustedDevice else {
+                throw APIError.badRequest("a pairing is approved by the user's own device, not by approvers")
+            }
+        }
         let pairing = try await checkPairing(name: name, body: body, request: request, creator: context.creator)
         switch context.creator {
         case .device(let caller):
@@ -205,11 +230,13 @@ struct EventController {
         guard let user = body.clientUserID, ClientUserID.isValid(user) else {
             throw APIError.badRequest("client_user_id is missing or invalid")
         }
+        var quorum: ApproverQuorum?
+        if let approvers = body.approvers { quorum = try await self.quorum(approvers, requester: user) }
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: name, ip: ip, location: body.location, details: body.details,
                 requesterName: requesterName, numberMatching: body.numberMatching != false,
-                newDevice: pairing?.device, userVerification: requested),
+                newDevice: pairing?.device, userVerification: requested, quorum: quorum),
             by: requester, holdsSecret: context.creator.holdsSecret)
         if let pairing {
             try await ProofCheck(environment: environment).spend(
@@ -220,6 +247,37 @@ struct EventController {
             EventTicket(
                 event: document, requesterToken: opened.requesterToken, matchNumber: opened.event.matchNumber),
             status: .created)
+    }
+
+    /// The quorum `request` asks for an event of `requester`: its users,
+    /// or the active members of the directory group it names, held to
+    /// ``ApproverQuorum/refusal(requester:)``.
+    private func quorum(_ request: ApproversRequest, requester: String) async throws -> ApproverQuorum {
+        guard let required = request.requiredApprovals else {
+            throw APIError.badRequest("approvers needs required_approvals: how many of them must approve")
+        }
+        let users: [String]
+        switch (request.users, request.group) {
+        case (let listed?, nil):
+            users = listed
+        case (nil, let group?):
+            let people = try await environment.store.directoryPeople()
+            let groups = DirectoryGroup.named(group, in: people)
+            guard groups.count == 1, let dn = groups.first?.dn else {
+                throw APIError.badRequest(
+                    groups.isEmpty
+                        ? "no directory group is named \(group.debugDescription)"
+                        : "groups in several branches are named \(group.debugDescription); name one by its DN")
+            }
+            users = people.filter { $0.state == .active && $0.isMember(of: dn) }.map(\.clientUserID)
+        default:
+            throw APIError.badRequest("approvers takes users or a group, one of them")
+        }
+        let quorum = ApproverQuorum(
+            users: users, group: request.group, requiredApprovals: required,
+            allowRequester: request.allowRequester ?? false)
+        if let refusal = quorum.refusal(requester: requester) { throw APIError.badRequest(refusal) }
+        return quorum
     }
 
     /// The event, held up to `?wait=N` seconds until it is settled.

@@ -64,6 +64,49 @@ struct EventTransitions {
         return after
     }
 
+    /// A device's answer to an event that needs a quorum, judged by
+    /// ``DecisionRules`` in the transaction that writes it, against the
+    /// approvals that came before it (on any instance): an approval
+    /// counted, the quorum reached, a rejection, a wrong number. A refusal
+    /// changes nothing but spends the decision's id. Returns the event
+    /// after it and the outcome.
+    func answerQuorum(
+        _ event: ApprovalEvent, with decision: RecordedDecision, claims: DecisionClaims, now: Date
+    ) async throws -> (ApprovalEvent, DecisionOutcome) {
+        let maxWrong = environment.policy.maxWrongMatches
+        let passkey = decision.assertion.flatMap { assertion in
+            decision.signCount.map { PasskeyUse(credentialID: assertion.credentialID, signCount: $0) }
+        }
+        let (after, outcome) = try await environment.store.updateEvent(
+            id: event.id, decidedBy: decision.deviceID, spending: decision.spends, passkey: passkey, now: now
+        ) { [decision] current, device in
+            guard let device else { return (current, DecisionOutcome.refused(.revokedDevice)) }
+            let outcome = DecisionRules.evaluate(
+                claims, by: device, on: current, userVerified: decision.assertion != nil, now: now)
+            switch outcome {
+            case .countApproval:
+                let approval = QuorumApproval(
+                    clientUserID: device.clientUserID, deviceID: device.id, decision: decision.jws ?? "",
+                    assertion: decision.assertion, approvedAt: now)
+                return (current.approved(with: approval, now: now), outcome)
+            case .settle(.rejected):
+                return (
+                    current.rejected(
+                        by: device.id, decision: decision.jws ?? "", assertion: decision.assertion, now: now), outcome
+                )
+            case .wrongMatch:
+                return (current.countingWrongMatch(maxWrong: maxWrong, at: now), outcome)
+            case .refused:
+                return (current, outcome)
+            case .settle, .reportFraud:
+                // Not an outcome for an event with a quorum.
+                return (current, .refused(.alreadyDecided))
+            }
+        }
+        if after != event { changed([after]) }
+        return (after, outcome)
+    }
+
     /// Its requester or backend gave up on it.
     func withdraw(_ event: ApprovalEvent, now: Date) async throws -> ApprovalEvent {
         let withdrawn = try await environment.store.updateEvent(id: event.id, spending: nil, now: now) { current in
@@ -118,18 +161,22 @@ struct EventTransitions {
     }
 
     /// Events a write changed (decided, withdrawn, rejected by a report,
-    /// a wrong number counted). Its waiters re-read it; the inboxes only
-    /// when it left them (a wrong number leaves the pending set as it is).
+    /// a wrong number counted, an approval of a quorum). Its waiters
+    /// re-read it; the inboxes when it left them, or when they show its
+    /// approvals so far (a wrong number leaves the pending set as it is).
     private func changed(_ events: [ApprovalEvent]) {
         let now = environment.now()
         for event in events {
             environment.hub.notify(WakeKey.event(event.id))
-            if event.status(at: now) != .pending { wakeInboxes(of: event) }
+            if event.status(at: now) != .pending || event.quorum != nil { wakeInboxes(of: event) }
             if event.storedStatus != .pending { environment.metrics.decided(event) }
         }
     }
 
+    /// The inboxes that show it: its user's, or its approvers'.
     private func wakeInboxes(of event: ApprovalEvent) {
-        environment.hub.notify(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID))
+        for user in event.answeringUsers {
+            environment.hub.notify(WakeKey.inbox(issuer: event.issuer, user: user))
+        }
     }
 }

@@ -28,6 +28,8 @@ struct PendingEvents {
         var limits: PendingLimits? = nil
         /// The door it comes through.
         var channel: EventChannel = .api
+        /// Who must approve it, when several people must.
+        var quorum: ApproverQuorum? = nil
     }
 
     struct Opened {
@@ -52,9 +54,14 @@ struct PendingEvents {
         attaching attachment: ((ApprovalEvent, _ requesterToken: String) -> PendingAttachment)? = nil
     ) async throws -> Opened {
         let key = draft.key
-        let devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
-        guard !RequesterPolicy.tellsNoDevice(devices, callerHoldsSecret: holdsSecret) else {
-            throw APIError.noTrustedDevice
+        let devices: [TrustedDevice]
+        if let quorum = draft.quorum {
+            devices = try await approverDevices(quorum, requester: draft.user, key: key)
+        } else {
+            devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
+            guard !RequesterPolicy.tellsNoDevice(devices, callerHoldsSecret: holdsSecret) else {
+                throw APIError.noTrustedDevice
+            }
         }
         let now = environment.now()
         let requesterToken = SecretToken.generate(bytes: 32)
@@ -77,6 +84,7 @@ struct PendingEvents {
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: draft.newDevice, now: now,
             window: draft.window ?? environment.policy.window, channel: draft.channel)
         event.userVerification = requiresUserVerification
+        event.quorum = draft.quorum
         // The user's devices hear of it by push, if they asked to; the
         // messages commit with the event and go out after the answer.
         let pushes =
@@ -91,5 +99,28 @@ struct PendingEvents {
             environment.metrics.queued(pushes)
         }
         return Opened(event: event, requesterToken: requesterToken)
+    }
+
+    /// The devices of a quorum's approvers that can answer (the backend
+    /// asking is told, 409, when fewer of them have one than must approve).
+    private func approverDevices(_ quorum: ApproverQuorum, requester: String, key: APIKey) async throws
+        -> [TrustedDevice]
+    {
+        var devices: [TrustedDevice] = []
+        var equipped = 0
+        for user in quorum.approvers(requester: requester) {
+            let usable = try await environment.store.devices(issuer: key.id, clientUserID: user).filter {
+                $0.revokedAt == nil && $0.suspendedAt == nil
+            }
+            if !usable.isEmpty { equipped += 1 }
+            devices += usable
+        }
+        guard equipped >= quorum.requiredApprovals else {
+            throw APIError.conflict(
+                .tooFewApprovers,
+                "\(quorum.requiredApprovals) approvals are required but only \(equipped) of the approvers have a "
+                    + "trusted device")
+        }
+        return devices
     }
 }

@@ -1,0 +1,163 @@
+import CountersignBroker
+import CountersignClient
+import CountersignCore
+import CountersignSQLite
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@Suite("approvals by several people (M of N) over the router")
+struct QuorumTests {
+    /// Creates, as the app's backend, a transaction `requester` asks
+    /// `approvers` to approve, `required` of them; returns the response.
+    func ask(
+        _ broker: TestBroker, _ client: some TestClientProtocol, requester: String = "dave",
+        approvers: [String: AnyEncodable]
+    ) async throws -> TestResponse {
+        let body: [String: AnyEncodable] = [
+            "client_user_id": .init(requester), "event": .init("TRANSACTION"), "details": .init("Pay 5,000 EUR"),
+            "approvers": .init(approvers),
+        ]
+        return try await client.execute(
+            uri: "/api/v1/events", method: .post, headers: broker.backendHeaders, body: json(body))
+    }
+
+    func askTwoOfThree(_ broker: TestBroker, _ client: some TestClientProtocol) async throws -> EventTicket {
+        let response = try await ask(
+            broker, client,
+            approvers: ["users": .init(["alice", "bob", "carol"]), "required_approvals": .init(2)])
+        #expect(response.status == .created, "create: \(String(buffer: response.body))")
+        return try decode(EventTicket.self, response)
+    }
+
+    func answer(
+        _ broker: TestBroker, _ client: some TestClientProtocol, _ device: TestDevice, _ ticket: EventTicket,
+        _ verdict: Verdict = .approve
+    ) async throws -> TestResponse {
+        let item = try #require(
+            try await broker.inbox(client, device).first { $0.event.ID == ticket.event.ID }, "in the inbox")
+        return try await broker.submit(
+            client, eventID: item.event.ID,
+            decision: try await device.decision(
+                on: item, verdict, match: verdict == .approve ? ticket.matchNumber : nil, now: broker.clock.now))
+    }
+
+    @Test("2 of 3 approve: counted per person, the requester left out, and the proof checks offline")
+    func twoOfThree() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client, user: "alice")
+            let alicesPhone = try await broker.enroll(client, user: "alice")
+            let bob = try await broker.enroll(client, user: "bob")
+            let carol = try await broker.enroll(client, user: "carol")
+            let dave = try await broker.enroll(client, user: "dave")
+            let ticket = try await askTwoOfThree(broker, client)
+            #expect(ticket.event.approvers?.requiredApprovals == 2 && ticket.event.approvals == [])
+            #expect(ticket.matchNumber != nil, "each approver types the number the requester shows")
+            #expect(try await broker.inbox(client, dave.device).isEmpty, "the requester is not asked")
+            #expect(try await broker.inbox(client, carol.device).map(\.event.ID) == [ticket.event.ID])
+
+            let first = try await answer(broker, client, alice.device, ticket)
+            #expect(first.status == .ok, "\(String(buffer: first.body))")
+            let once = try decode(EventDocument.self, first)
+            #expect(once.status == .pending && once.approvals?.map(\.clientUserID) == ["alice"])
+            let item = try #require(try await broker.inbox(client, bob.device).first)
+            #expect(item.event.approvals?.count == 1, "every approver sees the progress")
+
+            let again = try await answer(broker, client, alicesPhone.device, ticket)
+            #expect(again.status == .conflict && errorCode(again) == "already_approved", "a person counts once")
+            let forged = try await broker.submit(
+                client, eventID: ticket.event.ID,
+                decision: try await dave.device.decision(
+                    on: item, .approve, match: ticket.matchNumber, now: broker.clock.now))
+            #expect(forged.status == .forbidden && errorCode(forged) == "not_an_approver", "not the requester")
+
+            let second = try await answer(broker, client, bob.device, ticket)
+            #expect(second.status == .ok)
+            let event = try await broker.poll(client, ticket)
+            #expect(event.status == .approved && event.decidedBy == bob.device.id)
+            #expect(event.approvals?.map(\.deviceID) == [alice.device.id, bob.device.id])
+            #expect(try await broker.inbox(client, carol.device).isEmpty, "the card ends for everyone")
+
+            let verifier = try await BrokerTokenVerifier(
+                jwksJSON: String(
+                    decoding: try WireCoding.encoder().encode(broker.environment.keys.jwks), as: UTF8.self),
+                issuer: TestBroker.origin)
+            let claims = try await verifier.verifyEventToken(try #require(event.signature), apiKeyID: broker.apiKeyID)
+            #expect(claims.requiredApprovals == 2 && claims.approvals == event.approvals?.map(\.decision))
+
+            let pinned = [
+                "alice": [alice.device.jwk, alicesPhone.device.jwk], "bob": [bob.device.jwk],
+                "carol": [carol.device.jwk], "dave": [dave.device.jwk],
+            ]
+            let counted = try await DecisionProof.checkQuorum(
+                storedIn: event, app: "demo", pinnedKeys: pinned, approvers: ["alice", "bob", "carol"],
+                requiredApprovals: 2, broker: TestBroker.origin)
+            #expect(counted.map(\.clientUserID) == ["alice", "bob"])
+            await #expect(throws: ProtocolError(.tooFewApprovals, "")) {
+                try await DecisionProof.checkQuorum(
+                    storedIn: event, app: "demo", pinnedKeys: pinned, approvers: ["alice", "bob", "carol"],
+                    requiredApprovals: 3)
+            }
+            await #expect(throws: ProtocolError(.tooFewApprovals, ""), "one decision is not a quorum") {
+                try await DecisionProof.check(storedIn: event, app: "demo", pinnedKeys: [bob.device.jwk])
+            }
+        }
+    }
+
+    @Test("any approver's rejection rejects; an expiry with 1 of 2 stays unapproved")
+    func rejectionAndExpiry() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client, user: "alice")
+            let bob = try await broker.enroll(client, user: "bob")
+            _ = try await broker.enroll(client, user: "carol")
+            let rejected = try await askTwoOfThree(broker, client)
+            #expect(try await answer(broker, client, alice.device, rejected).status == .ok)
+            #expect(try await answer(broker, client, bob.device, rejected, .reject).status == .ok)
+            let event = try await broker.poll(client, rejected)
+            #expect(event.status == .rejected && event.decidedBy == bob.device.id && event.approvals?.count == 1)
+
+            let expiring = try await askTwoOfThree(broker, client)
+            #expect(try await answer(broker, client, alice.device, expiring).status == .ok)
+            broker.clock.advance(by: broker.environment.policy.window + 1)
+            let expired = try await broker.poll(client, expiring)
+            #expect(expired.status == .expired && expired.signature == nil && expired.approvals?.count == 1)
+        }
+    }
+
+    @Test("a quorum that cannot be met, or asked without the secret, is refused and nothing is stored")
+    func refusals() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            _ = try await broker.enroll(client, user: "alice")
+            _ = try await broker.enroll(client, user: "bob")
+            for (approvers, why) in [
+                (["users": AnyEncodable(["alice", "bob"]), "required_approvals": .init(3)], "more than listed"),
+                (["users": .init(["alice", "alice"]), "required_approvals": .init(1)], "a user twice"),
+                (["users": .init(["alice"])], "no required_approvals"),
+                (["users": .init(["alice"]), "group": .init("ops"), "required_approvals": .init(1)], "both"),
+                (["group": .init("nobody"), "required_approvals": .init(1)], "an unknown group"),
+                (["users": .init(["dave", "alice"]), "required_approvals": .init(2)], "the requester counted"),
+            ] {
+                let response = try await ask(broker, client, approvers: approvers)
+                #expect(response.status == .badRequest, "\(why): \(String(buffer: response.body))")
+            }
+            let unequipped = try await ask(
+                broker, client, approvers: ["users": .init(["alice", "carol"]), "required_approvals": .init(2)])
+            #expect(unequipped.status == .conflict && errorCode(unequipped) == "too_few_approvers")
+            let requester = try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
+                body: json([
+                    "client_user_id": AnyEncodable("dave"),
+                    "approvers": .init(["users": AnyEncodable(["alice"]), "required_approvals": .init(1)]),
+                ]))
+            #expect(requester.status == .forbidden && errorCode(requester) == "secret_required")
+            let events = try await broker.store.events(
+                issuer: broker.apiKeyID, clientUserID: "dave", status: nil, now: broker.clock.now, limit: 10)
+            #expect(events.isEmpty, "nothing stored")
+        }
+    }
+}
