@@ -49,8 +49,14 @@ struct Answering {
     private func show(_ live: LiveLine, securityKey: SecurityKeyApproval?) {
         let event = item.event
         print("")
-        print("\(RequestText.title(of: item)) for \(shown(credential.clientUserID)) at \(shown(item.app))")
+        print("\(RequestText.title(of: item)) for \(shown(event.clientUserID)) at \(shown(item.app))")
         print("  from:      \(RequestText.from(event))")
+        if let quorum = event.approvers {
+            print(
+                "  approvers: \(quorum.requiredApprovals) of \(quorum.users.map(shown).joined(separator: ", ")) "
+                    + "must approve; you are one of them")
+            print("  approvals: \(RequestText.progress(of: event))")
+        }
         print("  requested: \(event.CreatedAt.formatted(Self.timeWithZone))")
         if let details = event.details { print("  details:   \(shown(details))") }
         if let device = item.newDevice {
@@ -166,10 +172,12 @@ struct Answering {
             // read before anything is sent again, so that nothing is
             // counted twice (a wrong number) or told wrong.
             if unsent > 0, let current = try? await client.event(item.event.ID, credential: credential),
-                current.status != .pending
+                current.status != .pending || RequestText.approved(current, by: credential)
             {
                 live.stop()
-                if current.decidedBy == credential.deviceID { return report(current) }
+                if current.decidedBy == credential.deviceID || RequestText.approved(current, by: credential) {
+                    return report(current)
+                }
                 if current.statusReason == .tooManyWrongMatches {
                     print(tooManyWrong)
                     return .rejected
@@ -228,7 +236,7 @@ struct Answering {
                 print(tooManyWrong)
                 return .rejected
             } catch let error as CountersignError
-                where ["expired", "withdrawn", "already_decided"].contains(error.code)
+                where ["expired", "withdrawn", "already_decided", "already_approved"].contains(error.code)
             {
                 live.stop()
                 print("Not answered: \(shown(error.message)).")
@@ -283,6 +291,11 @@ struct Answering {
 
     /// Says how this device's answer settled the request.
     private func report(_ decided: EventDocument) -> Outcome {
+        if decided.approvers != nil, decided.status != .rejected {
+            let done = decided.status == .approved ? "the request is approved." : "waiting for the others."
+            print("Approved: \(RequestText.progress(of: decided)); \(done)")
+            return .approved
+        }
         if decided.statusReason == .fraudReported {
             print(
                 "Rejected and reported as not yours. Your other waiting requests are rejected too, and "

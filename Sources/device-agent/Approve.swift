@@ -18,13 +18,18 @@ extension DeviceAgent {
                 more, and rides out a broker restart or a dropped connection. `--event ID --yes \
                 --match N` (or `--reject`, `--report-fraud`) answers without asking.
 
+                A request that several people must approve (an app's "2 of these 3 people") is shown \
+                to each of them with the approvals so far; each person's approval counts once, \
+                whichever of their devices gives it, and any one's rejection rejects it.
+
                 Answer f ("this wasn't me") to a request you did not make: it is rejected, every \
                 other request waiting for you is rejected too, and for a while (15 minutes by \
                 default) nobody can send you new ones with only the app's key id; the app is told.
 
                 Exit codes: 0 answered; 1 error (refused decision, broker unreachable); \
                 5 no pending request arrived in time; 6 the --event request is not pending (unknown, \
-                withdrawn, approved, rejected or expired; said at once); 7 this device is suspended (the \
+                withdrawn, approved, rejected or expired; said at once), or this user approved it already \
+                and it waits for other approvers; 7 this device is suspended (the \
                 directory does not list its user as enabled: no request is shown to it until it does; \
                 said at once); 64 bad command line.
                 """)
@@ -85,7 +90,10 @@ extension DeviceAgent {
                 until: watch ? nil : Date() + TimeInterval(timeout), ridingOutOutages: watch)
             {
                 guard let pending = change.requestsSayingOutages() else { continue }
-                let items = pending.filter { !seen.contains($0.event.ID) }
+                // One this user approved already waits for other approvers.
+                let items = pending.filter {
+                    !seen.contains($0.event.ID) && !RequestText.approved($0.event, by: credential)
+                }
                 let chosen = event.map { id in items.filter { $0.event.ID == id } } ?? items
                 // The request asked for is not waiting: say at once if it
                 // has ended, rather than wait for it until --timeout.
@@ -159,6 +167,10 @@ extension DeviceAgent {
             }
             let ended: String
             switch (current.status, current.statusReason) {
+            case (.pending, _) where RequestText.approved(current, by: credential):
+                ended =
+                    "was approved by \(shown(credential.clientUserID)) already and waits for other approvers ("
+                    + RequestText.progress(of: current) + ")"
             case (.pending, _): return
             case (.expired, .withdrawn): ended = "was withdrawn by the machine that asked"
             case (.expired, _): ended = "expired before it was answered"
@@ -211,6 +223,22 @@ enum RequestText {
     static func from(_ event: EventDocument) -> String {
         let place = event.location == "Unknown" ? "" : ", \(shown(event.location))"
         return "\(event.requesterName.map(shown) ?? "an unnamed machine") (\(shown(event.ip))\(place))"
+    }
+
+    /// How far an event that several people approve has got: "1 of 2
+    /// approvals: alice at 10:02:03 CET".
+    static func progress(of event: EventDocument) -> String {
+        let approvals = event.approvals ?? []
+        let required = event.approvers?.requiredApprovals ?? 1
+        let who = approvals.map { "\(shown($0.clientUserID)) at \($0.approvedAt.formatted(Answering.timeWithZone))" }
+        return "\(approvals.count) of \(required) approval\(required == 1 ? "" : "s")"
+            + (who.isEmpty ? "" : ": " + who.joined(separator: ", "))
+    }
+
+    /// Whether the user of `credential` approved `event` (one that several
+    /// people approve) already.
+    static func approved(_ event: EventDocument, by credential: DeviceCredential) -> Bool {
+        event.approvals?.contains { $0.clientUserID == credential.clientUserID } ?? false
     }
 
     /// One line for a list of waiting requests.

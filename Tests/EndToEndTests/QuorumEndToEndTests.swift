@@ -1,0 +1,157 @@
+import CountersignClient
+import CountersignCore
+import Foundation
+import Testing
+
+/// Approvals by several people between real processes: a backend asks for
+/// "2 of these 3 people", each approves with their own device agent, and
+/// the backend proves the quorum with the keys it pinned, through the SDK
+/// and through an independent Python script written from the spec.
+@Suite("end to end: approvals by several people", .serialized)
+struct QuorumEndToEndTests {
+    /// `scripts/verify-decision.py --quorum` on `event`, with `keys` pinned.
+    func python(
+        _ event: Data, keys: Data, app: String, broker: String?, required: Int, approvers: [String],
+        allowRequester: Bool = false
+    ) async throws -> (Int32, String) {
+        let directory = try temporaryDirectory("quorum-check")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let eventFile = directory.appendingPathComponent("event.json")
+        let keysFile = directory.appendingPathComponent("keys.json")
+        try event.write(to: eventFile)
+        try keys.write(to: keysFile)
+        let script = try RunningProcess(
+            "/usr/bin/env",
+            [
+                "python3", scriptsDirectory.appendingPathComponent("verify-decision.py").path, eventFile.path,
+                keysFile.path, app,
+            ] + (broker.map { [$0] } ?? [])
+                + ["--quorum", String(required), "--approvers", approvers.joined(separator: ",")]
+                + (allowRequester ? ["--allow-requester"] : []))
+        return (try await script.exitCode(), script.text)
+    }
+
+    /// `user`'s agent on `machine` answering the request.
+    func approve(
+        _ broker: LiveBroker, _ user: String, _ machine: URL, _ ticket: EventTicket, reject: Bool = false
+    ) throws -> RunningProcess {
+        try broker.agent(
+            ["approve", "--event", ticket.event.ID]
+                + (reject ? ["--reject"] : ["--yes", "--match", ticket.matchNumber ?? ""]), configDirectory: machine,
+            user: user)
+    }
+
+    @Test("2 of 3 approve with their agents; one person's second device and the requester do not count")
+    func twoOfThree() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let alice = try await broker.enrollMachine(user: "alice", name: "alice-laptop")
+        let alicesDesktop = try await broker.enrollMachine(user: "alice", name: "alice-desktop")
+        let bob = try await broker.enrollMachine(user: "bob", name: "bob-laptop")
+        _ = try await broker.enrollMachine(user: "carol", name: "carol-laptop")
+        let dave = try await broker.enrollMachine(user: "dave", name: "dave-laptop")
+        // The backend pins every device's key as it enrolls.
+        var devices: [DeviceDocument] = []
+        for user in ["alice", "bob", "carol", "dave"] { devices += try await broker.backend.devices(user: user) }
+        let pinned = Dictionary(grouping: devices, by: \.clientUserID).mapValues { $0.map(\.publicKey) }
+
+        let ticket = try await broker.backend.requestApproval(
+            user: "dave", details: "Deploy release 4.2 to production",
+            approvers: .users(["alice", "bob", "carol"], required: 2))
+        let first = try approve(broker, "alice", alice, ticket)
+        #expect(try await first.exitCode() == 0, "\(first.text)")
+        #expect(first.text.contains("approvers: 2 of alice, bob, carol must approve"), "\(first.text)")
+        #expect(first.text.contains("Approved: 1 of 2 approvals: alice at"), "\(first.text)")
+        #expect(first.text.contains("waiting for the others"))
+
+        let again = try approve(broker, "alice", alicesDesktop, ticket)
+        #expect(try await again.exitCode() == 6, "\(again.text)")
+        #expect(again.text.contains("was approved by alice already"), "\(again.text)")
+        let own = try approve(broker, "dave", dave, ticket)
+        #expect(try await own.exitCode() == 6, "the requester is not asked: \(own.text)")
+        #expect(try await broker.backend.event(id: ticket.event.ID).status == .pending)
+
+        let second = try approve(broker, "bob", bob, ticket)
+        #expect(try await second.exitCode() == 0, "\(second.text)")
+        #expect(second.text.contains("1 of 2 approvals: alice at"), "bob sees alice's approval: \(second.text)")
+        #expect(second.text.contains("Approved: 2 of 2 approvals"), "\(second.text)")
+        #expect(second.text.contains("the request is approved"))
+
+        let approved = try await broker.backend.event(id: ticket.event.ID)
+        #expect(approved.status == .approved && approved.approvals?.map(\.clientUserID) == ["alice", "bob"])
+        let counted = try await broker.backend.verifyQuorum(
+            of: approved, app: "demo", pinnedKeys: pinned, approvers: ["alice", "bob", "carol"],
+            requiredApprovals: 2)
+        #expect(counted.map(\.clientUserID) == ["alice", "bob"])
+        await #expect(throws: ProtocolError(.tooFewApprovals, "")) {
+            try await broker.backend.verifyQuorum(
+                of: approved, app: "demo", pinnedKeys: pinned, approvers: ["alice", "bob", "carol"],
+                requiredApprovals: 3)
+        }
+
+        let document = try WireCoding.encoder().encode(approved)
+        let keys = try WireCoding.encoder().encode(["devices": devices])
+        let (status, text) = try await python(
+            document, keys: keys, app: "demo", broker: broker.url, required: 2, approvers: ["alice", "bob", "carol"])
+        #expect(status == 0, "\(text)")
+        #expect(text.contains(#""client_user_id": "alice""#) && text.contains(#""client_user_id": "bob""#))
+        let (tooMany, refusal) = try await python(
+            document, keys: keys, app: "demo", broker: broker.url, required: 3, approvers: ["alice", "bob", "carol"])
+        #expect(tooMany == 1 && refusal.contains("2 distinct approver(s)"), "\(refusal)")
+        let (single, why) = try await python(
+            document, keys: keys, app: "demo", broker: nil, required: 2, approvers: ["alice", "bob"])
+        #expect(single == 0, "\(why)")
+
+        // The webhooks and the trail: the approval added, then the approval.
+        let records = try await broker.backend.events(user: "dave")
+        #expect(records.first?.approvals?.count == 2)
+    }
+
+    @Test("any approver's rejection rejects; with 1 of 2 approvals the request expires unapproved")
+    func rejectionAndExpiry() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--approval-window", "30s"])
+        defer { broker.stop() }
+        let alice = try await broker.enrollMachine(user: "alice", name: "alice-laptop")
+        let bob = try await broker.enrollMachine(user: "bob", name: "bob-laptop")
+        _ = try await broker.enrollMachine(user: "carol", name: "carol-laptop")
+        let quorum = CountersignBackend.Approvers.users(["alice", "bob", "carol"], required: 2)
+
+        let rejected = try await broker.backend.requestApproval(user: "dave", details: "Drop table", approvers: quorum)
+        #expect(try await approve(broker, "alice", alice, rejected).exitCode() == 0)
+        let no = try approve(broker, "bob", bob, rejected, reject: true)
+        #expect(try await no.exitCode() == 0, "\(no.text)")
+        #expect(no.text.contains("Rejected."), "\(no.text)")
+        let event = try await broker.backend.event(id: rejected.event.ID)
+        #expect(event.status == .rejected && event.approvals?.count == 1)
+        await #expect(throws: ProtocolError(.wrongVerdict, "")) {
+            try await broker.backend.verifyQuorum(
+                of: event, app: "demo", pinnedKeys: [:], approvers: ["alice", "bob", "carol"], requiredApprovals: 2)
+        }
+
+        let expiring = try await broker.backend.requestApproval(user: "dave", details: "Rotate keys", approvers: quorum)
+        #expect(try await approve(broker, "alice", alice, expiring).exitCode() == 0)
+        var expired = try await broker.backend.event(id: expiring.event.ID, wait: 30)
+        while expired.status == .pending {
+            expired = try await broker.backend.event(id: expiring.event.ID, wait: 30)
+        }
+        #expect(expired.status == .expired && expired.signature == nil && expired.approvals?.count == 1)
+    }
+
+    @Test("the Python check agrees with every case of proto/vectors/quorums.json")
+    func vectors() async throws {
+        let url = scriptsDirectory.deletingLastPathComponent().appendingPathComponent("proto/vectors/quorums.json")
+        let vectors = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any] ?? [:]
+        let keys = try JSONSerialization.data(withJSONObject: vectors["pinnedKeys"] ?? [:])
+        let tests = vectors["tests"] as? [[String: Any]] ?? []
+        #expect(tests.count >= 10)
+        for test in tests {
+            let comment = test["comment"] as? String ?? ""
+            let (status, text) = try await python(
+                try JSONSerialization.data(withJSONObject: test["event"] ?? [:]), keys: keys,
+                app: vectors["app"] as? String ?? "", broker: vectors["broker"] as? String,
+                required: test["requiredApprovals"] as? Int ?? 0, approvers: test["approvers"] as? [String] ?? [],
+                allowRequester: test["allowRequester"] as? Bool ?? false)
+            #expect((status == 0) == (test["result"] as? String == "valid"), "\(comment): \(text)")
+        }
+    }
+}
