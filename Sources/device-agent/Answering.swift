@@ -134,12 +134,14 @@ struct Answering {
         // A request that needs a passkey this machine lacks can only be
         // refused here: yes is not offered (the broker would refuse it).
         let rejectOnly = item.event.userVerification == "required" && securityKey == nil
+        // An approver of someone else's request did not make it: no "this wasn't me".
+        let fraud = item.event.approvers == nil ? ", or [f] this wasn't me" : ""
         while verdict == nil {
             guard
                 let reply = try await ask(
                     rejectOnly
-                        ? "Answer: [n] reject, or [f] this wasn't me: "
-                        : "Approve this request? [y]es, [n]o, or [f] this wasn't me: ", live: live)?.lowercased()
+                        ? "Answer: [n] reject\(fraud): "
+                        : "Approve this request? [y]es, [n]o\(fraud): ", live: live)?.lowercased()
             else { throw AgentFailure("no answer on standard input; use --event ID --yes|--reject|--report-fraud") }
             if ["y", "yes"].contains(reply) {
                 if rejectOnly {
@@ -149,8 +151,12 @@ struct Answering {
                 verdict = .approve
             }
             if ["n", "no"].contains(reply) { verdict = .reject }
-            if ["f", "fraud"].contains(reply) { verdict = .fraud }
-            if verdict == nil { live.say(rejectOnly ? "Please answer n or f." : "Please answer y, n or f.") }
+            if ["f", "fraud"].contains(reply), !fraud.isEmpty { verdict = .fraud }
+            if verdict == nil {
+                let choices = (rejectOnly ? ["n"] : ["y", "n"]) + (fraud.isEmpty ? [] : ["f"])
+                let listed = choices.count > 1 ? choices.dropLast().joined(separator: ", ") + " or " : ""
+                live.say("Please answer \(listed)\(choices[choices.count - 1]).")
+            }
         }
         let prompt = pairing ? "Pairing code shown on the new device: " : "Number shown on the requesting machine: "
         /// Asks until the reply is a number of the right length: anything

@@ -137,6 +137,60 @@ struct QuorumEndToEndTests {
         #expect(expired.status == .expired && expired.signature == nil && expired.approvals?.count == 1)
     }
 
+    @Test("in the web approver: who asks, the approvals as they come, and the card ends when the quorum is reached")
+    func webApprover() async throws {
+        let broker = try await LiveBroker.startForBrowser()
+        defer { broker.stop() }
+        let alice = try await broker.enrollMachine(user: "alice", name: "alice-laptop")
+        let bob = try await broker.enrollMachine(user: "bob", name: "bob-laptop")
+        let token = try await broker.backend.createEnrollmentToken(user: "carol").token
+        let browser = try await WebDriver.start()
+        do {
+            try await browser.open("\(broker.url)/approve/#enroll=\(token)&user=carol&api_key=\(broker.apiKeyID)")
+            try await browser.waitFor(element: "#setup:not([hidden]) #setup-button")
+            try await browser.click("#setup-button")
+            try await browser.waitFor(text: "trusted device of carol")
+            let quorum = CountersignBackend.Approvers.users(["alice", "bob", "carol"], required: 2)
+            let card = WebApproverBrowserTests.card
+
+            // Carol's approval completes it after alice's, which her card showed as it came.
+            let first = try await broker.backend.requestApproval(
+                user: "dave", details: "Deploy release 4.2 to production", approvers: quorum)
+            try await browser.waitFor(element: "\(card(first.event.ID)) .progress")
+            let shown = try await browser.text(card(first.event.ID))
+            #expect(shown.contains("Asked by\ndave") && shown.contains("Approvers\n2 of alice, bob, carol"), "\(shown)")
+            #expect(shown.contains("Approvals\n0 of 2"), "\(shown)")
+            #expect(try await approve(broker, "alice", alice, first).exitCode() == 0)
+            try await browser.waitUntil("alice's approval on carol's card") {
+                (try? await browser.text("\(card(first.event.ID)) .progress"))?.hasPrefix("1 of 2: alice at") == true
+            }
+            try await WebApproverBrowserTests.save(browser, "quorum-progress")
+            try await WebApproverBrowserTests.answer(
+                browser, first.event.ID, number: first.matchNumber, button: "approve")
+            try await WebApproverBrowserTests.waitForOutcome(browser, first.event.ID, "Approved")
+            #expect(try await broker.backend.event(id: first.event.ID).status == .approved)
+
+            // Carol first: her card waits for the others, and ends when bob's approval completes it.
+            let second = try await broker.backend.requestApproval(
+                user: "dave", details: "Drop the staging database", approvers: quorum)
+            try await WebApproverBrowserTests.answer(
+                browser, second.event.ID, number: second.matchNumber, button: "approve")
+            try await WebApproverBrowserTests.waitForOutcome(
+                browser, second.event.ID, "Waiting for the other approvers")
+            #expect(
+                try await browser.execute(
+                    "return document.querySelector(\"\(card(second.event.ID)) form\").hidden") as? Bool == true,
+                "nothing left to answer")
+            #expect(try await approve(broker, "bob", bob, second).exitCode() == 0)
+            try await WebApproverBrowserTests.waitForOutcome(browser, second.event.ID, "Approved by 2 of 2: carol, bob")
+            try await WebApproverBrowserTests.save(browser, "quorum-approved")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
     @Test("the Python check agrees with every case of proto/vectors/quorums.json")
     func vectors() async throws {
         let url = scriptsDirectory.deletingLastPathComponent().appendingPathComponent("proto/vectors/quorums.json")

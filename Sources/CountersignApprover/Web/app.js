@@ -212,10 +212,18 @@ function requestCard(item) {
   if (shown.location && shown.location !== "Unknown") rows.push(["Place", shown.location]);
   rows.push(["Requested", new Date(shown.created * 1000).toLocaleString(undefined, { timeZoneName: "short" })]);
   if (shown.details) rows.push(["Details", shown.details]);
+  // Several people approve it: who asks, who may approve, and how far it got.
+  const quorum = event.approvers;
+  if (quorum) {
+    rows.push(["Asked by", shown.user]);
+    rows.push(["Approvers", `${quorum.required_approvals} of ${quorum.users.join(", ")}`]);
+  }
   // The event id stays out of sight (the card's data-event-id has it):
   // nobody holding a phone compares one.
   const list = element("dl");
   for (const [label, value] of rows) list.append(element("dt", { text: label }), element("dd", { text: value }));
+  const progress = element("dd", { className: "progress" });
+  if (quorum) list.append(element("dt", { text: "Approvals" }), progress);
 
   const left = element("span", { className: "left muted" });
   const error = element("p", { className: "error", attributes: { role: "alert" } });
@@ -269,7 +277,8 @@ function requestCard(item) {
         }), number]
       : []),
     element("div", { className: "actions" }, [approve, reject]),
-    element("div", { className: "actions" }, [fraud]),
+    // An approver of someone else's request did not make it: no "this wasn't me".
+    ...(quorum ? [] : [element("div", { className: "actions" }, [fraud])]),
   ]);
   const card = element("article", { className: "card", attributes: { "data-event-id": event.ID } }, [
     element("div", { className: "card-title" }, [element("h3", { text: TITLES[event.event] ?? `${event.event} request` }), left]),
@@ -278,7 +287,8 @@ function requestCard(item) {
     error,
     outcome,
   ]);
-  const entry = { item, element: card, ended: false, list, left, form, error, outcome, number };
+  const entry = { item, element: card, ended: false, list, left, form, error, outcome, number, progress };
+  showProgress(entry, event);
   form.onsubmit = (submit) => {
     submit.preventDefault();
     answer(entry, "approve");
@@ -286,6 +296,25 @@ function requestCard(item) {
   reject.onclick = () => answer(entry, "reject");
   fraud.onclick = () => answer(entry, "fraud");
   return entry;
+}
+
+/**
+ * "1 of 2: alice at 10:02" for a request several people approve; once this
+ * user approved it, the card waits for the others with nothing to answer.
+ */
+function showProgress(entry, event) {
+  if (!event.approvers) return;
+  const approvals = event.approvals ?? [];
+  const who = approvals.map((approval) =>
+    `${approval.client_user_id} at ${new Date(approval.approved_at).toLocaleTimeString(undefined, { timeZoneName: "short" })}`);
+  entry.progress.textContent =
+    `${approvals.length} of ${event.approvers.required_approvals}` + (who.length ? `: ${who.join(", ")}` : "");
+  if (approvals.some((approval) => approval.client_user_id === account.user)) {
+    entry.form.hidden = true;
+    entry.outcome.textContent = "You approved. Waiting for the other approvers.";
+    entry.outcome.className = "outcome approved";
+    entry.element.dataset.state = "waiting";
+  }
 }
 
 /** Closes the notifications of a request that no longer waits. */
@@ -327,7 +356,12 @@ async function answer(entry, verdict) {
   // Its own answer ends the card, not the inbox's news that it ended.
   entry.answering = true;
   try {
-    await broker.decide(account, entry.item, verdict, match);
+    const decided = await broker.decide(account, entry.item, verdict, match);
+    // An approval that leaves it waiting for other approvers keeps the card.
+    if (decided.approvers && decided.status === "pending") {
+      showProgress(entry, decided);
+      return;
+    }
     const outcomes = {
       approve: ["Approved. The requesting machine goes ahead.", "approved"],
       reject: ["Rejected. The requesting machine is told so.", "rejected"],
@@ -359,6 +393,9 @@ async function answer(entry, verdict) {
       end(entry, "Rejected: that was the third wrong number.", "rejected");
     } else if (isRemoved(error)) {
       showRemoved();
+    } else if (error.code === "already_approved") {
+      entry.form.hidden = true;
+      entry.outcome.textContent = "You approved it already, on another device. Waiting for the other approvers.";
     } else if (["already_decided", "expired", "withdrawn"].includes(error.code)) {
       end(entry, `No longer waiting: ${error.message}.`, "ended");
     } else {
@@ -377,7 +414,12 @@ function updateEmpty() {
 function render(items) {
   const waiting = new Set(items.map((item) => item.event.ID));
   for (const item of items) {
-    if (cards.has(item.event.ID)) continue;
+    if (cards.has(item.event.ID)) {
+      // The approvals so far of a request several people approve.
+      const entry = cards.get(item.event.ID);
+      if (!entry.ended) showProgress(entry, item.event);
+      continue;
+    }
     const entry = requestCard(item);
     cards.set(item.event.ID, entry);
     $("request-list").prepend(entry.element);
@@ -418,6 +460,17 @@ async function sayWhyEnded(entry) {
     entry.outcome.textContent = approved ? "Approved on this device." : "Rejected on this device.";
     entry.outcome.className = `outcome ${approved ? "approved" : "rejected"}`;
     entry.element.dataset.state = approved ? "approved" : "rejected";
+    return;
+  }
+  if (event.approvers && event.status === "approved") {
+    const who = (event.approvals ?? []).map((approval) => approval.client_user_id).join(", ");
+    entry.outcome.textContent = `Approved by ${event.approvals?.length} of ${event.approvers.required_approvals}: ${who}.`;
+    entry.outcome.className = "outcome approved";
+    entry.element.dataset.state = "approved";
+    return;
+  }
+  if (event.approvers && event.status === "rejected") {
+    entry.outcome.textContent = "No longer waiting: rejected by one of the approvers.";
     return;
   }
   const why = {
