@@ -58,6 +58,69 @@ struct MultiInstanceEndToEndTests {
         try outcome.get()
     }
 
+    @Test("approvals of one quorum arriving at both instances at once are each counted once, none lost")
+    func quorumRace() async throws {
+        let (a, b, _, database) = try await start()
+        // Four approvers with two devices each; every device's answer goes
+        // to the instance its place in the list picks, all at the same moment.
+        var approvers: [DeviceCredential] = []
+        for user in ["bob", "carol", "erin", "frank"] {
+            for name in ["laptop", "phone"] {
+                let credential = DeviceCredential(
+                    broker: a.url, apiKeyID: a.apiKeyID, clientUserID: user, privateKey: P256.Signing.PrivateKey(),
+                    name: name)
+                let token = try await a.backend.createEnrollmentToken(user: user).token
+                _ = try await CountersignClient(for: credential).enroll(credential, enrollmentToken: token)
+                approvers.append(credential)
+            }
+        }
+        for round in 0..<3 {
+            let ticket = try await a.backend.requestApproval(
+                user: "alice", details: "Release \(round) to production",
+                approvers: .users(["bob", "carol", "erin", "frank"], required: 3))
+            // The requester waits on B while the approvals land on both.
+            let held = Task {
+                try await CountersignClient(broker: b.url, apiKeyID: b.apiKeyID).poll(
+                    eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+            }
+            var items: [(DeviceCredential, InboxItem)] = []
+            for (index, device) in approvers.enumerated() {
+                var credential = device
+                credential.broker = index % 2 == 0 ? a.url : b.url
+                let client = CountersignClient(for: credential)
+                let item = try #require(
+                    try await client.inbox(credential, wait: 0).first { $0.event.ID == ticket.event.ID })
+                items.append((credential, item))
+            }
+            let answers = await withTaskGroup(of: String.self) { group in
+                for (credential, item) in items {
+                    group.addTask {
+                        do {
+                            let event = try await CountersignClient(for: credential).decide(
+                                item, verdict: .approve, match: ticket.matchNumber, credential: credential)
+                            return "ok:" + event.status.rawValue
+                        } catch let error as CountersignError {
+                            return error.code
+                        } catch {
+                            return "\(error)"
+                        }
+                    }
+                }
+                return await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            let event = try await held.value
+            #expect(event.status == .approved, "round \(round): \(answers)")
+            let approvals = event.approvals ?? []
+            #expect(approvals.count == 3 && Set(approvals.map(\.clientUserID)).count == 3, "\(approvals)")
+            #expect(answers.filter { $0.hasPrefix("ok:") }.count == 3, "three counted: \(answers)")
+            #expect(
+                answers.allSatisfy { $0.hasPrefix("ok:") || ["already_approved", "already_decided"].contains($0) },
+                "the others refused by name: \(answers)")
+            #expect(answers.filter { $0 == "ok:approved" }.count == 1, "one approval reached the quorum")
+        }
+        try await stop(a, b, database: database)
+    }
+
     @Test("a decision through A wakes the requester's long-poll held by B at once")
     func crossInstanceWake() async throws {
         let (a, b, devices, database) = try await start()
