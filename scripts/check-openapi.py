@@ -38,7 +38,7 @@ if stray:
     sys.exit("keys without a value (quote the text before them):\n  " + "\n  ".join(stray))
 
 documented = {(method.upper(), re.sub(r"\{[^}]+\}", "{}", path))
-              for path, operations in spec["paths"].items() for method in operations}
+              for path, operations in spec["paths"].items() for method in operations if method != "parameters"}
 registered = set()
 broker = root / "Sources" / "CountersignBroker"
 for source in broker.rglob("*.swift"):
