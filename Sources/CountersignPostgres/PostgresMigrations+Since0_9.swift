@@ -201,5 +201,16 @@ extension PostgresMigrations {
                 """,
             ]
         ),
+        // The groups of people an app asks to approve its events, by name.
+        (
+            "v33-approver-groups",
+            [
+                """
+                CREATE TABLE approver_groups (
+                    issuer text NOT NULL, name text NOT NULL, users text[] NOT NULL,
+                    updated_at double precision NOT NULL, updated_via text NOT NULL, PRIMARY KEY (issuer, name))
+                """
+            ]
+        ),
     ]
 }

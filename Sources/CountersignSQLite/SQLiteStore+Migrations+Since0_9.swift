@@ -266,5 +266,19 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v33-approver-groups") { db in
+            // The groups of people an app asks to approve its events, by name.
+            try db.execute(
+                sql: """
+                    CREATE TABLE approver_groups (
+                        issuer TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        users TEXT NOT NULL,
+                        updated_at REAL NOT NULL,
+                        updated_via TEXT NOT NULL,
+                        PRIMARY KEY (issuer, name)
+                    ) WITHOUT ROWID;
+                    """)
+        }
     }
 }

@@ -14,7 +14,7 @@ public import Foundation
 /// - A method returns only after its write is durable as configured.
 public protocol CountersignStore:
     CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore, CountersignRADIUSStore,
-    CountersignDirectoryStore, CountersignCodeStore, CountersignInvitationStore
+    CountersignDirectoryStore, CountersignCodeStore, CountersignInvitationStore, CountersignApproverGroupStore
 {
     // MARK: API keys and signing keys
 
