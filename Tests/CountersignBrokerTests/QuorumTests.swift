@@ -128,6 +128,56 @@ struct QuorumTests {
         }
     }
 
+    @Test("an app's approver group: set, replaced, read, deleted, and named by an event's approvers")
+    func approverGroups() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client, user: "alice")
+            _ = try await broker.enroll(client, user: "bob")
+            func put(_ name: String, _ users: [String]) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/api/v1/approver-groups/\(name)", method: .put, headers: broker.backendHeaders,
+                    body: json(["users": users]))
+            }
+            #expect(try await put("payments", ["alice", "carol"]).status == .created)
+            #expect(try await put("payments", ["alice", "bob"]).status == .ok, "replaced")
+            for (name, users, why) in [
+                ("payments", [String](), "no users"), ("payments", ["alice", "alice"], "a user twice"),
+                ("pay%20ments", ["alice"], "a name with a space"), ("payments", ["a\u{7}b"], "an invalid id"),
+            ] {
+                let refused = try await put(name, users)
+                #expect(refused.status == .badRequest, "\(why): \(String(buffer: refused.body))")
+            }
+            let listed = try await client.execute(
+                uri: "/api/v1/approver-groups", method: .get, headers: broker.backendHeaders)
+            #expect(String(buffer: listed.body).contains(#""users":["alice","bob"]"#), "\(String(buffer: listed.body))")
+            let other = try await broker.addAPIKey(name: "other")
+            let foreign = try await client.execute(
+                uri: "/api/v1/approver-groups/payments", method: .get,
+                headers: TestBroker.backend(other.id, other.secret))
+            #expect(foreign.status == .notFound, "another app does not see it")
+
+            let response = try await ask(
+                broker, client, approvers: ["group": .init("payments"), "required_approvals": .init(2)])
+            #expect(response.status == .created, "\(String(buffer: response.body))")
+            let ticket = try decode(EventTicket.self, response)
+            #expect(ticket.event.approvers?.users == ["alice", "bob"] && ticket.event.approvers?.group == "payments")
+            #expect(try await broker.inbox(client, alice.device).map(\.event.ID) == [ticket.event.ID])
+
+            let deleted = try await client.execute(
+                uri: "/api/v1/approver-groups/payments", method: .delete, headers: broker.backendHeaders)
+            #expect(deleted.status == .noContent)
+            let again = try await client.execute(
+                uri: "/api/v1/approver-groups/payments", method: .delete, headers: broker.backendHeaders)
+            #expect(again.status == .notFound)
+            let event = try await broker.poll(client, ticket)
+            #expect(event.approvers?.users == ["alice", "bob"], "a pending event keeps its approvers")
+            let gone = try await ask(
+                broker, client, approvers: ["group": .init("payments"), "required_approvals": .init(2)])
+            #expect(gone.status == .badRequest, "no such group now")
+        }
+    }
+
     @Test("a quorum that cannot be met, or asked without the secret, is refused and nothing is stored")
     func refusals() async throws {
         let broker = try await TestBroker()

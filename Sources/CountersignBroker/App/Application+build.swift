@@ -154,6 +154,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     backend.addRoutes(BackendController(environment: environment).endpoints)
     backend.addRoutes(APIKeyController(environment: environment).endpoints)
     backend.addRoutes(WebhookController(environment: environment).endpoints)
+    backend.addRoutes(ApproverGroupController(environment: environment).endpoints)
     backend.addRoutes(codes.backendEndpoints)
     let reader = authenticated.group(context: DeviceReaderContext.self)
     reader.addRoutes(InboxController(environment: environment).endpoints)

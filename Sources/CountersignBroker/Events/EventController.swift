@@ -231,7 +231,9 @@ struct EventController {
             throw APIError.badRequest("client_user_id is missing or invalid")
         }
         var quorum: ApproverQuorum?
-        if let approvers = body.approvers { quorum = try await self.quorum(approvers, requester: user) }
+        if let approvers = body.approvers {
+            quorum = try await self.quorum(approvers, requester: user, issuer: key.id)
+        }
         let opened = try await PendingEvents(environment: environment).open(
             PendingEvents.Draft(
                 key: key, user: user, name: name, ip: ip, location: body.location, details: body.details,
@@ -249,10 +251,13 @@ struct EventController {
             status: .created)
     }
 
-    /// The quorum `request` asks for an event of `requester`: its users,
-    /// or the active members of the directory group it names, held to
-    /// ``ApproverQuorum/refusal(requester:)``.
-    private func quorum(_ request: ApproversRequest, requester: String) async throws -> ApproverQuorum {
+    /// The quorum `request` asks for an event of `requester` at app
+    /// `issuer`: its users, or the members of the app's approver group it
+    /// names, or else the active members of the directory group it names,
+    /// held to ``ApproverQuorum/refusal(requester:)``.
+    private func quorum(_ request: ApproversRequest, requester: String, issuer: String) async throws
+        -> ApproverQuorum
+    {
         guard let required = request.requiredApprovals else {
             throw APIError.badRequest("approvers needs required_approvals: how many of them must approve")
         }
@@ -261,12 +266,16 @@ struct EventController {
         case (let listed?, nil):
             users = listed
         case (nil, let group?):
+            if let own = try await environment.store.approverGroup(issuer: issuer, name: group) {
+                users = own.users
+                break
+            }
             let people = try await environment.store.directoryPeople()
             let groups = DirectoryGroup.named(group, in: people)
             guard groups.count == 1, let dn = groups.first?.dn else {
                 throw APIError.badRequest(
                     groups.isEmpty
-                        ? "no directory group is named \(group.debugDescription)"
+                        ? "no approver group of this app, nor directory group, is named \(group.debugDescription)"
                         : "groups in several branches are named \(group.debugDescription); name one by its DN")
             }
             users = people.filter { $0.state == .active && $0.isMember(of: dn) }.map(\.clientUserID)
