@@ -50,7 +50,7 @@ for source in broker.rglob("*.swift"):
             "ConsoleReads.swift": "/console/api/", "ConsoleActions.swift": "/console/api/",
             "ConsoleWatchReads.swift": "/console/api/", "ConsoleAppActions.swift": "/console/api/",
             "ConsoleSearchReads.swift": "/console/api/", "ConsoleDashboard.swift": "/console/api/",
-            "ConsoleInvitations.swift": "/console/api/",
+            "ConsoleInvitations.swift": "/console/api/", "ConsoleApproverGroups.swift": "/console/api/",
             "SignInPageController.swift": "", "OpenIDSessionController.swift": ""}.get(source.name, "/api/v1/")
     for method, path in re.findall(r'\.(get|post|delete|put|patch)\("([^"]+)"(?:,\s*use:|\)\s*\{)', text):
         full = re.sub(r"/+", "/", "/" + path if base == "" else base + path)

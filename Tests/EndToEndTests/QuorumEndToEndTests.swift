@@ -191,6 +191,66 @@ struct QuorumEndToEndTests {
         await browser.quit()
     }
 
+    @Test("the console sets an app's approver group, audited; the requester's page shows who approved")
+    func console() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let operatorDevice = try await ConsoleBrowserTests.addOperator(broker, "olga")
+        let alice = try await broker.enrollMachine(user: "alice", name: "alice-laptop")
+        let bob = try await broker.enrollMachine(user: "bob", name: "bob-laptop")
+        _ = try await broker.enrollDevice(user: "dave", name: "dave-laptop")
+        let browser = try await WebDriver.start(width: 1280, height: 900)
+        do {
+            try await ConsoleBrowserTests.signIn(browser, broker, as: "olga", device: operatorDevice)
+            try await browser.click("nav button[data-view=apps]")
+            try await browser.waitFor(element: "#approver-group-name")
+            try await browser.type("payments", into: "#approver-group-name")
+            try await browser.type("alice, bob\ncarol", into: "#approver-group-users")
+            try await browser.click("#approver-group-form button[type=submit]")
+            try await browser.waitFor(element: "#confirm[open]")
+            #expect(try await browser.text("#confirm-text").contains("3 user(s): alice, bob, carol"))
+            try await browser.click("#confirm-yes")
+            try await browser.waitUntil("the group listed") {
+                (try? await browser.text("#approver-groups-result"))?.contains("alice, bob, carol") == true
+            }
+            #expect(try await browser.text("#approver-groups-result").contains("console:olga"))
+            #expect(try await ConsoleSearchBrowserTests.readable(browser) == nil)
+            try await WebApproverBrowserTests.save(browser, "console-approver-groups")
+
+            // The app's backend names it; two of its people approve.
+            let ticket = try await broker.backend.requestApproval(
+                user: "dave", details: "Pay 25,000 EUR to ACME", approvers: .group("payments", required: 2))
+            #expect(ticket.event.approvers?.users == ["alice", "bob", "carol"])
+            #expect(try await approve(broker, "alice", alice, ticket).exitCode() == 0)
+            #expect(try await approve(broker, "bob", bob, ticket).exitCode() == 0)
+
+            try await browser.click("nav button[data-view=users]")
+            _ = try await browser.execute(
+                "const field = document.querySelector('#user-prefix'); field.value = 'dave';"
+                    + "field.dispatchEvent(new Event('input'))")
+            try await browser.waitUntil("dave listed") {
+                (try? await browser.text("#user-list"))?.contains("dave") == true
+            }
+            _ = try await browser.execute(
+                "[...document.querySelectorAll('#user-list a')].find((link) => link.textContent === 'dave').click()")
+            try await browser.waitUntil("the approvers on dave's page") {
+                (try? await browser.text("#user-result"))?.contains("alice, bob") == true
+            }
+            #expect(try await browser.text("#user-result").contains("2 of 2 approvers"))
+
+            try await browser.click("nav button[data-view=apps]")
+            try await ConsoleManageBrowserTests.act(
+                browser, in: "#approver-groups-result", row: "payments", button: "Delete")
+            try await browser.waitFor(text: "Deleted the group")
+            let actions = try await ConsoleBrowserTests.auditActions(broker)
+            #expect(actions.contains("approver_group.set") && actions.contains("approver_group.deleted"), "\(actions)")
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
     @Test("the Python check agrees with every case of proto/vectors/quorums.json")
     func vectors() async throws {
         let url = scriptsDirectory.deletingLastPathComponent().appendingPathComponent("proto/vectors/quorums.json")

@@ -2,7 +2,7 @@
 // the views (views.js). Every value from the broker is set as text, never
 // as markup.
 import { renderUser, renderAudit, renderHealth, renderDashboard, auditActions, element } from "./views.js";
-import { renderApps, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
+import { renderApps, renderApproverGroups, renderWebhooks, renderWatch, enrollmentForm } from "./manage.js";
 import { UserList, EventSearch, searchQuery } from "./search.js";
 import { Invitations } from "./invitations.js";
 
@@ -192,7 +192,9 @@ const views = {
   },
   apps: async () => {
     appNamesRead = null;
-    renderApps($("apps-result"), await api("apps"), consoleActions);
+    const apps = await api("apps");
+    renderApps($("apps-result"), apps, consoleActions);
+    renderApproverGroups($("approver-groups-result"), await api("approver-groups"), apps, consoleActions);
   },
   watch: async () => renderWatch($("watch-result"), await api("watch"), { ...consoleActions, appNames: await appNames(), openUser }),
   webhooks: async () => renderWebhooks($("webhooks-result"), await api("webhooks"), consoleActions),

@@ -73,6 +73,74 @@ export function renderApps(container, document, console) {
   ], rows));
 }
 
+// The apps' groups of approvers: each listed with a Delete, and a form that
+// sets one (a new group, or new users for one of that name).
+export function renderApproverGroups(container, document, apps, console) {
+  const live = (apps?.apps ?? []).filter((app) => !app.revoked_at && !app.console);
+  if (live.length === 0) {
+    container.replaceChildren(empty("Create an app first: its groups are listed here."));
+    return;
+  }
+  const choices = live.map((app) => element("option", { text: app.name, attributes: { value: app.id } }));
+  const form = element("form", { attributes: { id: "approver-group-form" } }, [
+    element("div", { className: "filters" }, [
+      element("div", {}, [
+        element("label", { text: "App", attributes: { for: "approver-group-app" } }),
+        element("select", { attributes: { id: "approver-group-app" } }, choices),
+      ]),
+      element("div", {}, [
+        element("label", { text: "Group", attributes: { for: "approver-group-name" } }),
+        element("input", {
+          attributes: {
+            id: "approver-group-name", required: "", maxlength: "64", pattern: "[A-Za-z0-9._\\-]{1,64}",
+            placeholder: "payments-approvers", autocomplete: "off",
+          },
+        }),
+      ]),
+    ]),
+    element("label", { text: "Users, one per line or separated by commas", attributes: { for: "approver-group-users" } }),
+    element("textarea", { attributes: { id: "approver-group-users", rows: "3", required: "", placeholder: "alice\nbob\ncarol" } }),
+    element("div", { className: "actions" }, [element("button", { text: "Save group", attributes: { type: "submit" } })]),
+  ]);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const app = form.querySelector("#approver-group-app").value;
+    const name = form.querySelector("#approver-group-name").value.trim();
+    const users = form.querySelector("#approver-group-users").value.split(/[\n,]/).map((user) => user.trim()).filter(Boolean);
+    const appName = live.find((candidate) => candidate.id === app)?.name ?? app;
+    if (!(await console.confirmAction(`Set the group “${name}” of “${appName}” to ${users.length} user(s): ${users.join(", ")}?`))) return;
+    const saved = await console.act(
+      () => console.api(`apps/${encodeURIComponent(app)}/approver-groups/${encodeURIComponent(name)}`, { method: "PUT", body: { users } }),
+      `Saved the group “${name}” of “${appName}”.`,
+    );
+    if (saved) await console.refresh();
+  });
+  const rows = document?.groups ?? [];
+  container.replaceChildren(
+    form,
+    rows.length === 0
+      ? empty("No app has a group of approvers yet.")
+      : table([
+          ["App", (g) => g.app],
+          ["Group", (g) => g.name, "mono"],
+          ["Users", (g) => g.users.join(", ")],
+          ["Changed", (g) => stackedWhen(g.updated_at, g.updated_via)],
+          ["", (g) => button("Delete", async () => {
+            if (!(await console.confirmAction(`Delete the group “${g.name}” of “${g.app}”? Events made with it keep their approvers.`))) return;
+            const deleted = await console.act(
+              () => console.api(`apps/${encodeURIComponent(g.api_key_id)}/approver-groups/${encodeURIComponent(g.name)}`, { method: "DELETE" }),
+              `Deleted the group “${g.name}” of “${g.app}”.`,
+            );
+            if (deleted) await console.refresh();
+          }, "danger")],
+        ], rows),
+  );
+}
+
+function stackedWhen(at, via) {
+  return element("span", {}, [when(at), element("span", { text: via, className: "muted sub" })]);
+}
+
 export function renderWebhooks(container, document, console) {
   if (document.apps.length === 0) {
     container.replaceChildren(empty("No app has a webhook endpoint."));

@@ -99,9 +99,19 @@ export function eventColumns(deviceNames, { appNames, openUser } = {}) {
     ["Outcome", (e) => stacked(e.status, [e.status_reason?.replaceAll("_", " "), how(e.acr)].filter(Boolean).join(" · "))],
     ["Requester", (e) => stacked(e.requester_name ?? "", channelName(e.channel))],
     ["From", (e) => stacked(e.ip ?? "", e.location && e.location !== "Unknown" ? e.location : "")],
-    ["Decided by", (e) => (e.decided_by ? stacked(deviceNames.get(e.decided_by) ?? e.decided_by, e.decided_at ? relative(e.decided_at) : "") : "")],
+    ["Decided by", (e) => decidedBy(e, deviceNames)],
   );
   return columns;
+}
+
+// Who decided: the device, or for a request several people approve, the
+// approvers who did so far and how many it takes.
+function decidedBy(e, deviceNames) {
+  if (e.approvers) {
+    const who = (e.approvals ?? []).map((approval) => approval.client_user_id);
+    return stacked(who.join(", ") || "no approval yet", `${who.length} of ${e.approvers.required_approvals} approvers`);
+  }
+  return e.decided_by ? stacked(deviceNames.get(e.decided_by) ?? e.decided_by, e.decided_at ? relative(e.decided_at) : "") : "";
 }
 
 // A user's id as a link to their page.

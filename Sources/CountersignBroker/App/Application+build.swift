@@ -181,6 +181,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     console.addRoutes(ConsoleActions(environment: environment).endpoints)
     console.addRoutes(ConsoleAppActions(environment: environment).endpoints)
     console.addRoutes(ConsoleInvitations(environment: environment).endpoints)
+    console.addRoutes(ConsoleApproverGroups(environment: environment).endpoints)
     var unmatched = lifecycle
     unmatched.routeMethods = RouteMethods(router.routes)
     router.add(middleware: unmatched)

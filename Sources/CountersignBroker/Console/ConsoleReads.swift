@@ -189,6 +189,12 @@ struct ConsoleReads {
             switch record.action {
             case .apiKeyCreated, .apiKeyRotated, .apiKeyRevoked:
                 (name, app) = (appNames[target], target)
+            case .approverGroupSet, .approverGroupDeleted:
+                // `ck_…/payments`: the app and its group's name.
+                if let slash = target.firstIndex(of: "/") {
+                    app = String(target[..<slash])
+                    name = app.flatMap { appNames[$0] }.map { "\($0) · \(target[target.index(after: slash)...])" }
+                }
             case .enrollmentIssued, .fraudProtectionEnded, .invitationSent, .invitationResent, .invitationWithdrawn:
                 if let slash = target.firstIndex(of: "/") {
                     app = String(target[..<slash])

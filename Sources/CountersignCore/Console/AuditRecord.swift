@@ -35,6 +35,9 @@ public struct AuditRecord: Sendable, Equatable {
         case invitationResent = "invitation.resent"
         /// Withdrawn: its link stopped working.
         case invitationWithdrawn = "invitation.withdrawn"
+        /// An app's group of approvers set or its users replaced (``ApproverGroup``).
+        case approverGroupSet = "approver_group.set"
+        case approverGroupDeleted = "approver_group.deleted"
     }
 
     /// Its place in the log, given by the store; nil before it is stored.
