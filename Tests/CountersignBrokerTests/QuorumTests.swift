@@ -198,6 +198,10 @@ struct QuorumTests {
             let unequipped = try await ask(
                 broker, client, approvers: ["users": .init(["alice", "carol"]), "required_approvals": .init(2)])
             #expect(unequipped.status == .conflict && errorCode(unequipped) == "too_few_approvers")
+            let null = try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: ByteBuffer(string: #"{"client_user_id": "dave", "approvers": null}"#))
+            #expect(null.status == .badRequest, "a null quorum is no quorum: \(String(buffer: null.body))")
             let requester = try await client.execute(
                 uri: "/api/v1/events", method: .post, headers: broker.appHeaders,
                 body: json([

@@ -52,6 +52,29 @@ struct EventController {
             case limitAsRequester = "limit_as_requester"
             case userVerification = "user_verification"
         }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            clientUserID = try container.decodeIfPresent(String.self, forKey: .clientUserID)
+            event = try container.decodeIfPresent(String.self, forKey: .event)
+            details = try container.decodeIfPresent(String.self, forKey: .details)
+            requesterName = try container.decodeIfPresent(String.self, forKey: .requesterName)
+            ip = try container.decodeIfPresent(String.self, forKey: .ip)
+            location = try container.decodeIfPresent(String.self, forKey: .location)
+            numberMatching = try container.decodeIfPresent(Bool.self, forKey: .numberMatching)
+            newDevice = try container.decodeIfPresent(NewDevice.self, forKey: .newDevice)
+            limitAsRequester = try container.decodeIfPresent(Bool.self, forKey: .limitAsRequester)
+            userVerification = try container.decodeIfPresent(String.self, forKey: .userVerification)
+            // A null quorum is refused, not read as none: a backend whose
+            // lookup of approvers came back empty must not get an event
+            // its own user approves alone.
+            if container.contains(.approvers), try container.decodeNil(forKey: .approvers) {
+                throw DecodingError.valueNotFound(
+                    ApproversRequest.self,
+                    .init(codingPath: [CodingKeys.approvers], debugDescription: "approvers is an object, not null"))
+            }
+            approvers = try container.decodeIfPresent(ApproversRequest.self, forKey: .approvers)
+        }
     }
 
     /// Who must approve an event, as its backend asks: `users` or a
