@@ -451,8 +451,11 @@ def rfc3339(seconds: int) -> str:
 QUORUM_EVENT_ID, QUORUM_NONCE = "ev_quorum00000000000000", b64url(b"\x03" * 16)
 QUORUM_APP = "Example Bank"
 quorum_keys = {name: ec.generate_private_key(ec.SECP256R1())
-               for name in ("alice", "alice-phone", "bob", "carol", "dave", "erin")}
-quorum_owner = {"alice": "alice", "alice-phone": "alice", "bob": "bob", "carol": "carol", "dave": "dave"}
+               for name in ("alice", "alice-phone", "bob", "carol", "dave", "erin", "kelvin")}
+# "\u212aarl" starts with the Kelvin sign: canonically equivalent to "Karl",
+# but another user id, byte for byte.
+quorum_owner = {"alice": "alice", "alice-phone": "alice", "bob": "bob", "carol": "carol", "dave": "dave",
+                "kelvin": "\u212aarl"}
 QUORUM_PINNED = {}
 for device_name, owner in quorum_owner.items():
     QUORUM_PINNED.setdefault(owner, []).append(jwk_of(quorum_keys[device_name]))
@@ -538,6 +541,10 @@ write("quorums.json", {
                     counted=["alice", "dave"], approvers=("alice", "dave"), allow_requester=True),
         quorum_case("an event that is not approved", [alice, bob], "invalid", error="wrong_verdict",
                     status="rejected"),
+        quorum_case("a look-alike user id (the Kelvin sign for K) is another user", [alice, approval("kelvin")],
+                    "invalid", error="too_few_approvals", approvers=("alice", "Karl")),
+        quorum_case("no approval required is no quorum", [alice, bob], "invalid", error="too_few_approvals",
+                    required=0),
     ],
 })
 WRITTEN.sort()

@@ -217,13 +217,17 @@ def check_quorum(event: dict, keys: dict, passkeys: dict, app: str, broker: str 
                  required: int, allow_requester: bool) -> list:
     """signing.md §11: each approval signed by a key pinned for a user, for this event, approving what it
     shows; at least `required` distinct users of `approvers` counted."""
+    if required < 1:
+        raise ValueError("a quorum takes at least one approval; give the number you asked for")
     if event.get("status") != "approved":
         raise ValueError(f"the event says {event.get('status')}, not approved")
     shown = shown_digest(event, app)
     eligible = {user for user in approvers if allow_requester or user != event["client_user_id"]}
     counted = []
     for entry in event.get("approvals") or []:
-        token = entry["decision"]
+        token = entry.get("decision")
+        if not token:
+            raise ValueError("an approval carries no decision: read the event as its backend")
         header = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
         if header.get("typ") != "countersign-decision+jwt" or header.get("alg") != "ES256":
             raise ValueError("an approval is not an ES256 Countersign decision")

@@ -34,7 +34,7 @@ public struct ApproverGroup: Sendable, Equatable {
         if let invalid = users.first(where: { !ClientUserID.isValid($0) }) {
             return "users names an invalid user id: \(invalid.debugDescription)"
         }
-        guard Set(users).count == users.count else { return "users names a user twice" }
+        guard !ClientUserID.hasDuplicates(users) else { return "users names a user twice" }
         return nil
     }
 

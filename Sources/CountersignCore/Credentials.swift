@@ -139,4 +139,17 @@ public enum ClientUserID {
         !id.isEmpty && id.utf8.count <= 256 && !id.contains("/")
             && !id.unicodeScalars.contains(where: DisplayText.isHidden)
     }
+
+    /// Whether two user ids name the same user: byte for byte, as the
+    /// stores compare them. Swift's `==` takes canonically equivalent
+    /// strings as equal (`K` and the Kelvin sign, `é` and `e` with a
+    /// combining accent), which the stores, and the apps, keep apart.
+    public static func same(_ first: String, _ second: String) -> Bool {
+        first.utf8.elementsEqual(second.utf8)
+    }
+
+    /// Whether `ids` names a user twice, byte for byte.
+    public static func hasDuplicates(_ ids: [String]) -> Bool {
+        Set(ids.map { Array($0.utf8) }).count != ids.count
+    }
 }

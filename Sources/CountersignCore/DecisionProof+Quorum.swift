@@ -41,10 +41,18 @@ extension DecisionProof {
             throw ProtocolError(.wrongVerdict, "the event says \(event.status.rawValue), not approved")
         }
         let shown = ShownRequest(event, app: app).digest
-        let counting = Set(approvers.filter { allowRequester || $0 != event.clientUserID })
+        guard requiredApprovals >= 1 else {
+            throw ProtocolError(.tooFewApprovals, "a quorum takes at least one approval; give the number you asked for")
+        }
+        // User ids compare byte for byte (``ClientUserID/same(_:_:)``): a
+        // look-alike id is another user.
+        let counting = approvers.filter { allowRequester || !ClientUserID.same($0, event.clientUserID) }
         var counted: [CountedApproval] = []
         for approval in event.approvals ?? [] {
-            let jws = try CompactJWS.Parsed(approval.decision)
+            guard let decision = approval.decision else {
+                throw ProtocolError(.malformed, "an approval carries no decision: read the event as its backend")
+            }
+            let jws = try CompactJWS.Parsed(decision)
             let deviceID = try DeviceProof.deviceID(in: jws)
             guard
                 let (user, key) = pinnedKeys.lazy.compactMap({ user, keys in
@@ -66,10 +74,12 @@ extension DecisionProof {
             try checkAudience(of: claims, broker: broker)
             if event.userVerification == "required" || approval.assertion != nil {
                 try checkAssertion(
-                    approval.assertion, decision: approval.decision, broker: broker,
+                    approval.assertion, decision: decision, broker: broker,
                     pinned: pinnedPasskeys[deviceID] ?? [])
             }
-            guard counting.contains(user), !counted.contains(where: { $0.clientUserID == user }) else { continue }
+            guard counting.contains(where: { ClientUserID.same($0, user) }),
+                !counted.contains(where: { ClientUserID.same($0.clientUserID, user) })
+            else { continue }
             counted.append(CountedApproval(clientUserID: user, deviceID: deviceID, claims: claims))
         }
         guard counted.count >= requiredApprovals else {

@@ -57,7 +57,7 @@ public struct EventTokenClaims: JWTPayload, Equatable {
         self.decidedBy = event.decidedBy
         if let quorum = event.quorum {
             self.requiredApprovals = quorum.requiredApprovals
-            self.approvals = event.approvals.map(\.decision)
+            self.approvals = event.approvals.compactMap(\.decision)
         }
         if status == .approved {
             let authentication = ApprovalAuthentication(of: event)

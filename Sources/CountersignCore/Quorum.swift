@@ -33,14 +33,15 @@ public struct ApproverQuorum: Codable, Sendable, Equatable {
     /// At most this many approvers per event.
     public static let maxApprovers = 50
 
-    /// The users whose approval counts on an event of `requester`.
+    /// The users whose approval counts on an event of `requester`. User
+    /// ids compare byte for byte here, as everywhere (``ClientUserID/same(_:_:)``).
     public func approvers(requester: String) -> [String] {
-        allowRequester ? users : users.filter { $0 != requester }
+        allowRequester ? users : users.filter { !ClientUserID.same($0, requester) }
     }
 
     /// Whether `user` may approve an event of `requester`.
     public func mayApprove(_ user: String, requester: String) -> Bool {
-        users.contains(user) && (allowRequester || user != requester)
+        users.contains { ClientUserID.same($0, user) } && (allowRequester || !ClientUserID.same(user, requester))
     }
 
     /// Why a quorum asked for an event of `requester` cannot be kept, or
@@ -53,7 +54,7 @@ public struct ApproverQuorum: Codable, Sendable, Equatable {
         if let invalid = users.first(where: { !ClientUserID.isValid($0) }) {
             return "approvers names an invalid user id: \(invalid.debugDescription)"
         }
-        guard Set(users).count == users.count else { return "approvers names a user twice" }
+        guard !ClientUserID.hasDuplicates(users) else { return "approvers names a user twice" }
         guard requiredApprovals >= 1 else { return "required_approvals is 1 or more" }
         let eligible = approvers(requester: requester).count
         guard requiredApprovals <= eligible else {
@@ -70,8 +71,10 @@ public struct ApproverQuorum: Codable, Sendable, Equatable {
 public struct QuorumApproval: Codable, Sendable, Equatable {
     public var clientUserID: String
     public var deviceID: String
-    /// The device's decision JWS, verbatim (proto/signing.md §2).
-    public var decision: String
+    /// The device's decision JWS, verbatim (proto/signing.md §2); left out
+    /// where other approvers read the event, since it carries the number
+    /// the requester shows (``EventDocument/forApprovers()``).
+    public var decision: String?
     /// The passkey assertion sent with it, when the event required one.
     public var assertion: PasskeyAssertion?
     public var approvedAt: Date
@@ -84,7 +87,7 @@ public struct QuorumApproval: Codable, Sendable, Equatable {
     }
 
     public init(
-        clientUserID: String, deviceID: String, decision: String, assertion: PasskeyAssertion? = nil,
+        clientUserID: String, deviceID: String, decision: String?, assertion: PasskeyAssertion? = nil,
         approvedAt: Date
     ) {
         self.clientUserID = clientUserID
@@ -102,6 +105,23 @@ extension QuorumApproval: WireJSONWritable {
         object.field("client_user_id", clientUserID)
         object.field("decision", decision)
         object.field("device_id", deviceID)
+    }
+}
+
+extension EventDocument {
+    /// The document as an approver's device reads it (its inbox, one
+    /// event, its decision's answer): each approval's who and when, without
+    /// its signed decision or assertion, which carry the number the
+    /// requester shows. Another approver could type it from there instead
+    /// of from the requester's screen. The app's backend gets them whole.
+    public func forApprovers() -> EventDocument {
+        guard approvals?.isEmpty == false else { return self }
+        var shown = self
+        shown.approvals = approvals?.map {
+            QuorumApproval(
+                clientUserID: $0.clientUserID, deviceID: $0.deviceID, decision: nil, approvedAt: $0.approvedAt)
+        }
+        return shown
     }
 }
 
@@ -124,12 +144,12 @@ extension ApprovalEvent {
     /// Whether `device` is one that answers it: of its user, or of one of
     /// its approvers.
     public func isAnswered(by device: TrustedDevice) -> Bool {
-        device.issuer == issuer && answeringUsers.contains(device.clientUserID)
+        device.issuer == issuer && answeringUsers.contains { ClientUserID.same($0, device.clientUserID) }
     }
 
     /// Whether `user` approved it already (for a quorum).
     public func isApproved(by user: String) -> Bool {
-        approvals.contains { $0.clientUserID == user }
+        approvals.contains { ClientUserID.same($0.clientUserID, user) }
     }
 
     /// The event after `approval`, at `now`: one more approval of its

@@ -65,6 +65,14 @@ struct QuorumTests {
             #expect(once.status == .pending && once.approvals?.map(\.clientUserID) == ["alice"])
             let item = try #require(try await broker.inbox(client, bob.device).first)
             #expect(item.event.approvals?.count == 1, "every approver sees the progress")
+            #expect(
+                item.event.approvals?.first?.decision == nil,
+                "not alice's signed decision: it holds the number the requester shows")
+            #expect(once.approvals?.first?.decision == nil, "nor in the answer to a decision")
+            let byBackend = try await client.execute(
+                uri: "/api/v1/events/\(ticket.event.ID)", method: .get, headers: broker.backendHeaders
+            ) { try decode(EventDocument.self, $0) }
+            #expect(byBackend.approvals?.first?.decision != nil, "the backend gets it whole")
 
             let again = try await answer(broker, client, alicesPhone.device, ticket)
             #expect(again.status == .conflict && errorCode(again) == "already_approved", "a person counts once")
@@ -104,6 +112,35 @@ struct QuorumTests {
             await #expect(throws: ProtocolError(.tooFewApprovals, ""), "one decision is not a quorum") {
                 try await DecisionProof.check(storedIn: event, app: "demo", pinnedKeys: [bob.device.jwk])
             }
+        }
+    }
+
+    @Test("a look-alike user id (the Kelvin sign for K) neither sees nor approves Karl's request")
+    func lookAlike() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            _ = try await broker.enroll(client, user: "Karl")
+            _ = try await broker.enroll(client, user: "alice")
+            let kelvin = try await broker.enroll(client, user: "\u{212A}arl")
+            let response = try await ask(
+                broker, client, approvers: ["users": .init(["Karl", "alice"]), "required_approvals": .init(2)])
+            let ticket = try decode(EventTicket.self, response)
+            #expect(try await broker.inbox(client, kelvin.device).isEmpty)
+            let read = try await client.execute(
+                uri: "/api/v1/inbox/\(ticket.event.ID)", method: .get,
+                headers: try await kelvin.device.proofHeaders(
+                    .get, "/api/v1/inbox/\(ticket.event.ID)", now: broker.clock.now))
+            #expect(read.status == .notFound)
+            let item = InboxItem(
+                event: ticket.event, app: "demo",
+                nonce: try #require(try await broker.store.event(id: ticket.event.ID)).nonce,
+                matchRequired: true)
+            let forged = try await broker.submit(
+                client, eventID: ticket.event.ID,
+                decision: try await kelvin.device.decision(
+                    on: item, .approve, match: ticket.matchNumber, now: broker.clock.now))
+            #expect(
+                forged.status == .forbidden && errorCode(forged) == "not_an_approver", "\(String(buffer: forged.body))")
         }
     }
 

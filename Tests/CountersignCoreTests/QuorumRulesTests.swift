@@ -132,6 +132,24 @@ struct QuorumRulesTests {
         #expect(ApproverQuorum(users: many, requiredApprovals: 1).refusal(requester: "c") != nil)
     }
 
+    @Test("user ids compare byte for byte: a look-alike id is another person")
+    func lookAlikes() {
+        let karl = event(approvers: ["Karl", "alice"], required: 2)
+        let kelvin = device("\u{212A}arl")
+        #expect("\u{212A}arl" == "Karl", "Swift's == takes them as one")
+        #expect(DecisionRules.evaluate(claims(.approve), by: kelvin, on: karl, now: t0) == .refused(.notApprover))
+        #expect(!karl.isAnswered(by: kelvin))
+        let approved = approving(karl, by: device("Karl"), at: t0 + 1)
+        #expect(!approved.isApproved(by: "\u{212A}arl") && approved.isApproved(by: "Karl"))
+        #expect(ApproverQuorum(users: ["Karl", "\u{212A}arl"], requiredApprovals: 2).refusal(requester: "d") == nil)
+        #expect(
+            ApproverQuorum(users: ["jos\u{E9}", "jose\u{301}"], requiredApprovals: 1).refusal(requester: "d") == nil)
+        let requester = event(approvers: ["\u{212A}arl", "bob"], required: 1)
+        var own = requester
+        own.clientUserID = "Karl"
+        #expect(own.answeringUsers == ["\u{212A}arl", "bob"], "the requester Karl leaves the Kelvin user in")
+    }
+
     @Test("its approvers answer it, not the user who asks")
     func answering() {
         #expect(event().answeringUsers == ["alice", "bob", "carol"])

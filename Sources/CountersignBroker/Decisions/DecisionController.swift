@@ -56,7 +56,7 @@ struct DecisionController {
         } catch let error as StoreError where error.code == .conflict && error.event == nil {
             throw APIError.conflict(.signCount, "the passkey was used again meanwhile; answer the request again")
         }
-        return JSONBody(try await environment.document(for: settled, withToken: false))
+        return JSONBody(try await environment.document(for: settled, withToken: false).forApprovers())
     }
 
     /// Checks the passkey assertion sent with a decision (proto/signing.md

@@ -59,7 +59,7 @@ struct InboxController {
         guard let event = try await environment.store.event(id: id), event.isAnswered(by: context.device) else {
             throw APIError.notFound("no such event")
         }
-        return JSONBody(EventDocument(event, now: environment.now(), signature: nil))
+        return JSONBody(EventDocument(event, now: environment.now(), signature: nil).forApprovers())
     }
 
     /// Waits until the pending events are no longer the set `shown`, or
@@ -109,7 +109,8 @@ struct InboxController {
         Inbox(
             events: pending.map {
                 InboxItem(
-                    event: EventDocument($0, now: environment.now(), signature: nil), app: context.apiKey.name,
+                    event: EventDocument($0, now: environment.now(), signature: nil).forApprovers(),
+                    app: context.apiKey.name,
                     nonce: $0.nonce, matchRequired: $0.matchNumber != nil, matchDigits: $0.matchNumber?.count,
                     newDevice: $0.newDevice.map(NewDeviceSummary.init))
             }, state: state)

@@ -86,7 +86,7 @@ struct EventTransitions {
             switch outcome {
             case .countApproval:
                 let approval = QuorumApproval(
-                    clientUserID: device.clientUserID, deviceID: device.id, decision: decision.jws ?? "",
+                    clientUserID: device.clientUserID, deviceID: device.id, decision: decision.jws,
                     assertion: decision.assertion, approvedAt: now)
                 return (current.approved(with: approval, now: now), outcome)
             case .settle(.rejected):
