@@ -212,5 +212,17 @@ extension PostgresMigrations {
                 """
             ]
         ),
+        // An app's rule that every event of a type needs several approvers.
+        (
+            "v34-quorum-policies",
+            [
+                """
+                CREATE TABLE quorum_policies (
+                    issuer text NOT NULL, event text NOT NULL, users text[], approver_group text,
+                    required_approvals integer NOT NULL, allow_requester boolean NOT NULL,
+                    updated_at double precision NOT NULL, updated_via text NOT NULL, PRIMARY KEY (issuer, event))
+                """
+            ]
+        ),
     ]
 }

@@ -280,5 +280,22 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v34-quorum-policies") { db in
+            // An app's rule that every event of a type needs several approvers.
+            try db.execute(
+                sql: """
+                    CREATE TABLE quorum_policies (
+                        issuer TEXT NOT NULL,
+                        event TEXT NOT NULL,
+                        users TEXT,
+                        approver_group TEXT,
+                        required_approvals INTEGER NOT NULL,
+                        allow_requester BOOLEAN NOT NULL,
+                        updated_at REAL NOT NULL,
+                        updated_via TEXT NOT NULL,
+                        PRIMARY KEY (issuer, event)
+                    ) WITHOUT ROWID;
+                    """)
+        }
     }
 }

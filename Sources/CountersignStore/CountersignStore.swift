@@ -14,7 +14,8 @@ public import Foundation
 /// - A method returns only after its write is durable as configured.
 public protocol CountersignStore:
     CountersignOutboxStore, CountersignConsoleStore, CountersignOpenIDStore, CountersignRADIUSStore,
-    CountersignDirectoryStore, CountersignCodeStore, CountersignInvitationStore, CountersignApproverGroupStore
+    CountersignDirectoryStore, CountersignCodeStore, CountersignInvitationStore, CountersignApproverGroupStore,
+    CountersignQuorumPolicyStore
 {
     // MARK: API keys and signing keys
 

@@ -27,5 +27,5 @@ public enum StoreConformance {
         keyCases + deviceCases + lifecycleCases + eventCases + decisionCases
         + verificationCases + codeCases + outboxCases + webhookCases + fraudCases + cibaCases + consoleCases
         + consoleSearchCases + consoleSessionCases + consoleWatchCases + pagingCases + openIDCases + updaterCases
-        + radiusCases + directoryCases + invitationCases + quorumCases + approverGroupCases
+        + radiusCases + directoryCases + invitationCases + quorumCases + approverGroupCases + quorumPolicyCases
 }
