@@ -215,6 +215,76 @@ struct QuorumTests {
         }
     }
 
+    @Test("an app's quorum policy: every LOGIN needs 2 of its approvers, whoever asks, until it is deleted")
+    func policy() async throws {
+        let broker = try await TestBroker()
+        try await broker.test { client in
+            let alice = try await broker.enroll(client, user: "alice")
+            _ = try await broker.enroll(client, user: "bob")
+            let dave = try await broker.enroll(client, user: "dave")
+            func put(_ event: String, _ body: [String: AnyEncodable]) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/api/v1/quorum-policies/\(event)", method: .put, headers: broker.backendHeaders,
+                    body: json(body))
+            }
+            for (event, body, why) in [
+                (
+                    "ENROLL_NEW_TRUSTED_DEVICE", ["users": AnyEncodable(["alice"]), "required_approvals": .init(1)],
+                    "pairing"
+                ),
+                ("LOGIN", ["users": .init(["alice"]), "group": .init("ops"), "required_approvals": .init(1)], "both"),
+                ("LOGIN", ["users": .init(["alice"]), "required_approvals": .init(0)], "none required"),
+                ("LOGIN", ["users": .init(["alice"]), "required_approvals": .init(2)], "more than listed"),
+                ("login", ["users": .init(["alice"]), "required_approvals": .init(1)], "a lower-case name"),
+            ] {
+                let refused = try await put(event, body)
+                #expect(refused.status == .badRequest, "\(why): \(String(buffer: refused.body))")
+            }
+            let set = try await put("LOGIN", ["users": .init(["alice", "bob"]), "required_approvals": .init(2)])
+            #expect(set.status == .created, "\(String(buffer: set.body))")
+
+            // A requester with the key id alone asks for dave's LOGIN: the approvers answer it.
+            let ticket = try await broker.requestLogin(client, user: "dave")
+            #expect(
+                ticket.event.approvers?.users == ["alice", "bob"] && ticket.event.approvers?.requiredApprovals == 2)
+            #expect(try await broker.inbox(client, alice.device).map(\.event.ID) == [ticket.event.ID])
+            #expect(try await broker.inbox(client, dave.device).isEmpty, "not dave's own device")
+            // dave's own device asking for itself waits for them too.
+            let own = try await UserVerificationPolicyTests.ownRequest(broker, client, dave.device, ["event": "LOGIN"])
+            #expect(own.status == .created)
+            #expect(try decode(EventTicket.self, own).event.status == .pending, "not approved at once")
+            // The backend cannot name other approvers for LOGIN.
+            let other = try await ask(
+                broker, client, approvers: ["users": .init(["alice"]), "required_approvals": .init(1)])
+            #expect(other.status == .created, "TRANSACTION has no policy")
+            let overruled = try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json([
+                    "client_user_id": AnyEncodable("dave"), "event": .init("LOGIN"),
+                    "approvers": .init(["users": AnyEncodable(["alice"]), "required_approvals": .init(1)]),
+                ]))
+            #expect(overruled.status == .badRequest, "\(String(buffer: overruled.body))")
+            // A policy that cannot be met refuses the event rather than drop the quorum.
+            #expect(
+                try await put("TRANSACTION", ["users": .init(["dave"]), "required_approvals": .init(1)]).status
+                    == .created)
+            let unmet = try await client.execute(
+                uri: "/api/v1/events", method: .post, headers: broker.backendHeaders,
+                body: json(["client_user_id": "dave", "event": "TRANSACTION", "details": "Pay"]))
+            #expect(
+                unmet.status == .conflict && errorCode(unmet) == "too_few_approvers", "\(String(buffer: unmet.body))")
+
+            let listed = try await client.execute(
+                uri: "/api/v1/quorum-policies", method: .get, headers: broker.backendHeaders)
+            #expect(String(buffer: listed.body).contains(#""event":"LOGIN""#))
+            let deleted = try await client.execute(
+                uri: "/api/v1/quorum-policies/LOGIN", method: .delete, headers: broker.backendHeaders)
+            #expect(deleted.status == .noContent)
+            let plain = try await broker.requestLogin(client, user: "dave")
+            #expect(plain.event.approvers == nil, "dave's own devices again")
+        }
+    }
+
     @Test("a quorum that cannot be met, or asked without the secret, is refused and nothing is stored")
     func refusals() async throws {
         let broker = try await TestBroker()

@@ -1,6 +1,7 @@
 import CountersignClient
 import CountersignCore
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// Approvals by several people between real processes: a backend asks for
@@ -105,6 +106,41 @@ struct QuorumEndToEndTests {
         // The webhooks and the trail: the approval added, then the approval.
         let records = try await broker.backend.events(user: "dave")
         #expect(records.first?.approvals?.count == 2)
+    }
+
+    @Test("under the app's LOGIN policy, a machine's login for alice waits for 2 of the ops group's agents")
+    func loginPolicy() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        _ = try await broker.enrollMachine(user: "alice", name: "alice-laptop")
+        let bob = try await broker.enrollMachine(user: "bob", name: "bob-laptop")
+        let carol = try await broker.enrollMachine(user: "carol", name: "carol-laptop")
+        let paths: [(String, [String: Any])] = [
+            ("/api/v1/approver-groups/ops", ["users": ["alice", "bob", "carol"]]),
+            ("/api/v1/quorum-policies/LOGIN", ["group": "ops", "required_approvals": 2]),
+        ]
+        for (path, body) in paths {
+            let answer = try await LiveHTTP.request(
+                .PUT, broker.url + path,
+                headers: ["Authorization": broker.basicAuthorization],
+                body: body)
+            #expect(answer.status == 201, "\(path): \(answer)")
+        }
+
+        // A machine that is not trusted asks to log in as alice, as the PAM module's helper does.
+        let machine = try temporaryDirectory("machine-B").appendingPathComponent("countersign")
+        let (login, eventID, number) = try await broker.startLogin(machine: machine)
+        defer { login.stop() }
+        let ticket = try await broker.backend.event(id: eventID)
+        #expect(ticket.approvers?.users == ["alice", "bob", "carol"] && ticket.approvers?.group == "ops")
+        for (user, device) in [("bob", bob), ("carol", carol)] {
+            let approve = try broker.agent(
+                ["approve", "--event", eventID, "--yes", "--match", number], configDirectory: device, user: user)
+            #expect(try await approve.exitCode() == 0, "\(user): \(approve.text)")
+        }
+        #expect(try await login.exitCode() == 0, "the login wakes approved: \(login.text)")
+        let event = try await broker.backend.event(id: eventID)
+        #expect(event.status == .approved && event.approvals?.map(\.clientUserID) == ["bob", "carol"])
     }
 
     @Test("any approver's rejection rejects; with 1 of 2 approvals the request expires unapproved")

@@ -155,6 +155,7 @@ public func buildRouter(_ environment: BrokerEnvironment) -> Router<BrokerReques
     backend.addRoutes(APIKeyController(environment: environment).endpoints)
     backend.addRoutes(WebhookController(environment: environment).endpoints)
     backend.addRoutes(ApproverGroupController(environment: environment).endpoints)
+    backend.addRoutes(QuorumPolicyController(environment: environment).endpoints)
     backend.addRoutes(codes.backendEndpoints)
     let reader = authenticated.group(context: DeviceReaderContext.self)
     reader.addRoutes(InboxController(environment: environment).endpoints)

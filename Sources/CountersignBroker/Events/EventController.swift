@@ -135,7 +135,13 @@ struct EventController {
                 throw APIError.forbidden(.wrongUser, "this device belongs to another user")
             }
             let requires = UserVerificationRule.requires(key: caller.apiKey.userVerification, requested: requested)
-            switch UserVerificationRule.ownRequest(requiresUserVerification: requires) {
+            // Under the app's quorum policy for the event name, a device's
+            // own request waits for the approvers as any other does.
+            let quorumPolicy = try await environment.store.quorumPolicy(issuer: caller.apiKey.id, event: name)
+            switch quorumPolicy == nil
+                ? UserVerificationRule.ownRequest(requiresUserVerification: requires)
+                : UserVerificationRule.OwnRequest.pending
+            {
             case .approvedByItself:
                 return try await approveOwnRequest(by: device, name: name, body: body, context: context)
             case .pending:
@@ -255,6 +261,12 @@ struct EventController {
         }
         var quorum: ApproverQuorum?
         if let approvers = body.approvers {
+            // The app's policy for the event name is the only say in it.
+            guard try await environment.store.quorumPolicy(issuer: key.id, event: name) == nil else {
+                throw APIError.badRequest(
+                    "this app's policy sets the approvers of \(name) (GET /api/v1/quorum-policies); leave approvers out"
+                )
+            }
             quorum = try await self.quorum(approvers, requester: user, issuer: key.id)
         }
         let opened = try await PendingEvents(environment: environment).open(
@@ -274,42 +286,16 @@ struct EventController {
             status: .created)
     }
 
-    /// The quorum `request` asks for an event of `requester` at app
-    /// `issuer`: its users, or the members of the app's approver group it
-    /// names, or else the active members of the directory group it names,
-    /// held to ``ApproverQuorum/refusal(requester:)``.
+    /// The quorum `request` asks for an event of `requester` at app `issuer`.
     private func quorum(_ request: ApproversRequest, requester: String, issuer: String) async throws
         -> ApproverQuorum
     {
         guard let required = request.requiredApprovals else {
             throw APIError.badRequest("approvers needs required_approvals: how many of them must approve")
         }
-        let users: [String]
-        switch (request.users, request.group) {
-        case (let listed?, nil):
-            users = listed
-        case (nil, let group?):
-            if let own = try await environment.store.approverGroup(issuer: issuer, name: group) {
-                users = own.users
-                break
-            }
-            let people = try await environment.store.directoryPeople()
-            let groups = DirectoryGroup.named(group, in: people)
-            guard groups.count == 1, let dn = groups.first?.dn else {
-                throw APIError.badRequest(
-                    groups.isEmpty
-                        ? "no approver group of this app, nor directory group, is named \(group.debugDescription)"
-                        : "groups in several branches are named \(group.debugDescription); name one by its DN")
-            }
-            users = people.filter { $0.state == .active && $0.isMember(of: dn) }.map(\.clientUserID)
-        default:
-            throw APIError.badRequest("approvers takes users or a group, one of them")
-        }
-        let quorum = ApproverQuorum(
-            users: users, group: request.group, requiredApprovals: required,
-            allowRequester: request.allowRequester ?? false)
-        if let refusal = quorum.refusal(requester: requester) { throw APIError.badRequest(refusal) }
-        return quorum
+        return try await QuorumResolution(environment: environment).quorum(
+            users: request.users, group: request.group, requiredApprovals: required,
+            allowRequester: request.allowRequester ?? false, requester: requester, issuer: issuer)
     }
 
     /// The event, held up to `?wait=N` seconds until it is settled.

@@ -54,8 +54,15 @@ struct PendingEvents {
         attaching attachment: ((ApprovalEvent, _ requesterToken: String) -> PendingAttachment)? = nil
     ) async throws -> Opened {
         let key = draft.key
+        // The request's quorum, else the one the app's policy asks of the
+        // event name (not of a pairing, which the user's device approves).
+        var quorum = draft.quorum
+        if quorum == nil, draft.newDevice == nil {
+            quorum = try await QuorumResolution(environment: environment).policy(
+                for: draft.name, requester: draft.user, issuer: key.id)
+        }
         let devices: [TrustedDevice]
-        if let quorum = draft.quorum {
+        if let quorum {
             devices = try await approverDevices(quorum, requester: draft.user, key: key)
         } else {
             devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
@@ -84,7 +91,7 @@ struct PendingEvents {
             requesterTokenDigest: SecretToken.digest(requesterToken), newDevice: draft.newDevice, now: now,
             window: draft.window ?? environment.policy.window, channel: draft.channel)
         event.userVerification = requiresUserVerification
-        event.quorum = draft.quorum
+        event.quorum = quorum
         // The user's devices hear of it by push, if they asked to; the
         // messages commit with the event and go out after the answer.
         let pushes =
