@@ -1,6 +1,6 @@
 public import CountersignCore
-public import CountersignStore
-public import Foundation
+import CountersignStore
+import Foundation
 import PostgresNIO
 
 extension PostgresStore {

@@ -1,5 +1,5 @@
 public import CountersignCore
-public import Foundation
+import Foundation
 
 /// The groups of people apps ask to approve their events (``ApproverGroup``).
 public protocol CountersignApproverGroupStore: Sendable {

@@ -1,5 +1,5 @@
 public import CountersignCore
-public import Foundation
+import Foundation
 
 /// The apps' rules that events of a type need several approvers (``QuorumPolicy``).
 public protocol CountersignQuorumPolicyStore: Sendable {
