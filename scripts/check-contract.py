@@ -328,6 +328,25 @@ def rule_in_words(code, message, sent):
         # The console's operator name is a ClientUserID of the console's app.
         name = (sent.json or {}).get("operator") if isinstance(sent.json, dict) else None
         return name is None or (isinstance(name, str) and user_id_beyond_pattern(name))
+    document = sent.json if isinstance(sent.json, dict) else {}
+    approvers = document.get("approvers") if isinstance(document.get("approvers"), dict) else document
+    if message.startswith(("users names an invalid user id", "approvers names an invalid user id")):
+        # ClientUserID items: the characters the pattern cannot name.
+        users = approvers.get("users") if isinstance(approvers.get("users"), list) else []
+        return any(isinstance(user, str) and user_id_beyond_pattern(user) for user in users)
+    if re.match(r"required_approvals is \d+ but only \d+ approver\(s\) may approve", message):
+        # Stated in words: no more approvals required than approvers who may give them.
+        return True
+    if message.startswith(("no approver group of this app, nor directory group, is named",
+                           "groups in several branches are named", "approvers needs users, or a group")):
+        # A group as the app and the directory hold it, which the schema cannot know.
+        return isinstance(approvers.get("group"), str)
+    if message.startswith("this app's policy sets the approvers of"):
+        # The app's quorum policies, which the schema cannot know.
+        return "approvers" in document
+    if message == "a pairing is approved by the user's own device, not by approvers":
+        return document.get("event") == "ENROLL_NEW_TRUSTED_DEVICE" or sent.segments[-1:] == [
+            "ENROLL_NEW_TRUSTED_DEVICE"]
     off_curve = re.search(r"the point is not on the P-256 curve at ([\w.]+)", message)
     if off_curve:
         return isinstance(sent.at(off_curve.group(1)), dict) and not on_p256(sent.at(off_curve.group(1)))
