@@ -215,7 +215,7 @@ extension DeviceBroker {
 
         func run() async throws {
             switch logFormat {
-            case .text: LoggingSystem.bootstrap(StreamLogHandler.standardOutput)
+            case .text: LoggingSystem.bootstrap { TextLogHandler(label: $0) }
             case .json: LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
             }
             let registry = PrometheusCollectorRegistry()

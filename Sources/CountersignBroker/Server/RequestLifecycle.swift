@@ -177,7 +177,7 @@ enum AccessLog {
                 "http.method": .string(request.method.rawValue), "http.path": .string(request.uri.path),
                 "http.status": .stringConvertible(status),
                 "http.duration_ms": .string(milliseconds(elapsed)),
-            ])
+            ], source: "CountersignBroker")
     }
 
     /// Milliseconds with two decimals (truncated), without Foundation's
