@@ -15,6 +15,9 @@ extension PostgresConnections {
         let hold: Duration?
         /// Since when a query has been waiting for its answer.
         var waiting: ContinuousClock.Instant?
+        /// Queries sent and not yet answered (several, when a transaction
+        /// sends statements without waiting for each).
+        var unanswered = 0
         var overran = false
     }
 

@@ -146,12 +146,23 @@ final class PostgresConnections: Sendable {
     /// A query goes out on the leased connection `key`.
     func sending(_ key: ObjectIdentifier) {
         let now = ContinuousClock.now
-        state.withLock { $0.leases[key]?.waiting = now }
+        state.withLock { state in
+            guard var lease = state.leases[key] else { return }
+            if lease.unanswered == 0 { lease.waiting = now }
+            lease.unanswered += 1
+            state.leases[key] = lease
+        }
     }
 
     /// The answer to the query on `key` came (or the query failed).
     func answered(_ key: ObjectIdentifier) {
-        state.withLock { $0.leases[key]?.waiting = nil }
+        state.withLock { state in
+            guard var lease = state.leases[key] else { return }
+            lease.unanswered = max(0, lease.unanswered - 1)
+            // The next query's wait, timed from this answer on.
+            lease.waiting = lease.unanswered == 0 ? nil : .now
+            state.leases[key] = lease
+        }
     }
 
     /// Retires every open connection: the idle ones are closed now, the

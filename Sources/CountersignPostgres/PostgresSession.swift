@@ -48,11 +48,33 @@ final class Answer: Sendable {
 /// wait for its answer is timed (by the event loop that receives it), so
 /// that the pool's watchdog can tell a database that does not answer from a
 /// broker too busy to read the answer.
+///
+/// Inside a transaction, statements whose answers nothing reads (`BEGIN`,
+/// inserts, `COMMIT`) are sent without waiting for them (``send(_:logger:)``):
+/// the connection sends each as soon as PostgreSQL has answered the one
+/// before, without the operation's task being scheduled in between. On a
+/// busy broker each such wait was a turn in an event loop's queue while the
+/// transaction, and its locks, stayed open (docs/benchmarks.md). Their
+/// answers are checked, in order, by the next statement that is awaited.
 struct PostgresSession: Sendable {
     let connection: PostgresConnection
     let pool: PostgresConnections
+    /// Answers of statements sent and not yet checked, and the keys to
+    /// wake after commit.
+    private let unchecked = Unchecked()
 
-    /// The rows of a query, read into memory.
+    init(connection: PostgresConnection, pool: PostgresConnections) {
+        self.connection = connection
+        self.pool = pool
+    }
+
+    private final class Unchecked: Sendable {
+        let answers = Mutex<[EventLoopFuture<PostgresQueryResult>]>([])
+        let wakes = Mutex<[String]>([])
+    }
+
+    /// The rows of a query, read into memory; a failure of a statement
+    /// sent before it is thrown first.
     ///
     /// Sent from the connection's event loop, where it closes, after a
     /// look at whether it is open: postgres-nio (1.33) writes a query to a
@@ -60,18 +82,45 @@ struct PostgresSession: Sendable {
     /// never answered, not even on cancellation; on an open one it is
     /// answered, or failed when the connection closes.
     func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        let answer = submit(query, logger: logger)
+        try await checkSent()
+        let result = try await answer.get()
+        return result.rows.map { $0.makeRandomAccess() }
+    }
+
+    /// Sends a statement whose answer nothing reads, without waiting for
+    /// it; its failure is thrown by the next statement awaited, or by
+    /// ``checkSent()``.
+    func send(_ query: PostgresQuery, logger: Logger) {
+        let answer = submit(query, logger: logger)
+        unchecked.answers.withLock { $0.append(answer) }
+    }
+
+    /// Waits for the answers of the statements sent, and throws the
+    /// first failure among them.
+    func checkSent() async throws {
+        let answers = unchecked.answers.withLock { answers in
+            defer { answers.removeAll() }
+            return answers
+        }
+        var failure: (any Error)?
+        for answer in answers {
+            do { _ = try await answer.get() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    private func submit(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
         let key = ObjectIdentifier(connection)
         let pool = pool
         pool.sending(key)
-        let result = try await connection.eventLoop.flatSubmit {
-            [connection] () -> EventLoopFuture<PostgresQueryResult> in
+        return connection.eventLoop.flatSubmit { [connection] () -> EventLoopFuture<PostgresQueryResult> in
             guard !connection.isClosed else {
                 return connection.eventLoop.makeFailedFuture(PostgresConnections.Closed())
             }
             let answer: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger)
             return answer
-        }.always { _ in pool.answered(key) }.get()
-        return result.rows.map { $0.makeRandomAccess() }
+        }.always { _ in pool.answered(key) }
     }
 
     /// The first row of a query, if any.
@@ -85,8 +134,20 @@ struct PostgresSession: Sendable {
         try await rows(query, logger: logger).count
     }
 
-    /// Wakes long-polls on every instance once the transaction commits.
-    func notify(_ key: String, logger: Logger) async throws {
-        try await run("SELECT pg_notify(\(PostgresStore.channel), \(key))", logger: logger)
+    /// Wakes the long-polls waiting on `keys`, on every instance, once the
+    /// transaction commits (``PostgresStore/transaction(isolation:hold:_:)``
+    /// sends the notifications after its commit).
+    func notify(_ keys: [String]) {
+        unchecked.wakes.withLock { $0.append(contentsOf: keys) }
+    }
+
+    func notify(_ key: String) { notify([key]) }
+
+    /// The keys ``notify(_:)`` collected, once.
+    func takeWakes() -> [String] {
+        unchecked.wakes.withLock { wakes in
+            defer { wakes.removeAll() }
+            return wakes
+        }
     }
 }

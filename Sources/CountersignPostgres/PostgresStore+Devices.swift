@@ -113,7 +113,7 @@ extension PostgresStore {
             if revokedNow {
                 try await Self.record(DeviceChange(.revoked, of: device, by: author, at: now), into: db, logger: logger)
                 // The revoked device's inbox long-polls, on every instance, end now.
-                try await db.notify(WakeKey.inbox(issuer: issuer, user: clientUserID), logger: logger)
+                db.notify(WakeKey.inbox(issuer: issuer, user: clientUserID))
             }
             return device
         }

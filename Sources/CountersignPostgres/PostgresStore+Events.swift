@@ -17,13 +17,12 @@ extension PostgresStore {
         // statements after the locks see every insert committed before.
         try await readCommittedWrite(locking: Self.userKey(of: event)) { db in
             if case .requester(let address) = requester {
-                try await db.run(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
+                db.send("SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
             }
             let open = try await Self.openPending(
                 like: event, by: requester, window: limits.rateWindow, now: now, in: db, logger: logger)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
-            try await Self.insert(event, into: db, requestedBy: requester, logger: logger)
+            try Self.insert(event, into: db, requestedBy: requester, logger: logger)
             try await Self.insert(announcing, into: db, logger: logger)
             switch attached {
             case .ciba(let request): try await Self.insert(request, into: db, logger: logger)
@@ -105,7 +104,7 @@ extension PostgresStore {
     public func insertEvent(_ event: ApprovalEvent) async throws {
         let logger = logger
         try await readCommittedWrite { db in
-            try await Self.insert(event, into: db, requestedBy: .backend, logger: logger)
+            try Self.insert(event, into: db, requestedBy: .backend, logger: logger)
             try await Self.announce(WebhookNotice.created(event, now: event.updatedAt), into: db, logger: logger)
             try await Self.record(DecisionRecord(event, now: event.updatedAt), in: db, logger: logger)
         }
@@ -187,21 +186,11 @@ extension PostgresStore {
     }
 
     /// What every change of an event writes with it: its webhook notice
-    /// and, for an approval or rejection, its decision record; and, at
+    /// and, for an approval or rejection, its decision record; and, after
     /// commit, the wake-up of its waiters and of the inboxes that show it
-    /// on every instance (one statement for all the keys).
+    /// on every instance (``PostgresSession/notify(_:)``).
     static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger) async throws {
-        if event.quorum == nil {
-            try await db.run(
-                """
-                SELECT pg_notify(\(Self.channel), \(WakeKey.event(event.id))),
-                    pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
-                """, logger: logger)
-        } else {
-            let keys = [WakeKey.event(event.id)] + Self.inboxKeys(of: event)
-            try await db.run(
-                "SELECT pg_notify(\(Self.channel), key) FROM unnest(\(keys)::text[]) AS key", logger: logger)
-        }
+        db.notify([WakeKey.event(event.id)] + Self.inboxKeys(of: event))
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
         try await record(DecisionRecord(event, now: now), in: db, logger: logger)
         // A CIBA client is pinged once there is a result to fetch, not for
@@ -211,7 +200,7 @@ extension PostgresStore {
 
     static func record(_ decision: DecisionRecord?, in db: PostgresSession, logger: Logger) async throws {
         guard let decision else { return }
-        try await db.run(
+        try db.send(
             """
             INSERT INTO decision_records (event_id, issuer, client_user_id, decided_at, document)
             VALUES (\(decision.eventID), \(decision.issuer), \(decision.clientUserID), \(decision.decidedAt.seconds),
@@ -280,13 +269,12 @@ extension PostgresStore {
     /// user's and its address's request counters in the same statement.
     static func insert(
         _ event: ApprovalEvent, into db: PostgresSession, requestedBy: PendingRequester, logger: Logger
-    ) async throws {
+    ) throws {
         let newDevice = try event.newDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let address: String? =
             if case .requester(let address) = requestedBy { address } else { nil }
         let requestedBy = requestedBy == .backend ? "backend" : "requester"
-        let isPending = event.storedStatus == .pending
-        try await db.run(
+        try db.send(
             """
             WITH counted AS (
                 INSERT INTO request_counts (scope, key, minute, count)
@@ -308,21 +296,18 @@ extension PostgresStore {
                     \(try QuorumColumns.quorum(of: event)), \(try QuorumColumns.approvals(of: event)))
                 RETURNING 1
             )
-            SELECT pg_notify(\(Self.channel), \(WakeKey.inbox(issuer: event.issuer, user: event.clientUserID)))
-            FROM inserted WHERE \(isPending && event.quorum == nil)
+            SELECT 1
             """, logger: logger)
-        guard event.quorum != nil else { return }
-        // The approvers' inboxes find it by them, and are woken.
-        try await db.run(
-            """
-            WITH added AS (
+        if event.quorum != nil {
+            // The approvers' inboxes find it by them.
+            db.send(
+                """
                 INSERT INTO event_approvers (event_id, issuer, client_user_id, expires_at)
                 SELECT \(event.id), \(event.issuer), approver, \(event.expiresAt.seconds)
                 FROM unnest(\(event.answeringUsers)::text[]) AS approver
-            )
-            SELECT pg_notify(\(Self.channel), key) FROM unnest(\(Self.inboxKeys(of: event))::text[]) AS key
-            WHERE \(isPending)
-            """, logger: logger)
+                """, logger: logger)
+        }
+        if event.storedStatus == .pending { db.notify(Self.inboxKeys(of: event)) }
     }
 
     static func event(row: PostgresRandomAccessRow) throws -> ApprovalEvent {

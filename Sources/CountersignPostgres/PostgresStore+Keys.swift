@@ -162,7 +162,7 @@ extension PostgresStore {
                 VALUES (\(key.id), \(key.privateKeyPEM), \(key.createdAt.seconds))
                 """, logger: logger)
             // Every instance re-reads its keys now rather than at its next refresh.
-            try await db.notify(WakeKey.signingKeys, logger: logger)
+            db.notify(WakeKey.signingKeys)
         }
     }
 

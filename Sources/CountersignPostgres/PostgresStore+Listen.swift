@@ -16,11 +16,16 @@ extension PostgresStore {
         wake: @escaping @Sendable (String) -> Void, resync: @escaping @Sendable () -> Void
     ) async throws {
         var failures = 0
+        var announced = false
         while !Task.isCancelled {
             do {
                 let connection = try await connections.openDedicated()
                 failures = 0
-                let outcome = await Result { try await listen(on: connection, wake: wake, resync: resync) }
+                let announce = !announced
+                announced = true
+                let outcome = await Result {
+                    try await listen(on: connection, announce: announce, wake: wake, resync: resync)
+                }
                 try? await connection.close()
                 try outcome.get()
             } catch {
@@ -40,8 +45,12 @@ extension PostgresStore {
         }
     }
 
+    /// Listens on `connection` until it fails; with `announce`, first
+    /// tells every instance to re-read (``WakeKey/resync``): wakes that
+    /// this process committed changes for but did not send before it last
+    /// stopped (``wake(_:on:)``) are made good.
     func listen(
-        on connection: PostgresConnection, wake: @escaping @Sendable (String) -> Void,
+        on connection: PostgresConnection, announce: Bool, wake: @escaping @Sendable (String) -> Void,
         resync: @escaping @Sendable () -> Void
     ) async throws {
         let logger = logger
@@ -52,9 +61,14 @@ extension PostgresStore {
         try await connection.listen(on: Self.channel) { notifications in
             // Listening now: anything committed before may have been missed.
             resync()
+            if announce {
+                try await session.run("SELECT pg_notify(\(Self.channel), \(WakeKey.resync))", logger: logger)
+            }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await notification in notifications { wake(notification.payload) }
+                    for try await notification in notifications {
+                        if notification.payload == WakeKey.resync { resync() } else { wake(notification.payload) }
+                    }
                 }
                 group.addTask {
                     while !Task.isCancelled {

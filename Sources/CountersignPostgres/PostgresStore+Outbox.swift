@@ -72,7 +72,7 @@ extension PostgresStore {
 
     static func insert(_ messages: [OutboxMessage], into db: PostgresSession, logger: Logger) async throws {
         for message in messages {
-            try await db.run(
+            try db.send(
                 """
                 INSERT INTO outbox (id, kind, target, event_id, payload, created_at, deliver_until,
                     next_attempt_at, attempts, state, last_error, finished_at)

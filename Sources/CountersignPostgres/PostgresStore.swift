@@ -165,9 +165,8 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
         let logger = logger
         do {
             return try await transaction { db in
-                if let key {
-                    try await db.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
-                }
+                // Sent with what follows it, which PostgreSQL runs once the lock is held.
+                if let key { db.send("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger) }
                 return try await body(db)
             }
         } catch {
@@ -209,16 +208,50 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
         _ body: @escaping @Sendable (PostgresSession) async throws -> T
     ) async throws -> T {
         try await withConnection(hold: hold) { session in
-            try await session.run(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
+            // Sent with the body's first statement, and the commit with the
+            // body's last writes: their answers are checked, not waited for
+            // one by one.
+            session.send(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
+            let result: T
             do {
-                let result = try await body(session)
+                result = try await body(session)
                 try await session.run("COMMIT", logger: logger)
-                return result
             } catch {
                 // A connection left inside a transaction is no use to the next operation.
+                try? await session.checkSent()
                 do { try await session.run("ROLLBACK", logger: logger) } catch { session.connection.closeNow() }
                 throw error
             }
+            await wake(session.takeWakes(), on: session)
+            return result
+        }
+    }
+
+    /// Notifies every instance of `keys` (``WakeKey``), after the change
+    /// that wakes them has committed.
+    ///
+    /// Not inside the change's own transaction: PostgreSQL serialises the
+    /// commits of all transactions that notify, on one lock held through
+    /// the commit's flush to disk, so each durable change that notified
+    /// waited for every other one's fsync (docs/benchmarks.md). This
+    /// statement commits without waiting for the disk (nothing in it needs
+    /// to survive a crash of the database, after which every instance
+    /// re-reads anyway). A wake lost because this instance stops between the
+    /// two is made good by the resync every instance sends when it starts
+    /// (``followChanges(wake:resync:)``), and by the waiters' own re-read
+    /// when their hold ends.
+    func wake(_ keys: [String], on session: PostgresSession) async {
+        guard !keys.isEmpty else { return }
+        do {
+            try await session.run(
+                """
+                SELECT set_config('synchronous_commit', 'off', true), pg_notify(\(Self.channel), key)
+                FROM unnest(\(Array(Set(keys)))::text[]) AS key
+                """, logger: logger)
+        } catch {
+            logger.warning(
+                "could not notify the other instances of a change; their waiters see it when their hold ends",
+                metadata: ["error": "\(mapped(error))"])
         }
     }
 

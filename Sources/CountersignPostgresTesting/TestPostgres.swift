@@ -66,6 +66,14 @@ public enum TestPostgres {
         try await admin(try clusterURL(), statement)
     }
 
+    /// Runs one statement as the cluster's superuser in `database` (a URL
+    /// from ``createDatabase()``).
+    public static func execute(_ statement: String, in database: String) async throws {
+        var components = URLComponents(string: try clusterURL())!
+        components.path = URLComponents(string: database)!.path
+        try await admin(components.string!, statement)
+    }
+
     private static func admin(_ url: String, _ statement: String) async throws {
         let store = try PostgresStore(url: url, logger: logger, maximumConnections: 1, patience: patient)
         let result = await Result { try await store.administer(statement) }

@@ -6,6 +6,10 @@ public enum WakeKey {
     public static let signingKeys = "signing-keys"
     /// The outbox has a message due now (this instance's delivery worker).
     public static let outbox = "outbox"
+    /// Every waiter on every instance re-reads the store: sent by an
+    /// instance as it starts, for the wakes it may have failed to send
+    /// before it stopped.
+    public static let resync = "resync"
 }
 
 /// A store that several broker instances share tells each of them what

@@ -213,6 +213,31 @@ struct MultiInstanceEndToEndTests {
         try await stop(a, b, database: database)
     }
 
+    @Test("a change committed without its wake is seen by held polls when an instance starts")
+    func resyncWhenAnInstanceStarts() async throws {
+        let (a, b, _, database) = try await start()
+        let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+        let ticket = try await throughA.requestLogin(user: "alice", requesterName: "new-machine")
+        let held = Task {
+            try await throughB.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+        }
+        try await b.waitUntilHolding(1)
+        let wakes = try await b.wakesCounted()
+        // Committed and never announced, as a change is whose instance
+        // stopped between its commit and its notification.
+        let now = Int(Date().timeIntervalSince1970)
+        try await TestPostgres.execute(
+            "UPDATE events SET status = 'rejected', decided_at = \(now), updated_at = \(now) WHERE id = '\(ticket.event.ID)'",
+            in: database)
+        let c = try await a.startInstance(arguments: [])
+        #expect(try await held.value.status == .rejected)
+        // Woken by C's resync, not answered because its hold ran out.
+        #expect(try await b.wakesCounted() == wakes + 1)
+        c.stop()
+        try await stop(a, b, database: database)
+    }
+
     @Test(
         "approve through A and reject through B at once, 200 times: one decision each time, a clear conflict for the other"
     )
