@@ -19,6 +19,10 @@ public struct APIKey: Sendable, Equatable {
     /// `required`, each one requires user verification, whatever its
     /// request says (``UserVerificationRule``).
     public var userVerification: UserVerificationPolicy
+    /// The event names the app has a quorum policy for, as the read that
+    /// authenticates a request finds them with the key (nil where a read
+    /// of the key did not ask): a new event's policy is read only for these.
+    public var quorumPolicyEvents: Set<String>?
 
     public init(
         id: String, name: String, secretDigest: Data, createdAt: Date, previousSecretDigest: Data? = nil,
@@ -33,6 +37,21 @@ public struct APIKey: Sendable, Equatable {
         self.previousSecretExpiresAt = previousSecretExpiresAt
         self.revokedAt = revokedAt
         self.userVerification = userVerification
+    }
+
+    /// Keys are equal by what is stored of them: ``quorumPolicyEvents`` is
+    /// what a read found beside the key, not part of it.
+    public static func == (lhs: APIKey, rhs: APIKey) -> Bool {
+        lhs.id == rhs.id && lhs.name == rhs.name && lhs.secretDigest == rhs.secretDigest
+            && lhs.createdAt == rhs.createdAt && lhs.previousSecretDigest == rhs.previousSecretDigest
+            && lhs.previousSecretExpiresAt == rhs.previousSecretExpiresAt && lhs.revokedAt == rhs.revokedAt
+            && lhs.userVerification == rhs.userVerification
+    }
+
+    /// Whether an event named `event` may have a quorum policy at the app,
+    /// and so whether its policy must be read.
+    public func mayHaveQuorumPolicy(for event: String) -> Bool {
+        quorumPolicyEvents?.contains(event) ?? true
     }
 
     /// Which of the key's secrets `digest` is, at `now`.

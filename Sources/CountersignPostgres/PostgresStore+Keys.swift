@@ -29,8 +29,18 @@ extension PostgresStore {
     public func apiKey(id: String) async throws -> APIKey? {
         let logger = logger
         return try await read { db in
-            try await db.row("SELECT * FROM api_keys WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
-                .map(Self.apiKey(row:))
+            // With the names of its events under a quorum policy, so that
+            // a new event reads its policy only when there is one.
+            try await db.row(
+                """
+                SELECT api_keys.*, array(SELECT event FROM quorum_policies WHERE issuer = api_keys.id) AS quorum_events
+                FROM api_keys WHERE id = \(id) AND revoked_at IS NULL
+                """, logger: logger
+            ).map { row in
+                var key = try Self.apiKey(row: row)
+                key.quorumPolicyEvents = Set(try row.value("quorum_events", as: [String].self))
+                return key
+            }
         }
     }
 

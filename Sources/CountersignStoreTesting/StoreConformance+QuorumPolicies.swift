@@ -9,7 +9,9 @@ extension StoreConformance {
             let login = QuorumPolicy(
                 issuer: "ck_app", event: "LOGIN", users: ["alice", "bob"], group: nil, requiredApprovals: 2,
                 allowRequester: false, updatedAt: Fixture.t0, updatedVia: "rest")
+            try check(try await store.apiKey(id: "ck_app")?.quorumPolicyEvents == [], "no policy yet")
             try check(try await store.putQuorumPolicy(login), "new")
+            try check(try await store.apiKey(id: "ck_app")?.quorumPolicyEvents == ["LOGIN"], "the key names it")
             try check(try await store.quorumPolicy(issuer: "ck_app", event: "LOGIN") == login, "read back")
             var byGroup = login
             byGroup.users = nil
@@ -25,9 +27,12 @@ extension StoreConformance {
             try await store.putQuorumPolicy(transaction)
             try check(
                 try await store.quorumPolicies(issuer: "ck_app").map(\.event) == ["LOGIN", "TRANSACTION"], "by name")
+            try check(
+                try await store.apiKey(id: "ck_app")?.quorumPolicyEvents == ["LOGIN", "TRANSACTION"], "both named")
             try check(try await store.quorumPolicy(issuer: "ck_other", event: "LOGIN") == nil, "one app's")
             try await store.deleteQuorumPolicy(issuer: "ck_app", event: "LOGIN")
             try check(try await store.quorumPolicy(issuer: "ck_app", event: "LOGIN") == nil, "deleted")
+            try check(try await store.apiKey(id: "ck_app")?.quorumPolicyEvents == ["TRANSACTION"], "no longer named")
             try await checkThrows(.notFound, "deleting it twice") {
                 try await store.deleteQuorumPolicy(issuer: "ck_app", event: "LOGIN")
             }

@@ -137,7 +137,8 @@ struct EventController {
             let requires = UserVerificationRule.requires(key: caller.apiKey.userVerification, requested: requested)
             // Under the app's quorum policy for the event name, a device's
             // own request waits for the approvers as any other does.
-            let quorumPolicy = try await environment.store.quorumPolicy(issuer: caller.apiKey.id, event: name)
+            let quorumPolicy = try await QuorumResolution.policy(
+                for: name, key: caller.apiKey, in: environment.store)
             switch quorumPolicy == nil
                 ? UserVerificationRule.ownRequest(requiresUserVerification: requires)
                 : UserVerificationRule.OwnRequest.pending
@@ -262,7 +263,7 @@ struct EventController {
         var quorum: ApproverQuorum?
         if let approvers = body.approvers {
             // The app's policy for the event name is the only say in it.
-            guard try await environment.store.quorumPolicy(issuer: key.id, event: name) == nil else {
+            guard try await QuorumResolution.policy(for: name, key: key, in: environment.store) == nil else {
                 throw APIError.badRequest(
                     "this app's policy sets the approvers of \(name) (GET /api/v1/quorum-policies); leave approvers out"
                 )

@@ -59,7 +59,7 @@ struct PendingEvents {
         var quorum = draft.quorum
         if quorum == nil, draft.newDevice == nil {
             quorum = try await QuorumResolution(environment: environment).policy(
-                for: draft.name, requester: draft.user, issuer: key.id)
+                for: draft.name, requester: draft.user, key: key)
         }
         let devices: [TrustedDevice]
         if let quorum {

@@ -35,16 +35,23 @@ struct QuorumResolution {
     /// `requester`, or nil without one. A policy that cannot be met now
     /// (its group emptied, the requester its only approver) refuses the
     /// event: 409 `too_few_approvers`, never an event without its quorum.
-    func policy(for name: String, requester: String, issuer: String) async throws -> ApproverQuorum? {
-        guard let policy = try await environment.store.quorumPolicy(issuer: issuer, event: name) else { return nil }
+    func policy(for name: String, requester: String, key: APIKey) async throws -> ApproverQuorum? {
+        guard let policy = try await Self.policy(for: name, key: key, in: environment.store) else { return nil }
         do {
             return try await quorum(
                 users: policy.users, group: policy.group, requiredApprovals: policy.requiredApprovals,
-                allowRequester: policy.allowRequester, requester: requester, issuer: issuer)
+                allowRequester: policy.allowRequester, requester: requester, issuer: key.id)
         } catch let error as APIError {
             throw APIError.conflict(
                 .tooFewApprovers, "this app's policy for \(name) cannot be met now: \(error.message)")
         }
+    }
+
+    /// The app's policy for events named `name`, read only when the key's
+    /// authenticating read found one (``APIKey/mayHaveQuorumPolicy(for:)``).
+    static func policy(for name: String, key: APIKey, in store: any CountersignStore) async throws -> QuorumPolicy? {
+        guard key.mayHaveQuorumPolicy(for: name) else { return nil }
+        return try await store.quorumPolicy(issuer: key.id, event: name)
     }
 
     /// The users of the app's approver group `group`, else the active
