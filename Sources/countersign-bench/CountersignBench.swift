@@ -85,6 +85,14 @@ struct CountersignBench: AsyncParsableCommand {
     var levels: [Int] { concurrency.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
 
     func run() async throws {
+        // Each held poll is a connection, so a descriptor, of this process.
+        let openFiles = OpenFileLimit.raise()
+        let needed = idleWaiters + 2 * levels.max()! + 256
+        guard idleWaiters == 0 || openFiles >= needed else {
+            throw ValidationError(
+                "--idle-waiters \(idleWaiters) needs about \(needed) open files, and this process may open "
+                    + "\(openFiles): raise its limit (ulimit -n)")
+        }
         let http = Self.client(connections: 2 * levels.max()! + 16)
         // The idle polls stand for other devices, each on its own
         // connection: a pool of their own, so that their connections never

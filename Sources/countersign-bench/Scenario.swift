@@ -57,7 +57,14 @@ final class IdleWaiters: Sendable {
                             // Holds of 20 to 30 s, as clients that started at different
                             // times would: the polls do not all return and re-poll at once.
                             while !Task.isCancelled {
-                                _ = try? await client.inbox(device, wait: Int.random(in: 20...30))
+                                do {
+                                    _ = try await client.inbox(device, wait: Int.random(in: 20...30))
+                                } catch {
+                                    // A refused or failed poll is tried again in a while, as
+                                    // agents do, not at once: a loop of failures would burn
+                                    // both processes' CPU and pass for the broker's cost.
+                                    try? await Task.sleep(for: .seconds(1))
+                                }
                             }
                         }
                     }

@@ -36,6 +36,19 @@ struct BenchmarkSmokeTests {
         #expect(bench.text.contains("one P-256 verification here: "), "\(bench.text)")
     }
 
+    @Test("more idle polls than the process may open files is refused at once, naming the limit")
+    func idleWaitersPastTheOpenFileLimit() async throws {
+        let bench = try RunningProcess(
+            "countersign-bench",
+            [
+                "--broker", "http://127.0.0.1:9", "--api-key", "ck_none", "--api-secret", "none",
+                "--idle-waiters", "100000000",
+            ])
+        #expect(try await bench.exitCode(timeout: .seconds(60)) != 0, "\(bench.text)")
+        #expect(bench.text.contains("--idle-waiters 100000000 needs about"), "\(bench.text)")
+        #expect(bench.text.contains("ulimit -n"), "\(bench.text)")
+    }
+
     @Test("RADIUS logins: a challenge, the approval with its number, the Accept; a summary line with no errors")
     func radius() async throws {
         let port = try freeUDPPort()
