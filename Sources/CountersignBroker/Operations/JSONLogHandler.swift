@@ -1,39 +1,21 @@
 public import Logging
 
-/// Logs as one JSON object per line on standard output, for log shippers:
+/// One JSON object per line, for log shippers:
 /// `{"time": …, "level": …, "logger": …, "message": …, <metadata>…}`, keys
 /// sorted.
-///
+public typealias JSONLogHandler = BufferedLogHandler<JSONLines>
+
 /// The object is written by hand rather than through Foundation's
 /// `JSONSerialization` and date formatting, which took longer than the
 /// request the line logs (docs/benchmarks.md, "The access log line").
-public struct JSONLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
-    public var metadataProvider: Logger.MetadataProvider?
-    let label: String
-    let output: LogOutput
-
-    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
-        self.init(label: label, output: .standardOutput, metadataProvider: metadataProvider)
-    }
-
-    init(label: String, output: LogOutput, metadataProvider: Logger.MetadataProvider? = nil) {
-        self.label = label
-        self.output = output
-        self.metadataProvider = metadataProvider
-    }
-
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
+public enum JSONLines: LogLineFormat {
     private static let ownKeys: Set<String> = ["time", "level", "logger", "message"]
 
-    public func log(event: LogEvent) {
-        var fields = LogFields.merged(metadata, metadataProvider, event).filter { !Self.ownKeys.contains($0.key) }
-        fields.append(("time", .string(Self.time())))
+    public static func line(
+        _ event: LogEvent, fields: [(key: String, value: Logger.Metadata.Value)], label: String
+    ) -> [UInt8] {
+        var fields = fields.filter { !ownKeys.contains($0.key) }
+        fields.append(("time", .string(time())))
         fields.append(("level", .string(event.level.rawValue)))
         fields.append(("logger", .string(label)))
         fields.append(("message", .string(event.message.description)))
@@ -43,12 +25,12 @@ public struct JSONLogHandler: LogHandler {
         line.append(UInt8(ascii: "{"))
         for (index, (key, value)) in fields.enumerated() {
             if index > 0 { line.append(UInt8(ascii: ",")) }
-            Self.string(key, into: &line)
+            string(key, into: &line)
             line.append(UInt8(ascii: ":"))
-            Self.value(value, into: &line)
+            self.value(value, into: &line)
         }
         line.append(contentsOf: "}\n".utf8)
-        output.append(line, urgent: event.level >= .error)
+        return line
     }
 
     /// `2026-11-29T10:43:27.123Z`: UTC, and says so (a trailing Z), so that

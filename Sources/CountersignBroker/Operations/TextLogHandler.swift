@@ -1,18 +1,15 @@
 public import Logging
 
-/// Logs one line per event on standard output, in swift-log's
-/// `StreamLogHandler` layout, which operators' parsers know:
-/// `2026-11-29T10:43:27+0000 info device-broker: hb.request.id=… http.status=200 [CountersignBroker] request`
-/// (metadata sorted by key).
+/// A log handler whose lines are bytes appended to ``LogOutput``'s buffer,
+/// in one of two layouts: ``TextLogHandler`` and ``JSONLogHandler``.
 ///
-/// Written by hand rather than through `StreamLogHandler`: that handler
-/// renders its metadata into a string each time the metadata is set (once
-/// per request, for the request id, whether or not the request is ever
-/// logged), reads the time zone file for every line, and writes each line
-/// with a system call of its own on the event loop; here a line is bytes
-/// appended to ``LogOutput``'s buffer (docs/benchmarks.md, "The access log
-/// line", for the figures).
-public struct TextLogHandler: LogHandler {
+/// Written by hand rather than through swift-log's `StreamLogHandler`: that
+/// handler renders its metadata into a string each time the metadata is set
+/// (once per request, for the request id, whether or not the request is
+/// ever logged), reads the time zone file for every line, and writes each
+/// line with a system call of its own on the event loop
+/// (docs/benchmarks.md, "The access log line", for the figures).
+public struct BufferedLogHandler<Format: LogLineFormat>: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
     public var metadataProvider: Logger.MetadataProvider?
@@ -35,6 +32,27 @@ public struct TextLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        let fields = LogFields.merged(metadata, metadataProvider, event)
+        output.append(Format.line(event, fields: fields, label: label), urgent: event.level >= .error)
+    }
+}
+
+/// How a log line is written: its bytes, final line break included.
+public protocol LogLineFormat: Sendable {
+    static func line(_ event: LogEvent, fields: [(key: String, value: Logger.Metadata.Value)], label: String)
+        -> [UInt8]
+}
+
+/// One line per event, in swift-log's `StreamLogHandler` layout, which
+/// operators' parsers know:
+/// `2026-11-29T10:43:27+0000 info device-broker: hb.request.id=… http.status=200 [CountersignBroker] request`
+/// (metadata sorted by key).
+public typealias TextLogHandler = BufferedLogHandler<TextLines>
+
+public enum TextLines: LogLineFormat {
+    public static func line(
+        _ event: LogEvent, fields: [(key: String, value: Logger.Metadata.Value)], label: String
+    ) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(256)
         LogTimeStamps.local.append(second: LogTimeStamps.now().second, to: &line)
@@ -45,7 +63,7 @@ public struct TextLogHandler: LogHandler {
             line.append(contentsOf: label.utf8)
         }
         line.append(UInt8(ascii: ":"))
-        for (key, value) in LogFields.merged(metadata, metadataProvider, event) {
+        for (key, value) in fields {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: key.utf8)
             line.append(UInt8(ascii: "="))
@@ -56,7 +74,7 @@ public struct TextLogHandler: LogHandler {
         line.append(contentsOf: "] ".utf8)
         line.append(contentsOf: event.message.description.utf8)
         line.append(UInt8(ascii: "\n"))
-        output.append(line, urgent: event.level >= .error)
+        return line
     }
 }
 
