@@ -189,8 +189,9 @@ struct DatabaseOutageEndToEndTests {
     /// of round trips while `scenario` gives them a bad day; then what every
     /// bad day must leave: both brokers running, a decision through A
     /// waking a poll held by B (LISTEN made again), no answer but success or
-    /// 503 store_unavailable with Retry-After, none slower than a generous
-    /// bound, and every acknowledged decision approved in the database.
+    /// 503 store_unavailable with Retry-After (a request left hanging on the
+    /// database fails at the client's 30 s timeout, and counts as neither),
+    /// and every acknowledged decision approved in the database.
     func underLoad(
         database: String, _ scenario: (_ a: LiveBroker, _ b: LiveBroker, _ load: RoundTrips) async throws -> Void
     ) async throws {
@@ -212,9 +213,6 @@ struct DatabaseOutageEndToEndTests {
         #expect(
             tally.unexpected.isEmpty,
             "answers other than success or 503 store_unavailable: \(tally.unexpected)\n\(logs(a, b))")
-        // Generous for a busy machine: a request left hanging on the
-        // database (as before) takes as long as the outage, or forever.
-        #expect(tally.slowest < .seconds(120), "a request took \(tally.slowest)")
         for id in tally.acknowledged {
             #expect(try await a.backend.event(id: id).status == .approved, "\(id) lost")
         }
@@ -245,26 +243,24 @@ struct DatabaseOutageEndToEndTests {
     }
 
     /// Waits until the broker's /readyz answers `expected`; each answer must
-    /// come, well within the outage (the broker's own deadline is 800 ms;
-    /// 7 s was seen on a loaded machine).
+    /// come within 20 s, well within the outage (the broker's own deadline
+    /// is 800 ms; 7 s was seen on a loaded machine): an answer that does not
+    /// fails the test.
     func waitForReadiness(_ broker: LiveBroker, _ expected: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(90)
         var last = 0
         while ContinuousClock.now < deadline {
-            let started = ContinuousClock.now
-            last = try await status(broker, "/readyz")
-            let took = ContinuousClock.now - started
-            #expect(took < .seconds(20), "/readyz took \(took)")
+            last = try await status(broker, "/readyz", within: .seconds(20))
             if last == expected { return }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw ProcessFailure("/readyz of \(broker.url) answered \(last), not \(expected), for 90 s")
     }
 
-    func status(_ broker: LiveBroker, _ path: String) async throws -> Int {
+    func status(_ broker: LiveBroker, _ path: String, within limit: TimeAmount = .seconds(30)) async throws -> Int {
         var request = HTTPClientRequest(url: broker.url + path)
         request.headers.add(name: "Connection", value: "close")
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: limit)
         _ = try await response.body.collect(upTo: 1 << 16)
         return Int(response.status.code)
     }
@@ -288,10 +284,8 @@ actor RoundTrips {
         var unavailable = 0
         /// Inboxes read without the request just made (a stale read).
         var stale = 0
-        /// Anything else that went wrong.
+        /// Anything else that went wrong, a client's timeout among them.
         var unexpected: [String] = []
-        /// The longest one request took.
-        var slowest: Duration = .zero
     }
 
     let a: LiveBroker
@@ -316,9 +310,9 @@ actor RoundTrips {
             var step = "create through \(creator.url)"
             let started = ContinuousClock.now
             do {
-                let ticket = try await timed { try await requester.requestLogin(user: "alice", requesterName: "load") }
+                let ticket = try await requester.requestLogin(user: "alice", requesterName: "load")
                 step = "inbox through \(decider.url)"
-                let inbox = try await timed { try await approver.inbox(self.device, wait: 0) }
+                let inbox = try await approver.inbox(self.device, wait: 0)
                 guard let item = inbox.first(where: { $0.event.ID == ticket.event.ID }) else {
                     // Read through a connection to the old primary, just
                     // before that instance learnt it turned read-only.
@@ -326,10 +320,8 @@ actor RoundTrips {
                     continue
                 }
                 step = "decision through \(decider.url)"
-                let decided = try await timed {
-                    try await approver.decide(
-                        item, verdict: .approve, match: ticket.matchNumber, credential: self.device)
-                }
+                let decided = try await approver.decide(
+                    item, verdict: .approve, match: ticket.matchNumber, credential: self.device)
                 if decided.status == .approved {
                     tally.acknowledged.append(decided.ID)
                 } else {
@@ -349,12 +341,6 @@ actor RoundTrips {
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
-    }
-
-    private func timed<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        let started = ContinuousClock.now
-        defer { tally.slowest = max(tally.slowest, ContinuousClock.now - started) }
-        return try await body()
     }
 
     /// Waits until `count` more round trips were acknowledged than now.
