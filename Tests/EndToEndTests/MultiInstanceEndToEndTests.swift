@@ -30,6 +30,20 @@ struct MultiInstanceEndToEndTests {
         return (a, b, devices, database)
     }
 
+    /// A login asked through A, and its requester's poll held by B.
+    func pollHeldByB(_ a: LiveBroker, _ b: LiveBroker) async throws
+        -> (ticket: EventTicket, held: Task<EventDocument, any Error>)
+    {
+        let ticket = try await CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
+            .requestLogin(user: "alice", requesterName: "new-machine")
+        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
+        let held = Task {
+            try await throughB.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
+        }
+        try await b.waitUntilHolding(1)
+        return (ticket, held)
+    }
+
     func stop(_ a: LiveBroker, _ b: LiveBroker, database: String) async throws {
         a.stop()
         b.stop()
@@ -193,12 +207,7 @@ struct MultiInstanceEndToEndTests {
     func lostListenConnection() async throws {
         let (a, b, devices, database) = try await start()
         let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
-        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
-        let ticket = try await throughA.requestLogin(user: "alice", requesterName: "new-machine")
-        let held = Task {
-            try await throughB.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
-        }
-        try await b.waitUntilHolding(1)
+        let (ticket, held) = try await pollHeldByB(a, b)
         // Both instances lose their LISTEN connection; the decision lands while they reconnect.
         let name = String(URLComponents(string: database)!.path.dropFirst())
         try await TestPostgres.execute(
@@ -216,13 +225,7 @@ struct MultiInstanceEndToEndTests {
     @Test("a change committed without its wake is seen by held polls when an instance starts")
     func resyncWhenAnInstanceStarts() async throws {
         let (a, b, _, database) = try await start()
-        let throughA = CountersignClient(broker: a.url, apiKeyID: a.apiKeyID)
-        let throughB = CountersignClient(broker: b.url, apiKeyID: b.apiKeyID)
-        let ticket = try await throughA.requestLogin(user: "alice", requesterName: "new-machine")
-        let held = Task {
-            try await throughB.poll(eventID: ticket.event.ID, requesterToken: ticket.requesterToken!, wait: 25)
-        }
-        try await b.waitUntilHolding(1)
+        let (ticket, held) = try await pollHeldByB(a, b)
         let wakes = try await b.wakesCounted()
         // Committed and never announced, as a change is whose instance
         // stopped between its commit and its notification.
