@@ -81,7 +81,8 @@ struct ConnectionLimitsEndToEndTests {
         "one address past its share gets 429, other addresses are served, and a flood past the open-file limit is refused without killing the broker"
     )
     func oneAddress() async throws {
-        raiseOwnOpenFileLimit()
+        // The test process holds hundreds of sockets itself.
+        OpenFileLimit.raise()
         let broker = try await LiveBroker.start(
             arguments: [
                 "--max-connections", "100000", "--max-connections-per-address", "40", "--request-read-timeout", "5m",
@@ -209,14 +210,6 @@ struct ConnectionLimitsEndToEndTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         return last
-    }
-
-    /// The test process holds hundreds of sockets itself.
-    private func raiseOwnOpenFileLimit() {
-        var limit = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-        limit.rlim_cur = max(limit.rlim_cur, min(limit.rlim_max, 4096))
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }
 
