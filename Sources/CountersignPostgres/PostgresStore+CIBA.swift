@@ -42,7 +42,7 @@ extension PostgresStore {
         guard
             let ping = try await cibaRequest(eventID: eventID, locking: false, in: db, logger: logger)?.ping(now: now)
         else { return }
-        try await insert([ping], into: db, logger: logger)
+        try insert([ping], into: db, logger: logger)
     }
 
     public func setCIBANotificationEndpoint(_ endpoint: String?, apiKeyID: String, now: Date) async throws {

@@ -23,7 +23,7 @@ extension PostgresStore {
                 like: event, by: requester, window: limits.rateWindow, now: now, in: db, logger: logger)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester, logger: logger)
-            try await Self.insert(announcing, into: db, logger: logger)
+            try Self.insert(announcing, into: db, logger: logger)
             switch attached {
             case .ciba(let request): try await Self.insert(request, into: db, logger: logger)
             case .signIn(let signIn): try await Self.insert(signIn, into: db, logger: logger)
@@ -106,7 +106,7 @@ extension PostgresStore {
         try await readCommittedWrite { db in
             try Self.insert(event, into: db, requestedBy: .backend, logger: logger)
             try await Self.announce(WebhookNotice.created(event, now: event.updatedAt), into: db, logger: logger)
-            try await Self.record(DecisionRecord(event, now: event.updatedAt), in: db, logger: logger)
+            try Self.record(DecisionRecord(event, now: event.updatedAt), in: db, logger: logger)
         }
     }
 
@@ -192,13 +192,13 @@ extension PostgresStore {
     static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger) async throws {
         db.notify([WakeKey.event(event.id)] + Self.inboxKeys(of: event))
         try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
-        try await record(DecisionRecord(event, now: now), in: db, logger: logger)
+        try record(DecisionRecord(event, now: now), in: db, logger: logger)
         // A CIBA client is pinged once there is a result to fetch, not for
         // a change that leaves the request pending (a wrong number).
         if event.isSettled(at: now) { try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger) }
     }
 
-    static func record(_ decision: DecisionRecord?, in db: PostgresSession, logger: Logger) async throws {
+    static func record(_ decision: DecisionRecord?, in db: PostgresSession, logger: Logger) throws {
         guard let decision else { return }
         try db.send(
             """

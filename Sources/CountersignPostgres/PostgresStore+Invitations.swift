@@ -102,7 +102,7 @@ extension PostgresStore {
                         \(added.withdrawnAt?.seconds))
                     """, logger: logger)
             }
-            if let mail = after.mail { try await Self.insert([mail], into: db, logger: logger) }
+            if let mail = after.mail { try Self.insert([mail], into: db, logger: logger) }
             if let record = after.audit { _ = try await Self.insert(record, in: db, logger: logger) }
             return after
         }

@@ -70,7 +70,7 @@ extension PostgresStore {
         ).isEmpty
     }
 
-    static func insert(_ messages: [OutboxMessage], into db: PostgresSession, logger: Logger) async throws {
+    static func insert(_ messages: [OutboxMessage], into db: PostgresSession, logger: Logger) throws {
         for message in messages {
             try db.send(
                 """

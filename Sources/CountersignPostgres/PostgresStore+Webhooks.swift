@@ -204,7 +204,7 @@ extension PostgresStore {
             """, logger: logger
         ).map(webhookEndpoint(row:))
         guard !endpoints.isEmpty else { return }
-        try await insert(notices.flatMap { $0.messages(to: endpoints) }, into: db, logger: logger)
+        try insert(notices.flatMap { $0.messages(to: endpoints) }, into: db, logger: logger)
     }
 
     static func announce(_ notice: WebhookNotice?, into db: PostgresSession, logger: Logger) async throws {
