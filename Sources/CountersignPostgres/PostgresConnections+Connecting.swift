@@ -112,6 +112,7 @@ extension PostgresConnections {
 
     /// A connection closed (PostgreSQL went away, or the pool closed it).
     func closed(_ connection: PostgresConnection) {
+        statements.closed(connection)
         state.withLock { state in
             state.retired.remove(ObjectIdentifier(connection))
             guard state.alive.remove(ObjectIdentifier(connection)) != nil else { return }

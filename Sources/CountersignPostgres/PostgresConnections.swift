@@ -31,6 +31,7 @@ final class PostgresConnections: Sendable {
     let settings: PostgresSettings
     let logger: Logger
     let state = Mutex(State())
+    let statements = PreparedStatements()
     let tls: PostgresConnection.Configuration.TLS
     private let watchdog = Mutex<Task<Void, Never>?>(nil)
 

@@ -298,7 +298,7 @@ enum PostgresMigrations {
             }
             for migration in all where !applied.contains(migration.id) {
                 for statement in migration.sql {
-                    try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.run(PostgresStatement(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.run(
                     "INSERT INTO countersign_migrations (id) VALUES (\(migration.id))", logger: logger)

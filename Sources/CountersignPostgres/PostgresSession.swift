@@ -69,8 +69,11 @@ struct PostgresSession: Sendable {
     }
 
     private final class Unchecked: Sendable {
-        let answers = Mutex<[EventLoopFuture<PostgresQueryResult>]>([])
+        let answers = Mutex<[EventLoopFuture<[PostgresRow]>]>([])
         let wakes = Mutex<[String]>([])
+        /// What the next statement waits for, once one waited for its
+        /// preparation: the answer to the one before it.
+        let order = Mutex<EventLoopFuture<Void>?>(nil)
     }
 
     /// The rows of a query, read into memory; a failure of a statement
@@ -81,18 +84,17 @@ struct PostgresSession: Sendable {
     /// closed connection without a promise for the write, and the query is
     /// never answered, not even on cancellation; on an open one it is
     /// answered, or failed when the connection closes.
-    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRandomAccessRow] {
-        let answer = submit(query, logger: logger)
+    func rows(_ statement: PostgresStatement, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        let answer = submit(statement, logger: logger)
         try await checkSent()
-        let result = try await answer.get()
-        return result.rows.map { $0.makeRandomAccess() }
+        return try await answer.get().map { $0.makeRandomAccess() }
     }
 
     /// Sends a statement whose answer nothing reads, without waiting for
     /// it; its failure is thrown by the next statement awaited, or by
     /// ``checkSent()``.
-    func send(_ query: PostgresQuery, logger: Logger) {
-        let answer = submit(query, logger: logger)
+    func send(_ statement: PostgresStatement, logger: Logger) {
+        let answer = submit(statement, logger: logger)
         unchecked.answers.withLock { $0.append(answer) }
     }
 
@@ -110,28 +112,40 @@ struct PostgresSession: Sendable {
         if let failure { throw failure }
     }
 
-    private func submit(_ query: PostgresQuery, logger: Logger) -> EventLoopFuture<PostgresQueryResult> {
+    /// Sends `statement`, prepared (``PreparedStatements``).
+    ///
+    /// A statement's first run on a connection waits for its preparation,
+    /// so whatever is sent after it waits for its answer, to keep the
+    /// order in which they were sent.
+    private func submit(_ statement: PostgresStatement, logger: Logger) -> EventLoopFuture<[PostgresRow]> {
         let key = ObjectIdentifier(connection)
         let pool = pool
+        let connection = connection
+        let first = statement.preparable.map { !pool.statements.isPrepared($0.sql, on: connection) } ?? false
         pool.sending(key)
-        return connection.eventLoop.flatSubmit { [connection] () -> EventLoopFuture<PostgresQueryResult> in
+        let send = { @Sendable () -> EventLoopFuture<[PostgresRow]> in
             guard !connection.isClosed else {
                 return connection.eventLoop.makeFailedFuture(PostgresConnections.Closed())
             }
-            let answer: EventLoopFuture<PostgresQueryResult> = connection.query(query, logger: logger)
+            return pool.statements.run(statement, on: connection, logger: logger)
+        }
+        let answer = unchecked.order.withLock { order in
+            let answer = order.map { $0.flatMap { send() } } ?? connection.eventLoop.flatSubmit(send)
+            if first || order != nil { order = answer.map { _ in () }.recover { _ in () } }
             return answer
-        }.always { _ in pool.answered(key) }
+        }
+        return answer.always { _ in pool.answered(key) }
     }
 
     /// The first row of a query, if any.
-    func row(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRandomAccessRow? {
-        try await rows(query, logger: logger).first
+    func row(_ statement: PostgresStatement, logger: Logger) async throws -> PostgresRandomAccessRow? {
+        try await rows(statement, logger: logger).first
     }
 
     /// Runs a statement; with `RETURNING`, how many rows it touched.
     @discardableResult
-    func run(_ query: PostgresQuery, logger: Logger) async throws -> Int {
-        try await rows(query, logger: logger).count
+    func run(_ statement: PostgresStatement, logger: Logger) async throws -> Int {
+        try await rows(statement, logger: logger).count
     }
 
     /// Wakes the long-polls waiting on `keys`, on every instance, once the

@@ -20,7 +20,7 @@ extension PostgresStore {
     private static func cibaRequest(eventID: String, locking: Bool, in db: PostgresSession, logger: Logger)
         async throws -> CIBARequest?
     {
-        let query: PostgresQuery =
+        let query: PostgresStatement =
             locking
             ? "SELECT * FROM ciba_requests WHERE event_id = \(eventID) FOR UPDATE"
             : "SELECT * FROM ciba_requests WHERE event_id = \(eventID)"

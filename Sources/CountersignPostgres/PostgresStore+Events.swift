@@ -125,7 +125,7 @@ extension PostgresStore {
         // Ties are broken by id in byte order (`COLLATE "C"`), whatever the
         // database's collation, as in SQLite; so are decision records'.
         let order = " ORDER BY created_at DESC, id COLLATE \"C\" DESC LIMIT "
-        let query: PostgresQuery =
+        let query: PostgresStatement =
             switch status {
             case nil:
                 "SELECT * FROM events WHERE issuer = \(issuer) AND client_user_id = \(clientUserID)\(unescaped: order)\(limit)"

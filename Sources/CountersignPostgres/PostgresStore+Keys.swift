@@ -73,7 +73,7 @@ extension PostgresStore {
 
     /// Runs `update` (returning the key) and records `change` in one
     /// transaction; `notFound` when it found no unrevoked key.
-    private func changeAPIKey(_ update: PostgresQuery, _ change: APIKeyChange) async throws -> APIKey {
+    private func changeAPIKey(_ update: PostgresStatement, _ change: APIKeyChange) async throws -> APIKey {
         let logger = logger
         return try await write { db in
             guard let row = try await db.row(update, logger: logger) else {
@@ -191,7 +191,7 @@ extension PostgresStore {
     }
 
     /// The INSERT of a proof id, which returns a row if it was new.
-    private static func spending(_ id: SpentProofID) -> PostgresQuery {
+    private static func spending(_ id: SpentProofID) -> PostgresStatement {
         """
         INSERT INTO proof_ids (device_id, jti, expires_at) VALUES (\(id.deviceID), \(id.jti), \(id.expiresAt.seconds))
         ON CONFLICT DO NOTHING RETURNING 1
@@ -205,7 +205,7 @@ extension PostgresStore {
             // Never an event whose window is still open, whatever the caller asks.
             let eventCutoff = min(eventsEndedBefore, now).seconds
             var removed = 0
-            for query: PostgresQuery in [
+            for query: PostgresStatement in [
                 "DELETE FROM proof_ids WHERE expires_at < \(cutoff) RETURNING 1",
                 "DELETE FROM enrollment_tokens WHERE expires_at < \(cutoff) RETURNING 1",
                 """

@@ -21,6 +21,10 @@ extension PostgresStore {
     ///   server's reason (57P01 for a terminated session) or
     ///   `serverClosedConnection`. Reads (`idempotent`) run again; a write
     ///   may or may not have taken effect, and its error is reported;
+    /// * a prepared statement whose result changed shape under it (a
+    ///   migration added a column to a table it reads) is refused before it
+    ///   runs, its transaction rolled back: every connection is replaced,
+    ///   since any may have prepared it, and `body` runs again;
     /// * a query that got no answer within the query deadline had its
     ///   connection closed by the pool's watchdog; it is reported, not run
     ///   again (it may have taken effect).
@@ -53,6 +57,8 @@ extension PostgresStore {
                 throw failure
             case .readOnly:
                 connections.retireAll(because: "the server refuses writes (SQLSTATE 25006)")
+            case .planChanged:
+                connections.retireAll(because: "a table changed under the statements prepared on them")
             case .sessionEnded where !idempotent:
                 throw failure
             case .neverSent, .sessionEnded:
@@ -94,6 +100,11 @@ extension PostgresStore {
         case readOnly
         /// The session ended under the query: it may have taken effect.
         case sessionEnded
+        /// A prepared statement's result changed shape (a migration added a
+        /// column to a table it reads): PostgreSQL refused it before it
+        /// ran, and the transaction it was in is rolled back. Every
+        /// connection may hold such statements: run it again on a new one.
+        case planChanged
     }
 
     static func fate(of error: any Error) -> Fate {
@@ -101,17 +112,29 @@ extension PostgresStore {
         case is PostgresConnections.Closed:
             return .neverSent
         case let error as PSQLError:
-            let state = error.serverInfo?[.sqlState] ?? ""
             if error.code == .clientClosedConnection { return .neverSent }
-            if state == "25006" { return .readOnly }
             if error.code == .serverClosedConnection || error.code == .connectionError || error.code == .uncleanShutdown
-                || state.hasPrefix("57P") || state.hasPrefix("08")
             {
                 return .sessionEnded
             }
-            return .statementFailed
+            return fate(ofRefusal: PostgresStore.refusal(error))
+        case let error as PostgresError:
+            // A prepared statement's failure, in postgres-nio's older form:
+            // a refusal, or the connection closing under it.
+            guard let refusal = PostgresStore.refusal(error) else { return .sessionEnded }
+            return fate(ofRefusal: refusal)
         default:
             return .statementFailed
         }
+    }
+
+    /// The fate of a statement PostgreSQL refused.
+    private static func fate(ofRefusal refusal: PostgresStore.Refusal?) -> Fate {
+        guard let refusal else { return .statementFailed }
+        if refusal.state == "25006" { return .readOnly }
+        if refusal.state.hasPrefix("57P") || refusal.state.hasPrefix("08") { return .sessionEnded }
+        // "cached plan must not change result type"
+        if refusal.state == "0A000" && refusal.routine == "RevalidateCachedQuery" { return .planChanged }
+        return .statementFailed
     }
 }

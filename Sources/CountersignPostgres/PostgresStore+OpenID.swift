@@ -53,7 +53,7 @@ extension PostgresStore {
     private static func openIDSignIn(eventID: String, locking: Bool, in db: PostgresSession, logger: Logger)
         async throws -> OpenIDSignIn?
     {
-        let query: PostgresQuery =
+        let query: PostgresStatement =
             locking
             ? "SELECT * FROM openid_sign_ins WHERE event_id = \(eventID) FOR UPDATE"
             : "SELECT * FROM openid_sign_ins WHERE event_id = \(eventID)"

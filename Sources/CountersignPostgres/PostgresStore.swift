@@ -97,7 +97,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
     public func administer(_ statement: String) async throws {
         try await waitingForTheDatabase {
             _ = try await self.withConnection(hold: .unbounded) { session in
-                try await session.run(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                try await session.run(PostgresStatement(unsafeSQL: statement), logger: self.logger)
             }
         }
     }
@@ -128,7 +128,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
     func mapped(_ error: any Error) -> any Error {
         switch error {
         case is StoreError, is CancellationError, is ChangeRefusal: error
-        case let error as PSQLError: Self.storeError(error)
+        case is PSQLError, is PostgresError: Self.storeError(error)
         case let error as PostgresConnections.Unavailable: StoreError(.backend, "\(error) (\(endpoint))")
         default: StoreError(.backend, "cannot reach PostgreSQL at \(endpoint): \(error)")
         }
@@ -147,7 +147,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
             attempt += 1
             do {
                 return try await transaction(isolation: "SERIALIZABLE", hold: hold, body)
-            } catch let error as PSQLError where Self.isRetryable(error) && attempt < 20 {
+            } catch let error where Self.isRetryable(error) && attempt < 20 {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(2 << min(attempt, 6)))))
             } catch {
                 throw mapped(error)
@@ -211,7 +211,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
             // Sent with the body's first statement, and the commit with the
             // body's last writes: their answers are checked, not waited for
             // one by one.
-            session.send(PostgresQuery(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
+            session.send(PostgresStatement(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"), logger: logger)
             let result: T
             do {
                 result = try await body(session)
@@ -263,7 +263,7 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
     /// that share a page fail each other (two proof ids per round trip made
     /// most of the retries under load).
     @discardableResult
-    func writeStatement(_ query: PostgresQuery) async throws -> [PostgresRandomAccessRow] {
+    func writeStatement(_ query: PostgresStatement) async throws -> [PostgresRandomAccessRow] {
         let logger = logger
         do {
             return try await withConnection { db in try await db.rows(query, logger: logger) }
@@ -282,21 +282,57 @@ public final class PostgresStore: CountersignStore, WakeFeed, StoreHealthReporti
         }
     }
 
-    static func isRetryable(_ error: PSQLError) -> Bool {
-        ["40001", "40P01"].contains(error.serverInfo?[.sqlState] ?? "")
+    /// Whether PostgreSQL aborted the transaction for a concurrent one
+    /// (a serialization failure or a deadlock): run it again.
+    static func isRetryable(_ error: any Error) -> Bool {
+        ["40001", "40P01"].contains(refusal(error)?.state ?? "")
     }
 
-    static func storeError(_ error: PSQLError) -> StoreError {
-        if error.serverInfo?[.sqlState] == "23505" {
-            return StoreError(.alreadyExists, error.serverInfo?[.message] ?? "unique constraint violated")
+    static func storeError(_ error: any Error) -> StoreError {
+        if let refusal = refusal(error), refusal.state == "23505" {
+            return StoreError(.alreadyExists, refusal.message ?? "unique constraint violated")
         }
         return StoreError(.backend, String(reflecting: error))
+    }
+
+    /// What PostgreSQL said when it refused a statement.
+    struct Refusal {
+        let state: String
+        let message: String?
+        /// The function of PostgreSQL's that refused it.
+        let routine: String?
+    }
+
+    /// PostgreSQL's refusal in postgres-nio's error, or in the older form
+    /// in which it throws a prepared statement's (1.33); nil for any other
+    /// failure.
+    static func refusal(_ error: any Error) -> Refusal? {
+        switch error {
+        case let error as PSQLError:
+            guard let info = error.serverInfo, let state = info[.sqlState] else { return nil }
+            return Refusal(state: state, message: info[.message], routine: info[.routine])
+        case PostgresError.server(let refusal):
+            guard let state = refusal.fields[.sqlState] else { return nil }
+            return Refusal(state: state, message: refusal.fields[.message], routine: refusal.fields[.routine])
+        default:
+            return nil
+        }
     }
 }
 
 extension PostgresRandomAccessRow {
+    /// The value in `column`, decoded from the binary format.
+    ///
+    /// postgres-nio (1.33) asks for every result column in binary, and
+    /// labels a prepared statement's columns with the format its
+    /// description gave before any was asked for (text): decoding them as
+    /// labelled fails (``PreparedStatements``).
     func value<T: PostgresDecodable>(_ column: String, as _: T.Type = T.self) throws -> T {
-        try self[column].decode(T.self)
+        let cell = self[column]
+        return try PostgresCell(
+            bytes: cell.bytes, dataType: cell.dataType, format: .binary, columnName: cell.columnName,
+            columnIndex: cell.columnIndex
+        ).decode(T.self)
     }
 
     func date(_ column: String) throws -> Date {
