@@ -14,8 +14,9 @@ import Synchronization
 /// run at READ COMMITTED, ordered by row locks and by a lock per user. Every
 /// other write runs as one SERIALIZABLE transaction, retried when
 /// PostgreSQL reports a serialization failure.
-/// Writes that wake long-polls send `NOTIFY` in the same transaction (see
-/// ``followChanges(wake:resync:)``). The connections are made from `init`
+/// Writes that wake long-polls send `NOTIFY` after they commit (see
+/// ``wake(_:on:)`` and ``followChanges(wake:resync:)``). Statements are
+/// prepared once per connection (``PreparedStatements``). The connections are made from `init`
 /// until ``close()``; while the database cannot be reached, every operation
 /// fails within a few seconds (at once once that is known) with a
 /// ``StoreError/Code/backend`` error.
