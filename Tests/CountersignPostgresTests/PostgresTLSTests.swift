@@ -36,7 +36,10 @@ struct PostgresTLSTests {
     /// Whether a store on `url` runs a query over TLS, and as which role;
     /// nil when it cannot run one within `wait`.
     func signedIn(_ url: String, within wait: Duration = answerWait) async throws -> (encrypted: Bool, role: String)? {
-        let store = try PostgresStore(url: url, logger: TestPostgres.logger, maximumConnections: 2)
+        // A busy machine's TLS handshakes can outlast the default 5 s
+        // connect wait, again and again; a refusal is at once either way.
+        let store = try PostgresStore(
+            url: url, logger: TestPostgres.logger, maximumConnections: 2, patience: TestPostgres.patient)
         let logger = TestPostgres.logger
         let outcome = await withTaskGroup(of: (encrypted: Bool, role: String)?.self) { group in
             group.addTask {
