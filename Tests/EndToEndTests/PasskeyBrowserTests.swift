@@ -362,8 +362,9 @@ struct PasskeyBrowserTests {
                 ((try? await browser.text("#status")) ?? "").contains("screen lock")
             }
             #expect(try await broker.backend.devices(user: "alice").first { $0.id == laptopID }?.revokedAt == nil)
-            // The owner.
+            // The owner. (The page lists the devices again after the refusal.)
             try await browser.setUserVerified(authenticator, true)
+            try await browser.waitFor(element: "li[data-device-id='\(laptopID)'] button")
             try await browser.click("li[data-device-id='\(laptopID)'] button")
             try await browser.acceptDialog()
             try await browser.waitFor(text: "laptop was removed")
