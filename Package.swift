@@ -206,10 +206,12 @@ let package = Package(
             dependencies: [
                 "CountersignClient",
                 "CountersignCore",
+                "CountersignPostgres",
                 "CountersignSQLite",
                 "CountersignStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
