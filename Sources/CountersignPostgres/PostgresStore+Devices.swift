@@ -24,7 +24,11 @@ extension PostgresStore {
         async throws
     {
         let logger = logger
-        try await write { db in
+        // READ COMMITTED: the token's conditional UPDATE is the only read,
+        // and its row lock orders two enrollments with one token. As a
+        // SERIALIZABLE transaction, enrollments at once failed each other
+        // on shared index pages until their retries ran out (503).
+        try await readCommittedWrite { db in
             let used = try await db.run(
                 """
                 UPDATE enrollment_tokens SET used_at = \(now.seconds)
@@ -56,7 +60,8 @@ extension PostgresStore {
         _ device: TrustedDevice, consumingRecoveryCode digest: Data, author: ChangeAuthor, now: Date
     ) async throws {
         let logger = logger
-        try await write { db in
+        // READ COMMITTED, as with a token (above).
+        try await readCommittedWrite { db in
             let used = try await db.run(
                 """
                 UPDATE recovery_codes SET used_at = \(now.seconds)

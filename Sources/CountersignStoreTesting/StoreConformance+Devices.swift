@@ -59,6 +59,30 @@ extension StoreConformance {
             try await store.enrollDevice(
                 Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0)
         },
+        Case(name: "enrollment: a token used by eight enrollments at once enrolls one device") { store in
+            let digest = SecretToken.digest(SecretToken.generate())
+            try await store.insertEnrollmentToken(
+                EnrollmentToken(
+                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
+                    expiresAt: Fixture.t0 + 600))
+            let outcomes = await withTaskGroup(of: StoreError.Code?.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        do {
+                            try await store.enrollDevice(
+                                Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0)
+                            return nil
+                        } catch {
+                            return (error as? StoreError)?.code ?? .backend
+                        }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            try check(outcomes.filter { $0 == nil }.count == 1, "one enrollment: \(outcomes)")
+            try check(outcomes.allSatisfy { $0 == nil || $0 == .notFound }, "the others find no token: \(outcomes)")
+            try check(try await store.devices(issuer: "ck_app", clientUserID: "alice").count == 1, "one device")
+        },
         Case(name: "devices: listed per user, revocation keeps its first time") { store in
             let a = try await Fixture.enrolled(in: store)
             let b = try await Fixture.enrolled(in: store)
