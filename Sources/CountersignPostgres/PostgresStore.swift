@@ -10,8 +10,9 @@ import Synchronization
 ///
 /// Every write is atomic exactly as the contract says, however many
 /// instances write at once. A write of one statement runs alone (a
-/// statement is its own transaction). Deciding and creating a pending event
-/// run at READ COMMITTED, ordered by row locks and by a lock per user. Every
+/// statement is its own transaction). Deciding, creating a pending event
+/// and enrolling by token or recovery code run at READ COMMITTED, ordered
+/// by row locks and by a lock per user. Every
 /// other write runs as one SERIALIZABLE transaction, retried when
 /// PostgreSQL reports a serialization failure.
 /// Writes that wake long-polls send `NOTIFY` after they commit (see
