@@ -82,14 +82,19 @@ enum Fixture {
         in store: any CountersignStore, issuer: String = "ck_app", user: String = "alice"
     ) async throws -> TrustedDevice {
         let device = device(issuer: issuer, user: user)
-        let secret = SecretToken.generate()
-        try await store.insertEnrollmentToken(
-            EnrollmentToken(
-                digest: SecretToken.digest(secret), issuer: issuer, clientUserID: user, createdAt: t0,
-                expiresAt: t0 + 600))
-        try await store.enrollDevice(
-            device, consumingToken: SecretToken.digest(secret), author: Fixture.author, now: t0)
+        let digest = try await enrollmentToken(in: store, issuer: issuer, user: user)
+        try await store.enrollDevice(device, consumingToken: digest, author: Fixture.author, now: t0)
         return device
+    }
+
+    /// A fresh enrollment token for `user`, valid from t0 for ten minutes: its digest.
+    static func enrollmentToken(
+        in store: any CountersignStore, issuer: String = "ck_app", user: String = "alice"
+    ) async throws -> Data {
+        let digest = SecretToken.digest(SecretToken.generate())
+        try await store.insertEnrollmentToken(
+            EnrollmentToken(digest: digest, issuer: issuer, clientUserID: user, createdAt: t0, expiresAt: t0 + 600))
+        return digest
     }
 }
 

@@ -5,12 +5,7 @@ import Foundation
 extension StoreConformance {
     static let deviceCases: [Case] = [
         Case(name: "enrollment: a token enrolls one device once") { store in
-            let secret = SecretToken.generate()
-            let digest = SecretToken.digest(secret)
-            try await store.insertEnrollmentToken(
-                EnrollmentToken(
-                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
-                    expiresAt: Fixture.t0 + 600))
+            let digest = try await Fixture.enrollmentToken(in: store)
             let first = Fixture.device()
             try await store.enrollDevice(first, consumingToken: digest, author: Fixture.author, now: Fixture.t0 + 1)
             try check(try await store.device(id: first.id) == first, "the device reads back")
@@ -20,11 +15,7 @@ extension StoreConformance {
             }
         },
         Case(name: "enrollment: wrong user, wrong app, expired and unknown tokens enroll nothing") { store in
-            let digest = SecretToken.digest(SecretToken.generate())
-            try await store.insertEnrollmentToken(
-                EnrollmentToken(
-                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
-                    expiresAt: Fixture.t0 + 600))
+            let digest = try await Fixture.enrollmentToken(in: store)
             let mallory = Fixture.device(user: "mallory")
             try await checkThrows(.notFound, "token of another user") {
                 try await store.enrollDevice(mallory, consumingToken: digest, author: Fixture.author, now: Fixture.t0)
@@ -48,11 +39,7 @@ extension StoreConformance {
         },
         Case(name: "enrollment: an enrolled key is refused and the token stays usable") { store in
             let device = try await Fixture.enrolled(in: store)
-            let digest = SecretToken.digest(SecretToken.generate())
-            try await store.insertEnrollmentToken(
-                EnrollmentToken(
-                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
-                    expiresAt: Fixture.t0 + 600))
+            let digest = try await Fixture.enrollmentToken(in: store)
             try await checkThrows(.alreadyExists, "same key twice") {
                 try await store.enrollDevice(device, consumingToken: digest, author: Fixture.author, now: Fixture.t0)
             }
@@ -60,11 +47,7 @@ extension StoreConformance {
                 Fixture.device(), consumingToken: digest, author: Fixture.author, now: Fixture.t0)
         },
         Case(name: "enrollment: a token used by eight enrollments at once enrolls one device") { store in
-            let digest = SecretToken.digest(SecretToken.generate())
-            try await store.insertEnrollmentToken(
-                EnrollmentToken(
-                    digest: digest, issuer: "ck_app", clientUserID: "alice", createdAt: Fixture.t0,
-                    expiresAt: Fixture.t0 + 600))
+            let digest = try await Fixture.enrollmentToken(in: store)
             let outcomes = await withTaskGroup(of: StoreError.Code?.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
