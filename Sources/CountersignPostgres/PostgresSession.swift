@@ -71,9 +71,6 @@ struct PostgresSession: Sendable {
     private final class Unchecked: Sendable {
         let answers = Mutex<[EventLoopFuture<[PostgresRow]>]>([])
         let wakes = Mutex<[String]>([])
-        /// What the next statement waits for, once one waited for its
-        /// preparation: the answer to the one before it.
-        let order = Mutex<EventLoopFuture<Void>?>(nil)
     }
 
     /// The rows of a query, read into memory; a failure of a statement
@@ -112,29 +109,17 @@ struct PostgresSession: Sendable {
         if let failure { throw failure }
     }
 
-    /// Sends `statement`, prepared (``PreparedStatements``).
-    ///
-    /// A statement's first run on a connection waits for its preparation,
-    /// so whatever is sent after it waits for its answer, to keep the
-    /// order in which they were sent.
+    /// Sends `statement`, prepared once it is (``PreparedStatements``).
     private func submit(_ statement: PostgresStatement, logger: Logger) -> EventLoopFuture<[PostgresRow]> {
         let key = ObjectIdentifier(connection)
         let pool = pool
-        let connection = connection
-        let first = statement.preparable.map { !pool.statements.isPrepared($0.sql, on: connection) } ?? false
         pool.sending(key)
-        let send = { @Sendable () -> EventLoopFuture<[PostgresRow]> in
+        return connection.eventLoop.flatSubmit { [connection] () -> EventLoopFuture<[PostgresRow]> in
             guard !connection.isClosed else {
                 return connection.eventLoop.makeFailedFuture(PostgresConnections.Closed())
             }
             return pool.statements.run(statement, on: connection, logger: logger)
-        }
-        let answer = unchecked.order.withLock { order in
-            let answer = order.map { $0.flatMap { send() } } ?? connection.eventLoop.flatSubmit(send)
-            if first || order != nil { order = answer.map { _ in () }.recover { _ in () } }
-            return answer
-        }
-        return answer.always { _ in pool.answered(key) }
+        }.always { _ in pool.answered(key) }
     }
 
     /// The first row of a query, if any.
