@@ -8,7 +8,7 @@ import Testing
 
 @Suite("PostgreSQL prepared statements")
 struct PostgresPreparedStatementTests {
-    @Test("a statement is prepared on its connection at its first run, and runs by name after")
+    @Test("a statement is prepared on its connection by its first run, and runs by name after")
     func prepared() async throws {
         try await withOneConnection { store, _ in
             _ = try await store.event(id: "ev_none")
