@@ -65,8 +65,11 @@ final class RunningProcess: Sendable {
     private let input: FileHandle
 
     /// Writes to the process's standard input (kept open at the start).
+    /// To a process that has already exited it writes nothing (Foundation's
+    /// `write(_:)` traps on the broken pipe, taking the whole suite down);
+    /// the caller's next wait on the process tells what happened.
     func send(_ text: String) {
-        input.write(Data(text.utf8))
+        try? input.write(contentsOf: Data(text.utf8))
     }
 
     /// Everything printed so far (standard output and error together).
