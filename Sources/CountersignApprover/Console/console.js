@@ -307,7 +307,16 @@ async function start() {
     try { await api("sign-in", { method: "DELETE" }); } catch { /* it ends with its window anyway */ }
   });
   $("sign-out").addEventListener("click", async () => {
-    try { await api("sign-out", { method: "POST" }); } catch { /* ended either way */ }
+    try {
+      await api("sign-out", { method: "POST" });
+    } catch (error) {
+      // A 401: the session had already ended, and api() has said so.
+      // Anything else leaves the session open on the server: say so.
+      if (!(error instanceof APIError && error.status === 401)) {
+        status(`Not signed out: ${error.message}. Try again.`, true);
+      }
+      return;
+    }
     signedOut("Signed out.");
   });
   for (const button of document.querySelectorAll("nav button")) {
