@@ -170,6 +170,13 @@ public struct ApprovalEvent: Sendable, Equatable {
     /// Whether the outcome is final at `now`.
     public func isSettled(at now: Date) -> Bool { status(at: now) != .pending }
 
+    /// Whether a change that leaves the event as it is at `now` pings a
+    /// CIBA client: only an event that came through CIBA has one, and it is
+    /// pinged once there is a result to fetch, not for a change that leaves
+    /// the request pending (a wrong number). The stores read the request
+    /// only then.
+    public func pingsCIBAClient(at now: Date) -> Bool { channel == .ciba && isSettled(at: now) }
+
     /// Why the event ended as it did, when that was neither a device's
     /// decision nor its window running out.
     public var statusReason: StatusReason? {

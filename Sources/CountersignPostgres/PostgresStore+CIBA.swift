@@ -36,11 +36,11 @@ extension PostgresStore {
 
     /// What every change that ends an event writes with it for a CIBA
     /// client in ping mode: its notification, in the outbox.
-    static func pingCIBAClient(ofEvent eventID: String, now: Date, in db: PostgresSession, logger: Logger)
+    static func pingCIBAClient(of event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger)
         async throws
     {
-        guard
-            let ping = try await cibaRequest(eventID: eventID, locking: false, in: db, logger: logger)?.ping(now: now)
+        guard event.pingsCIBAClient(at: now),
+            let ping = try await cibaRequest(eventID: event.id, locking: false, in: db, logger: logger)?.ping(now: now)
         else { return }
         try insert([ping], into: db, logger: logger)
     }

@@ -38,8 +38,9 @@ extension SQLiteStore {
 
     /// What every change that ends an event writes with it for a CIBA
     /// client in ping mode: its notification, in the outbox.
-    static func pingCIBAClient(ofEvent eventID: String, now: Date, in db: Database) throws {
-        guard let ping = try cibaRequest(eventID: eventID, in: db)?.ping(now: now) else { return }
+    static func pingCIBAClient(of event: ApprovalEvent, now: Date, in db: Database) throws {
+        guard event.pingsCIBAClient(at: now), let ping = try cibaRequest(eventID: event.id, in: db)?.ping(now: now)
+        else { return }
         try insert([ping], into: db)
     }
 

@@ -247,9 +247,7 @@ extension SQLiteStore {
     static func changed(_ event: ApprovalEvent, now: Date, in db: Database) throws {
         try announce(WebhookNotice.decided(event, now: now), into: db)
         try record(DecisionRecord(event, now: now), in: db)
-        // A CIBA client is pinged once there is a result to fetch, not for
-        // a change that leaves the request pending (a wrong number).
-        if event.isSettled(at: now) { try pingCIBAClient(ofEvent: event.id, now: now, in: db) }
+        try pingCIBAClient(of: event, now: now, in: db)
     }
 
     static func record(_ decision: DecisionRecord?, in db: Database) throws {

@@ -26,7 +26,7 @@ extension SQLiteStore {
                     .execute(arguments: [event.id])
             }
             try Self.announce(events.map { WebhookNotice.expired($0, now: now) }, into: db)
-            for event in events { try Self.pingCIBAClient(ofEvent: event.id, now: now, in: db) }
+            for event in events { try Self.pingCIBAClient(of: event, now: now, in: db) }
             return events.count
         }
     }

@@ -101,9 +101,13 @@ extension StoreConformance {
                     notificationEndpoint: ping ? "https://a.example/ciba" : nil,
                     authRequestID: ping ? "\(event.id).secret" : nil, createdAt: Fixture.t0)
             }
-            let pinged = Fixture.event(match: nil)
-            let polled = Fixture.event(match: nil)
-            let unanswered = Fixture.event(window: 30, match: nil)
+            var pinged = Fixture.event(match: nil)
+            var polled = Fixture.event(match: nil)
+            var unanswered = Fixture.event(window: 30, match: nil)
+            // As the CIBA endpoint makes them.
+            pinged.channel = .ciba
+            polled.channel = .ciba
+            unanswered.channel = .ciba
             for (event, ping) in [(pinged, true), (polled, false), (unanswered, true)] {
                 try await store.insertPendingEvent(
                     event, by: .backend, limits: PendingLimits(perUser: 5), announcing: [],

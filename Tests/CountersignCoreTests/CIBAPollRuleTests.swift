@@ -40,6 +40,25 @@ struct CIBAPollRuleTests {
         #expect(CIBAPollRule.poll(request, status: .expired, now: t0) == .expired)
     }
 
+    @Test("a CIBA client is pinged when its event ends, decided or expired; no other event looks for one")
+    func pings() {
+        func event(_ channel: EventChannel, _ status: EventStatus) -> ApprovalEvent {
+            ApprovalEvent(
+                id: "ev_1", createdAt: t0, updatedAt: t0, issuer: "ck_app", clientUserID: "alice", name: "LOGIN",
+                ip: "127.0.0.1", location: "Unknown", method: .trustedDevice, storedStatus: status, expiresAt: t0 + 60,
+                details: nil, requesterName: nil, nonce: "n", matchNumber: nil, wrongMatches: 0,
+                requesterTokenDigest: nil, decidedBy: nil, decidedAt: nil, decision: nil, channel: channel)
+        }
+        #expect(event(.ciba, .approved).pingsCIBAClient(at: t0))
+        #expect(event(.ciba, .rejected).pingsCIBAClient(at: t0))
+        #expect(event(.ciba, .pending).pingsCIBAClient(at: t0 + 60), "expired")
+        #expect(!event(.ciba, .pending).pingsCIBAClient(at: t0), "still pending: a wrong number")
+        for channel in EventChannel.allCases where channel != .ciba {
+            #expect(!event(channel, .approved).pingsCIBAClient(at: t0), "\(channel)")
+            #expect(!event(channel, .pending).pingsCIBAClient(at: t0 + 60), "\(channel)")
+        }
+    }
+
     @Test("auth_req_id: event id and secret, and nothing else parses")
     func authRequestIDs() throws {
         let id = CIBARequest.authRequestID(eventID: "ev_abc", secret: "s3cret")
