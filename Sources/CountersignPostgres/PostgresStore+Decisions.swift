@@ -10,8 +10,9 @@ extension PostgresStore {
         // A transaction, not the one statement alone: the webhook messages
         // the decision makes are written with it.
         return try await readCommittedWrite { db in
-            let event = try await Self.settle(id: id, decision: decision, reason: nil, now: now, in: db, logger: logger)
-            try await Self.changed(event, now: now, in: db, logger: logger)
+            let (event, endpoints) = try await Self.settle(
+                id: id, decision: decision, reason: nil, now: now, in: db, logger: logger)
+            try await Self.changed(event, now: now, webhookEndpoints: endpoints, in: db, logger: logger)
             if decision.status == .approved, let device = decision.enrolls {
                 // A duplicate key throws alreadyExists and rolls the decision back.
                 try await Self.enroll(
@@ -40,7 +41,7 @@ extension PostgresStore {
                     clientUserID: try user.value("client_user_id", as: String.self))
                 try await db.run("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
             }
-            let reported = try await Self.settle(
+            let (reported, _) = try await Self.settle(
                 id: id, decision: decision, reason: .fraudReported, now: now, in: db, logger: logger)
             // Under the user's lock no event of theirs is added, and rows
             // read FOR UPDATE are not decided under us.
@@ -79,10 +80,13 @@ extension PostgresStore {
     /// deciding device's row locked (a revocation in progress is waited for
     /// and then seen), and the event changed only if it is still pending on
     /// its newest version, so of two decisions only the first changes it.
+    /// With the event, the number of its app's enabled webhook endpoints,
+    /// counted in the same statement: none, and the decision's notice
+    /// reads nothing more.
     static func settle(
         id: String, decision: RecordedDecision, reason: StatusReason?, now: Date, in db: PostgresSession,
         logger: Logger
-    ) async throws -> ApprovalEvent {
+    ) async throws -> (ApprovalEvent, webhookEndpoints: Int) {
         let t = now.seconds
         let spends = decision.spends
         if let assertion = decision.assertion, let count = decision.signCount {
@@ -114,10 +118,14 @@ extension PostgresStore {
                   AND (\(spends?.jti)::text IS NULL OR EXISTS (SELECT 1 FROM spent))
                 RETURNING events.*
             )
-            SELECT settled.*, (SELECT count(*) FROM spent) AS spent
+            SELECT settled.*, (SELECT count(*) FROM spent) AS spent,
+                (SELECT count(*) FROM webhook_endpoints
+                 WHERE api_key_id = settled.issuer AND disabled_at IS NULL) AS webhook_endpoints
             FROM (SELECT 1) AS one LEFT JOIN settled ON true
             """, logger: logger)
-        if let row, try row.value("id", as: String?.self) != nil { return try event(row: row) }
+        if let row, try row.value("id", as: String?.self) != nil {
+            return (try event(row: row), Int(try row.value("webhook_endpoints", as: Int64.self)))
+        }
         if let spends, let row, try row.value("spent", as: Int64.self) == 0 {
             throw StoreError(.replayed, "device \(spends.deviceID) used \(spends.jti) before")
         }

@@ -15,11 +15,18 @@ extension PostgresStore {
         // other. A requester's event also takes its address's lock, always
         // after the user's, so that two never wait for each other. The
         // statements after the locks see every insert committed before.
-        try await readCommittedWrite(locking: Self.userKey(of: event)) { db in
-            if case .requester(let address) = requester {
-                db.send("SELECT pg_advisory_xact_lock(hashtextextended(\("address\n" + address), 0))", logger: logger)
-            }
-            let open = try await Self.openPending(
+        // Both locks in one statement, which takes them in the order they
+        // are written (a lock on NULL, for a backend's event, is none).
+        let userKey = Self.userKey(of: event)
+        let addressKey: String? =
+            if case .requester(let address) = requester { "address\n" + address } else { nil }
+        try await readCommittedWrite { db in
+            db.send(
+                """
+                SELECT pg_advisory_xact_lock(hashtextextended(\(userKey), 0)),
+                    pg_advisory_xact_lock(hashtextextended(\(addressKey), 0))
+                """, logger: logger)
+            let (open, endpoints) = try await Self.openPending(
                 like: event, by: requester, window: limits.rateWindow, now: now, in: db, logger: logger)
             try PendingCap.decide(open, for: requester, limits: limits, now: now).orThrow()
             try Self.insert(event, into: db, requestedBy: requester, logger: logger)
@@ -29,12 +36,14 @@ extension PostgresStore {
             case .signIn(let signIn): try await Self.insert(signIn, into: db, logger: logger)
             case nil: break
             }
-            try await Self.announce(WebhookNotice.created(event, now: now), into: db, logger: logger)
+            try await Self.announce(
+                WebhookNotice.created(event, now: now), webhookEndpoints: endpoints, into: db, logger: logger)
         }
     }
 
     /// The open pending events ``PendingCap`` counts a new one with, in one
-    /// round trip.
+    /// round trip, and the number of the app's enabled webhook endpoints
+    /// (none, and the new event's notice reads nothing more).
     ///
     /// The user's and the address's are two selects, each on its own
     /// partial index: as one with an OR, PostgreSQL read every event whose
@@ -43,7 +52,7 @@ extension PostgresStore {
     private static func openPending(
         like event: ApprovalEvent, by requester: PendingRequester, window: TimeInterval, now: Date,
         in db: PostgresSession, logger: Logger
-    ) async throws -> PendingCap.Open {
+    ) async throws -> (PendingCap.Open, webhookEndpoints: Int) {
         let oldest = RequestRate.oldestCounted(at: now, window: window)
         let address: String? =
             if case .requester(let address) = requester { address } else { nil }
@@ -75,7 +84,9 @@ extension PostgresStore {
                 array(SELECT minute FROM counted WHERE scope = 'user' ORDER BY minute) AS user_minutes,
                 array(SELECT count FROM counted WHERE scope = 'user' ORDER BY minute) AS user_counts,
                 array(SELECT minute FROM counted WHERE scope = 'address' ORDER BY minute) AS address_minutes,
-                array(SELECT count FROM counted WHERE scope = 'address' ORDER BY minute) AS address_counts
+                array(SELECT count FROM counted WHERE scope = 'address' ORDER BY minute) AS address_counts,
+                (SELECT count(*) FROM webhook_endpoints WHERE api_key_id = \(event.issuer) AND disabled_at IS NULL)
+                    AS webhook_endpoints
             """, logger: logger)
         func dates(_ column: String) throws -> [Date] {
             try (row?.value(column, as: [Double].self) ?? []).map(Date.init(timeIntervalSince1970:))
@@ -85,10 +96,11 @@ extension PostgresStore {
             let counts = try row?.value(scope + "_counts", as: [Int64].self) ?? []
             return zip(numbers, counts).map { RequestRate.Minute(number: $0, count: Int($1)) }
         }
-        return PendingCap.Open(
+        let open = PendingCap.Open(
             sameRequester: try dates("same_requester"), userFromRequesters: try dates("user_from_requesters"),
             fromAddress: try dates("from_address"), protectedUntil: try row?.optionalDate("protected_until"),
             createdForUser: try minutes("user"), createdFromAddress: try minutes("address"))
+        return (open, Int(try row?.value("webhook_endpoints", as: Int64.self) ?? 1))
     }
 
     /// The key of a user's request counter.
@@ -198,13 +210,16 @@ extension PostgresStore {
     /// and, for an approval or rejection, its decision record; and, after
     /// commit, the wake-up of its waiters and of the inboxes that show it
     /// on every instance (``PostgresSession/notify(_:)``).
-    static func changed(_ event: ApprovalEvent, now: Date, in db: PostgresSession, logger: Logger) async throws {
+    /// `webhookEndpoints`: how many enabled endpoints the event's app has,
+    /// when the caller's statement counted them; nil reads them.
+    static func changed(
+        _ event: ApprovalEvent, now: Date, webhookEndpoints: Int? = nil, in db: PostgresSession, logger: Logger
+    ) async throws {
         db.notify([WakeKey.event(event.id)] + Self.inboxKeys(of: event))
-        try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
+        try await announce(
+            WebhookNotice.decided(event, now: now), webhookEndpoints: webhookEndpoints, into: db, logger: logger)
         try record(DecisionRecord(event, now: now), in: db, logger: logger)
-        // A CIBA client is pinged once there is a result to fetch, not for
-        // a change that leaves the request pending (a wrong number).
-        if event.isSettled(at: now) { try await pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger) }
+        try await pingCIBAClient(of: event, now: now, in: db, logger: logger)
     }
 
     static func record(_ decision: DecisionRecord?, in db: PostgresSession, logger: Logger) throws {

@@ -33,7 +33,7 @@ extension PostgresStore {
             ).map(Self.event(row:))
             try await Self.announce(events.map { WebhookNotice.expired($0, now: now) }, into: db, logger: logger)
             for event in events {
-                try await Self.pingCIBAClient(ofEvent: event.id, now: now, in: db, logger: logger)
+                try await Self.pingCIBAClient(of: event, now: now, in: db, logger: logger)
             }
             return events.count
         }
@@ -194,8 +194,13 @@ extension PostgresStore {
 
     /// Writes `notices` to the outbox in the transaction of the change they
     /// report: a message per enabled endpoint of their app that wants them.
-    static func announce(_ notices: [WebhookNotice], into db: PostgresSession, logger: Logger) async throws {
-        guard !notices.isEmpty else { return }
+    /// `webhookEndpoints`: how many enabled endpoints the notices' app
+    /// has, when the caller's statement counted them (none: nothing to read
+    /// or write); nil reads them.
+    static func announce(
+        _ notices: [WebhookNotice], webhookEndpoints: Int? = nil, into db: PostgresSession, logger: Logger
+    ) async throws {
+        guard !notices.isEmpty, webhookEndpoints != 0 else { return }
         let keys = Array(Set(notices.map(\.apiKeyID)))
         let endpoints = try await db.rows(
             """
@@ -207,8 +212,10 @@ extension PostgresStore {
         try insert(notices.flatMap { $0.messages(to: endpoints) }, into: db, logger: logger)
     }
 
-    static func announce(_ notice: WebhookNotice?, into db: PostgresSession, logger: Logger) async throws {
-        if let notice { try await announce([notice], into: db, logger: logger) }
+    static func announce(
+        _ notice: WebhookNotice?, webhookEndpoints: Int? = nil, into db: PostgresSession, logger: Logger
+    ) async throws {
+        if let notice { try await announce([notice], webhookEndpoints: webhookEndpoints, into: db, logger: logger) }
     }
 
     static func webhookEndpoint(row: PostgresRandomAccessRow) throws -> WebhookEndpoint {
