@@ -81,6 +81,25 @@ extension PostgresStore {
         }
     }
 
+    public func deviceWithAPIKey(id: String) async throws -> (TrustedDevice, APIKey?)? {
+        let logger = logger
+        return try await read { db in
+            // The key's columns named apart from the device's: key_id, key_name…
+            guard
+                let row = try await db.row(
+                    """
+                    SELECT devices.*, \(unescaped: Self.prefixedAPIKeyColumns),
+                        array(SELECT event FROM quorum_policies WHERE issuer = k.id) AS key_quorum_events
+                    FROM devices LEFT JOIN api_keys AS k ON k.id = devices.issuer AND k.revoked_at IS NULL
+                    WHERE devices.id = \(id)
+                    """, logger: logger)
+            else { return nil }
+            var key = try row.value("key_id", as: String?.self) == nil ? nil : try Self.apiKey(row: row, prefix: "key_")
+            key?.quorumPolicyEvents = Set(try row.value("key_quorum_events", as: [String].self))
+            return (try Self.device(row: row), key)
+        }
+    }
+
     public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
         let logger = logger
         return try await read { db in

@@ -138,6 +138,18 @@ extension PostgresStore {
         }
     }
 
+    public func eventWithAppName(id: String) async throws -> (ApprovalEvent, appName: String?)? {
+        let logger = logger
+        return try await read { db in
+            try await db.row(
+                """
+                SELECT events.*, (SELECT name FROM api_keys WHERE id = events.issuer AND revoked_at IS NULL) AS app_name
+                FROM events WHERE id = \(id)
+                """, logger: logger
+            ).map { (try Self.event(row: $0), try $0.value("app_name", as: String?.self)) }
+        }
+    }
+
     public func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
         -> [ApprovalEvent]
     {

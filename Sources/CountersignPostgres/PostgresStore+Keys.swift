@@ -113,19 +113,32 @@ extension PostgresStore {
     public func apiKeys() async throws -> [APIKey] {
         let logger = logger
         return try await read { db in
-            try await db.rows("SELECT * FROM api_keys ORDER BY created_at, id", logger: logger).map(Self.apiKey(row:))
+            try await db.rows("SELECT * FROM api_keys ORDER BY created_at, id", logger: logger).map {
+                try Self.apiKey(row: $0)
+            }
         }
     }
 
-    static func apiKey(row: PostgresRandomAccessRow) throws -> APIKey {
+    /// A key from its row, or from the columns of a join named with
+    /// `prefix` (``prefixedAPIKeyColumns``).
+    static func apiKey(row: PostgresRandomAccessRow, prefix: String = "") throws -> APIKey {
         APIKey(
-            id: try row.value("id"), name: try row.value("name"), secretDigest: try row.value("secret_digest"),
-            createdAt: try row.date("created_at"), previousSecretDigest: try row.value("previous_secret_digest"),
-            previousSecretExpiresAt: try row.optionalDate("previous_secret_expires_at"),
-            revokedAt: try row.optionalDate("revoked_at"),
+            id: try row.value(prefix + "id"), name: try row.value(prefix + "name"),
+            secretDigest: try row.value(prefix + "secret_digest"), createdAt: try row.date(prefix + "created_at"),
+            previousSecretDigest: try row.value(prefix + "previous_secret_digest"),
+            previousSecretExpiresAt: try row.optionalDate(prefix + "previous_secret_expires_at"),
+            revokedAt: try row.optionalDate(prefix + "revoked_at"),
             // A value this broker does not know reads as the stricter policy.
-            userVerification: UserVerificationPolicy(rawValue: try row.value("user_verification")) ?? .required)
+            userVerification: UserVerificationPolicy(rawValue: try row.value(prefix + "user_verification"))
+                ?? .required)
     }
+
+    /// The columns ``apiKey(row:prefix:)`` reads, of `api_keys AS k`,
+    /// named `key_…`.
+    static let prefixedAPIKeyColumns = [
+        "id", "name", "secret_digest", "created_at", "previous_secret_digest", "previous_secret_expires_at",
+        "revoked_at", "user_verification",
+    ].map { "k.\($0) AS key_\($0)" }.joined(separator: ", ")
 
     public func setRedirectURLs(_ urls: [String], apiKeyID: String) async throws {
         let logger = logger

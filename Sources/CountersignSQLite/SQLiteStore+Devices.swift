@@ -61,6 +61,16 @@ extension SQLiteStore {
         }
     }
 
+    public func deviceWithAPIKey(id: String) async throws -> (TrustedDevice, APIKey?)? {
+        try read { db in
+            guard
+                let device = try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [id]).map(
+                    Self.device(row:))
+            else { return nil }
+            return (device, try Self.apiKey(id: device.issuer, in: db))
+        }
+    }
+
     public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
         try read { db in
             try Row.fetchAll(

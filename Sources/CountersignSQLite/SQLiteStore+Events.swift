@@ -20,6 +20,19 @@ extension SQLiteStore {
         }
     }
 
+    public func eventWithAppName(id: String) async throws -> (ApprovalEvent, appName: String?)? {
+        try read { db in
+            guard
+                let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id]).map(
+                    Self.event(row:))
+            else { return nil }
+            let name = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT name FROM api_keys WHERE id = ? AND revoked_at IS NULL"),
+                arguments: [event.issuer])
+            return (event, name)
+        }
+    }
+
     public func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws
         -> [ApprovalEvent]
     {

@@ -19,23 +19,25 @@ extension SQLiteStore {
     }
 
     public func apiKey(id: String) async throws -> APIKey? {
-        try read { db in
-            // With the names of its events under a quorum policy, so that
-            // a new event reads its policy only when there is one.
-            try Row.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT api_keys.*,
-                            (SELECT group_concat(event, char(10)) FROM quorum_policies WHERE issuer = api_keys.id)
-                                AS quorum_events
-                        FROM api_keys WHERE id = ? AND revoked_at IS NULL
-                        """), arguments: [id]
-            ).map { row in
-                var key = APIKey(row: row)
-                key.quorumPolicyEvents = Set(
-                    ((row["quorum_events"] as String?) ?? "").split(separator: "\n").map(String.init))
-                return key
-            }
+        try read { db in try Self.apiKey(id: id, in: db) }
+    }
+
+    /// An unrevoked key, with the names of its events under a quorum
+    /// policy, so that a new event reads its policy only when there is one.
+    static func apiKey(id: String, in db: Database) throws -> APIKey? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT api_keys.*,
+                        (SELECT group_concat(event, char(10)) FROM quorum_policies WHERE issuer = api_keys.id)
+                            AS quorum_events
+                    FROM api_keys WHERE id = ? AND revoked_at IS NULL
+                    """), arguments: [id]
+        ).map { row in
+            var key = APIKey(row: row)
+            key.quorumPolicyEvents = Set(
+                ((row["quorum_events"] as String?) ?? "").split(separator: "\n").map(String.init))
+            return key
         }
     }
 

@@ -83,6 +83,10 @@ public protocol CountersignStore:
 
     /// The device with this id, revoked or not; nil if unknown.
     func device(id: String) async throws -> TrustedDevice?
+    /// The device with this id, revoked or not, and its app's API key as
+    /// ``apiKey(id:)`` reads it (nil once revoked), in one read: what a
+    /// device's proof is checked against. Nil if the device is unknown.
+    func deviceWithAPIKey(id: String) async throws -> (TrustedDevice, APIKey?)?
     /// The devices of one user, revoked ones included, oldest first.
     func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice]
     /// Revokes a device of this user at `now` and returns it; `notFound` if
@@ -185,6 +189,9 @@ public protocol CountersignStore:
     func insertEvent(_ event: ApprovalEvent) async throws
     /// The event with this id, or nil.
     func event(id: String) async throws -> ApprovalEvent?
+    /// The event with this id and the name of its app's API key (nil once
+    /// the key is revoked), in one read; nil if the event is unknown.
+    func eventWithAppName(id: String) async throws -> (ApprovalEvent, appName: String?)?
     /// A user's events, newest first, at most `limit`; with `status`, only
     /// those with that status at `now` (expired = pending past its window).
     func events(issuer: String, clientUserID: String, status: EventStatus?, now: Date, limit: Int) async throws

@@ -12,6 +12,33 @@ extension StoreConformance {
             try await checkThrows(.alreadyExists, "duplicate API key") { try await store.insertAPIKey(key) }
             try check(try await store.apiKeys() == [key], "one key listed")
         },
+        Case(name: "API keys: read with a device or an event, as apiKey(id:) reads them; none once revoked") { store in
+            let key = APIKey(
+                id: "ck_app", name: "Demo app", secretDigest: SecretToken.digest("s"), createdAt: Fixture.t0,
+                previousSecretDigest: SecretToken.digest("p"), previousSecretExpiresAt: Fixture.t0 + 60,
+                userVerification: .discouraged)
+            try await store.insertAPIKey(key)
+            _ = try await store.putQuorumPolicy(
+                QuorumPolicy(
+                    issuer: "ck_app", event: "LOGIN", users: ["alice", "bob"], group: nil, requiredApprovals: 2,
+                    allowRequester: false, updatedAt: Fixture.t0, updatedVia: "rest"))
+            let device = try await Fixture.enrolled(in: store)
+            let event = Fixture.event()
+            try await store.insertPendingEvent(event, maxPending: 5, now: Fixture.t0)
+            let read = try await store.apiKey(id: "ck_app")
+            try check(read?.quorumPolicyEvents == ["LOGIN"] && read?.name == "Demo app", "the key as it reads alone")
+            let found = try await store.deviceWithAPIKey(id: device.id)
+            try check(found?.0 == device && found?.1 == read, "the device with its key: \(String(describing: found))")
+            try check(try await store.deviceWithAPIKey(id: "unknown") == nil, "an unknown device is nil")
+            let withName = try await store.eventWithAppName(id: event.id)
+            try check(withName?.0 == event && withName?.appName == "Demo app", "the event with its app's name")
+            try check(try await store.eventWithAppName(id: "ev_unknown") == nil, "an unknown event is nil")
+            _ = try await store.revokeAPIKey(
+                id: "ck_app", change: APIKeyChange(apiKeyID: "ck_app", action: .revoked, via: "cli", at: Fixture.t0))
+            let afterRevocation = try await store.deviceWithAPIKey(id: device.id)
+            try check(afterRevocation?.0 == device && afterRevocation?.1 == nil, "a revoked key is none")
+            try check(try await store.eventWithAppName(id: event.id)?.appName == nil, "nor has it a name")
+        },
         Case(name: "API keys: a rotation keeps the replaced secret until its overlap ends; a second ends it at once") {
             store in
             let key = APIKey(id: "ck_one", name: "demo", secretDigest: SecretToken.digest("s1"), createdAt: Fixture.t0)

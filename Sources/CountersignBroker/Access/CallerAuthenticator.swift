@@ -152,10 +152,14 @@ struct CallerAuthenticator: Sendable {
         return try await identity(of: enrolled, now: now)
     }
 
-    /// A device record, boxed.
+    /// A device record and its app's key (nil once revoked), boxed.
     private final class Enrolled: Sendable {
         let device: TrustedDevice
-        init(_ device: TrustedDevice) { self.device = device }
+        let apiKey: APIKey?
+        init(_ device: TrustedDevice, _ apiKey: APIKey?) {
+            self.device = device
+            self.apiKey = apiKey
+        }
 
         /// Whether its last-seen time is more than a minute old.
         func seenLongAgo(_ now: Date) -> Bool {
@@ -163,13 +167,14 @@ struct CallerAuthenticator: Sendable {
         }
     }
 
-    /// The enrolled, unrevoked device a proof names, not yet verified.
+    /// The enrolled, unrevoked device a proof names, not yet verified,
+    /// read with its app's key.
     ///
     /// The checks and their errors are out of line, so that this frame holds
     /// little more than the store's answer.
     @inline(never)
     private func enrolledDevice(claimedIn jws: CompactJWS.Parsed) async throws -> Enrolled {
-        try Self.unrevoked(await environment.store.device(id: try Self.deviceID(claimedIn: jws)))
+        try Self.unrevoked(await environment.store.deviceWithAPIKey(id: try Self.deviceID(claimedIn: jws)))
     }
 
     @inline(never)
@@ -182,18 +187,18 @@ struct CallerAuthenticator: Sendable {
     }
 
     @inline(never)
-    private static func unrevoked(_ device: TrustedDevice?) throws -> Enrolled {
-        guard let device else {
+    private static func unrevoked(_ found: (TrustedDevice, APIKey?)?) throws -> Enrolled {
+        guard let (device, key) = found else {
             throw APIError(.unauthorized, .unknownDevice, "no device with this key is enrolled")
         }
         guard device.revokedAt == nil else { throw APIError.deviceRevoked }
-        return Enrolled(device)
+        return Enrolled(device, key)
     }
 
     /// The identity of a device whose proof verified, seen now.
     @inline(never)
     private func identity(of enrolled: Enrolled, now: Date) async throws -> CallerIdentity {
-        let key = try Self.existing(await environment.store.apiKey(id: enrolled.device.issuer))
+        let key = try Self.existing(enrolled.apiKey)
         if enrolled.seenLongAgo(now) {
             try await environment.store.markDeviceSeen(id: enrolled.device.id, now: now)
         }

@@ -20,11 +20,11 @@ struct DecisionController {
         let id = try context.parameters.require("id")
         let now = environment.now()
         let device = context.decider.device
-        guard let event = try await environment.store.event(id: id) else {
+        // What the approver was shown names the app as its API key is named now.
+        guard let (event, appName) = try await environment.store.eventWithAppName(id: id) else {
             throw APIError.notFound("no such event")
         }
-        // What the approver was shown names the app as its API key is named now.
-        let app = try await environment.store.apiKey(id: event.issuer)?.name ?? ""
+        let app = appName ?? ""
         let claims: DecisionClaims
         do {
             claims = try await DecisionProof.verify(
