@@ -15,8 +15,9 @@ extension PostgresStore {
         // other. A requester's event also takes its address's lock, always
         // after the user's, so that two never wait for each other. The
         // statements after the locks see every insert committed before.
-        // Both locks in one statement, which takes them in the order they
-        // are written (a lock on NULL, for a backend's event, is none).
+        // Both locks in one statement: PostgreSQL's executor evaluates a
+        // select list from left to right, so the user's is taken first
+        // (a lock on NULL, for a backend's event, is none).
         let userKey = Self.userKey(of: event)
         let addressKey: String? =
             if case .requester(let address) = requester { "address\n" + address } else { nil }

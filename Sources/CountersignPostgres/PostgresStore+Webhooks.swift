@@ -196,7 +196,9 @@ extension PostgresStore {
     /// report: a message per enabled endpoint of their app that wants them.
     /// `webhookEndpoints`: how many enabled endpoints the notices' app
     /// has, when the caller's statement counted them (none: nothing to read
-    /// or write); nil reads them.
+    /// or write); nil reads them. The count is of the caller's statement's
+    /// snapshot: an endpoint added while that statement waited for a row
+    /// lock is not told of this change, as one added just after it.
     static func announce(
         _ notices: [WebhookNotice], webhookEndpoints: Int? = nil, into db: PostgresSession, logger: Logger
     ) async throws {
