@@ -139,8 +139,14 @@ extension PostgresConnections {
                     state.nextConnectionID += 1
                     return state.nextConnectionID
                 }
+                // On the event loops in turn. postgres-nio's default is the
+                // loop this task runs on, when it runs on one (the broker
+                // runs every task on NIO's loops): every connection on one
+                // loop, which then did 85 % of a busy broker's work
+                // (docs/benchmarks.md).
                 let connection = try await PostgresConnection.connect(
-                    configuration: configuration, id: id, logger: logger)
+                    on: PostgresConnection.defaultEventLoopGroup.next(), configuration: configuration, id: id,
+                    logger: logger)
                 guard settings.requireWritable else { return connection }
                 do {
                     if try await takesWrites(connection) { return connection }
