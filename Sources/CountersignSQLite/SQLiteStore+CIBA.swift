@@ -76,7 +76,7 @@ extension SQLiteStore {
     ) async throws -> Outcome {
         try await write { db in
             guard let request = try Self.cibaRequest(eventID: eventID, in: db),
-                let event = try Row.fetchOne(db, sql: Self.eventByID, arguments: [eventID]).map(Self.event(row:))
+                let event = try Self.event(id: eventID, in: db)
             else { throw StoreError(.notFound, "no CIBA request for event \(eventID)") }
             let (changed, outcome) = try change(request, event)
             guard let next = changed else { return outcome }

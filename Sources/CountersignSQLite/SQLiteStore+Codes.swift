@@ -35,12 +35,8 @@ extension SQLiteStore {
                     lockedUntil: ($0["locked_until"] as Double?).map(Date.init(timeIntervalSince1970:)),
                     lastAttemptAt: ($0["last_attempt_at"] as Double?).map(Date.init(timeIntervalSince1970:)))
             }
-            let event = try eventID.flatMap {
-                try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [$0]).map(Self.event(row:))
-            }
-            let device = try deviceID.flatMap {
-                try Row.fetchOne(db, sql: Self.deviceByID, arguments: [$0]).map(Self.device(row:))
-            }
+            let event = try eventID.flatMap { try Self.event(id: $0, in: db) }
+            let device = try deviceID.flatMap { try Self.device(id: $0, in: db) }
             let before = CodeState(failures: failures ?? .none, event: event, device: device)
             let (after, outcome) = try change(before)
             if after.failures == .none {

@@ -56,17 +56,12 @@ extension SQLiteStore {
     }
 
     public func device(id: String) async throws -> TrustedDevice? {
-        try read { db in
-            try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [id]).map(Self.device(row:))
-        }
+        try read { db in try Self.device(id: id, in: db) }
     }
 
     public func deviceWithAPIKey(id: String) async throws -> (TrustedDevice, APIKey?)? {
         try read { db in
-            guard
-                let device = try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [id]).map(
-                    Self.device(row:))
-            else { return nil }
+            guard let device = try Self.device(id: id, in: db) else { return nil }
             return (device, try Self.apiKey(id: device.issuer, in: db))
         }
     }
@@ -255,6 +250,11 @@ extension SQLiteStore {
         """
 
     static let deviceByID = "SELECT \(deviceColumns) FROM devices WHERE id = ?"
+
+    /// The device with this id, revoked or not, or nil.
+    static func device(id: String, in db: Database) throws -> TrustedDevice? {
+        try Row.fetchOne(db.cachedStatement(sql: deviceByID), arguments: [id]).map(device(row:))
+    }
 
     /// A device from a row of `SELECT \(deviceColumns)`.
     static func device(row: Row) throws -> TrustedDevice {

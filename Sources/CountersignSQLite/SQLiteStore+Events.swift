@@ -13,19 +13,12 @@ extension SQLiteStore {
     }
 
     public func event(id: String) async throws -> ApprovalEvent? {
-        try read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: Self.eventByID), arguments: [id]
-            ).map(Self.event(row:))
-        }
+        try read { db in try Self.event(id: id, in: db) }
     }
 
     public func eventWithAppName(id: String) async throws -> (ApprovalEvent, appName: String?)? {
         try read { db in
-            guard
-                let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id]).map(
-                    Self.event(row:))
-            else { return nil }
+            guard let event = try Self.event(id: id, in: db) else { return nil }
             let name = try String.fetchOne(
                 db.cachedStatement(sql: "SELECT name FROM api_keys WHERE id = ? AND revoked_at IS NULL"),
                 arguments: [event.issuer])
@@ -197,10 +190,7 @@ extension SQLiteStore {
             if let spending { try Self.spend(spending, in: db) }
             // Serialized with every other write: the event read here is the
             // one the update replaces.
-            guard
-                let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id])
-                    .map(Self.event(row:))
-            else { throw StoreError(.notFound, "no event \(id)") }
+            guard let event = try Self.event(id: id, in: db) else { throw StoreError(.notFound, "no event \(id)") }
             let after = try change(event)
             try Self.update(after, in: db)
             try Self.changed(after, now: now, in: db)
@@ -220,12 +210,8 @@ extension SQLiteStore {
             }
             // Serialized with every other write: the device and the event
             // read here stay as they are until this commits.
-            let device = try Row.fetchOne(db.cachedStatement(sql: Self.deviceByID), arguments: [deviceID])
-                .map(Self.device(row:))
-            guard
-                let event = try Row.fetchOne(db.cachedStatement(sql: Self.eventByID), arguments: [id])
-                    .map(Self.event(row:))
-            else { throw StoreError(.notFound, "no event \(id)") }
+            let device = try Self.device(id: deviceID, in: db)
+            guard let event = try Self.event(id: id, in: db) else { throw StoreError(.notFound, "no event \(id)") }
             let (after, outcome) = try change(event, device)
             if after != event {
                 try Self.update(after, in: db)
@@ -367,6 +353,11 @@ extension SQLiteStore {
         """
 
     static let eventByID = "SELECT \(eventColumns) FROM events WHERE id = ?"
+
+    /// The event with this id, or nil.
+    static func event(id: String, in db: Database) throws -> ApprovalEvent? {
+        try Row.fetchOne(db.cachedStatement(sql: eventByID), arguments: [id]).map(event(row:))
+    }
 
     /// An event from a row of `SELECT \(eventColumns)`.
     static func event(row: Row) throws -> ApprovalEvent {
