@@ -37,8 +37,10 @@ extension PostgresStore {
             case .signIn(let signIn): try await Self.insert(signIn, into: db, logger: logger)
             case nil: break
             }
-            try await Self.announce(
-                WebhookNotice.created(event, now: now), webhookEndpoints: endpoints, into: db, logger: logger)
+            // Counted in the cap's statement: with none, no notice is made.
+            if endpoints > 0 {
+                try await Self.announce(WebhookNotice.created(event, now: now), into: db, logger: logger)
+            }
         }
     }
 
@@ -224,13 +226,17 @@ extension PostgresStore {
     /// commit, the wake-up of its waiters and of the inboxes that show it
     /// on every instance (``PostgresSession/notify(_:)``).
     /// `webhookEndpoints`: how many enabled endpoints the event's app has,
-    /// when the caller's statement counted them; nil reads them.
+    /// when the caller's statement counted them (with none, no notice is
+    /// made); nil reads them. A count is of the caller's statement's
+    /// snapshot: an endpoint added while that statement waited for a row
+    /// lock is not told of this change, as one added just after it.
     static func changed(
         _ event: ApprovalEvent, now: Date, webhookEndpoints: Int? = nil, in db: PostgresSession, logger: Logger
     ) async throws {
         db.notify([WakeKey.event(event.id)] + Self.inboxKeys(of: event))
-        try await announce(
-            WebhookNotice.decided(event, now: now), webhookEndpoints: webhookEndpoints, into: db, logger: logger)
+        if webhookEndpoints != 0 {
+            try await announce(WebhookNotice.decided(event, now: now), into: db, logger: logger)
+        }
         try record(DecisionRecord(event, now: now), in: db, logger: logger)
         try await pingCIBAClient(of: event, now: now, in: db, logger: logger)
     }

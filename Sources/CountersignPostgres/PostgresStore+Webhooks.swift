@@ -194,15 +194,8 @@ extension PostgresStore {
 
     /// Writes `notices` to the outbox in the transaction of the change they
     /// report: a message per enabled endpoint of their app that wants them.
-    /// `webhookEndpoints`: how many enabled endpoints the notices' app
-    /// has, when the caller's statement counted them (none: nothing to read
-    /// or write); nil reads them. The count is of the caller's statement's
-    /// snapshot: an endpoint added while that statement waited for a row
-    /// lock is not told of this change, as one added just after it.
-    static func announce(
-        _ notices: [WebhookNotice], webhookEndpoints: Int? = nil, into db: PostgresSession, logger: Logger
-    ) async throws {
-        guard !notices.isEmpty, webhookEndpoints != 0 else { return }
+    static func announce(_ notices: [WebhookNotice], into db: PostgresSession, logger: Logger) async throws {
+        guard !notices.isEmpty else { return }
         let keys = Array(Set(notices.map(\.apiKeyID)))
         let endpoints = try await db.rows(
             """
@@ -214,10 +207,8 @@ extension PostgresStore {
         try insert(notices.flatMap { $0.messages(to: endpoints) }, into: db, logger: logger)
     }
 
-    static func announce(
-        _ notice: WebhookNotice?, webhookEndpoints: Int? = nil, into db: PostgresSession, logger: Logger
-    ) async throws {
-        if let notice { try await announce([notice], webhookEndpoints: webhookEndpoints, into: db, logger: logger) }
+    static func announce(_ notice: WebhookNotice?, into db: PostgresSession, logger: Logger) async throws {
+        if let notice { try await announce([notice], into: db, logger: logger) }
     }
 
     static func webhookEndpoint(row: PostgresRandomAccessRow) throws -> WebhookEndpoint {
