@@ -84,19 +84,15 @@ extension SQLiteStore {
         }
     }
 
-    public func devicesAndRejections(issuer: String, clientUserID: String, rejectedSince: Date) async throws
-        -> (devices: [TrustedDevice], rejected: Int)
-    {
+    public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
         try read { db in
-            let rejected =
-                try Int.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT count(*) FROM events
-                            WHERE issuer = ? AND client_user_id = ? AND status = 'rejected' AND decided_at >= ?
-                            """),
-                    arguments: [issuer, clientUserID, rejectedSince.timeIntervalSince1970]) ?? 0
-            return (try Self.devices(issuer: issuer, clientUserID: clientUserID, in: db), rejected)
+            try Int.fetchOne(
+                db.cachedStatement(
+                    sql: """
+                        SELECT count(*) FROM events
+                        WHERE issuer = ? AND client_user_id = ? AND status = 'rejected' AND decided_at >= ?
+                        """),
+                arguments: [issuer, clientUserID, since.timeIntervalSince1970]) ?? 0
         }
     }
 }
