@@ -1,4 +1,5 @@
 import ArgumentParser
+import CountersignBroker
 import CountersignCore
 import Foundation
 import NIOCore
@@ -12,8 +13,8 @@ import NIOPosix
 // task starts, so here and not in a command.
 _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 
-/// In an async function the compiler picks AsyncParsableCommand's `main`;
-/// at the top level it would pick ParsableCommand's synchronous one.
+/// Parses and runs the command as AsyncParsableCommand's `main` does, with
+/// the failure's message written as below.
 func runCommand() async {
     let arguments: [String]
     do {
@@ -26,7 +27,27 @@ func runCommand() async {
         FileHandle.standardError.write(Data("Error: \(suggestion.message(tool: "device-broker"))\n".utf8))
         DeviceBroker.exit(withError: ExitCode.validationFailure)
     }
-    await DeviceBroker.main(arguments)
+    do {
+        var command = try await DeviceBroker.asyncParseAsRoot(arguments)
+        if var asyncCommand = command as? any AsyncParsableCommand {
+            try await asyncCommand.run()
+        } else {
+            try command.run()
+        }
+    } catch {
+        // The log lines before the failure come before its message, and the
+        // message in one write: ArgumentParser's `exit(withError:)` writes
+        // it a byte at a time (`putc` to an unbuffered stderr), and a log
+        // line written meanwhile by the log thread landed inside a word.
+        LogOutput.standardOutput.flush()
+        let code = DeviceBroker.exitCode(for: error)
+        let message = DeviceBroker.fullMessage(for: error)
+        if !message.isEmpty {
+            let stream = code == .success ? FileHandle.standardOutput : FileHandle.standardError
+            stream.write(Data((message + "\n").utf8))
+        }
+        DeviceBroker.exit(withError: code)
+    }
 }
 
 await runCommand()
