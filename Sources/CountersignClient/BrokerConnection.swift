@@ -74,8 +74,7 @@ public struct BrokerConnection: Sendable {
         let response: HTTPClientResponse
         let payload: ByteBuffer
         do {
-            response = try await client.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
-            payload = try await response.body.collect(upTo: 4 * 1024 * 1024)
+            (response, payload) = try await Self.exchange(request, on: client, within: timeout)
         } catch {
             throw CountersignError(
                 status: 0, code: "unreachable",
@@ -96,6 +95,33 @@ public struct BrokerConnection: Sendable {
             throw CountersignError(
                 status: Int(response.status.code), code: "bad_response",
                 message: "the answer from \(baseURL) is not a Countersign broker's (is the URL right?)")
+        }
+    }
+
+    /// Sends `request` and reads its whole answer within `timeout`.
+    ///
+    /// AsyncHTTPClient's deadline ends when the answer's head arrives: a
+    /// server (or a proxy) that sends a head and then stalls its body held
+    /// the caller for as long as it kept the connection open. The body is
+    /// read in a task that a second one cancels at the deadline.
+    static func exchange(_ request: HTTPClientRequest, on client: HTTPClient, within timeout: TimeInterval)
+        async throws -> (HTTPClientResponse, ByteBuffer)
+    {
+        let limit = TimeAmount.milliseconds(Int64(timeout * 1000))
+        let deadline = NIODeadline.now() + limit
+        return try await withThrowingTaskGroup(of: (HTTPClientResponse, ByteBuffer)?.self) { group in
+            group.addTask {
+                let response = try await client.execute(request, deadline: deadline)
+                return (response, try await response.body.collect(upTo: 4 * 1024 * 1024))
+            }
+            group.addTask {
+                try await Task.sleep(for: .nanoseconds(limit.nanoseconds))
+                throw HTTPClientError.deadlineExceeded
+            }
+            defer { group.cancelAll() }
+            // The first to finish: the exchange, or the deadline's error.
+            guard let exchange = try await group.next() ?? nil else { throw HTTPClientError.deadlineExceeded }
+            return exchange
         }
     }
 
