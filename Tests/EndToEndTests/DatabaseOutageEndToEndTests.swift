@@ -293,6 +293,8 @@ actor RoundTrips {
     let device: DeviceCredential
     private var tally = Tally()
     private var stopped = false
+    /// The step of the round trip under way, and when that round trip began.
+    private var underWay: (step: String, since: ContinuousClock.Instant)?
 
     init(a: LiveBroker, b: LiveBroker, device: DeviceCredential) {
         self.a = a
@@ -307,8 +309,12 @@ actor RoundTrips {
             let (creator, decider) = turn.isMultiple(of: 2) ? (a, b) : (b, a)
             let requester = CountersignClient(broker: creator.url, apiKeyID: creator.apiKeyID)
             let approver = CountersignClient(broker: decider.url, apiKeyID: decider.apiKeyID)
-            var step = "create through \(creator.url)"
+            var step = "create through \(creator.url)" {
+                didSet { underWay?.step = step }
+            }
             let started = ContinuousClock.now
+            underWay = (step, started)
+            defer { underWay = nil }
             do {
                 let ticket = try await requester.requestLogin(user: "alice", requesterName: "load")
                 step = "inbox through \(decider.url)"
@@ -359,7 +365,10 @@ actor RoundTrips {
         let deadline = ContinuousClock.now + .seconds(120)
         while !done(tally) {
             guard ContinuousClock.now < deadline else {
-                throw ProcessFailure("no \(what) within 120 s: \(tally)")
+                let current = underWay.map { "\($0.step), for \(ContinuousClock.now - $0.since)" } ?? "none"
+                throw ProcessFailure(
+                    "no \(what) within 120 s: \(tally); under way: \(current)\n"
+                        + "A:\n\(a.process.text.suffix(3000))\nB:\n\(b.process.text.suffix(3000))")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
