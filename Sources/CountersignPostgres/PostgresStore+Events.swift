@@ -111,17 +111,25 @@ extension PostgresStore {
         RequestCount.storedKey(issuer: event.issuer, clientUserID: event.clientUserID)
     }
 
-    public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
+    public func devicesAndRejections(issuer: String, clientUserID: String, rejectedSince: Date) async throws
+        -> (devices: [TrustedDevice], rejected: Int)
+    {
         let logger = logger
+        // One statement: the count on a row of its own, joined with each of
+        // the user's devices (a row of NULLs when there is none).
         return try await read { db in
-            Int(
-                try await db.row(
-                    """
+            let rows = try await db.rows(
+                """
+                SELECT devices.*, counted.rejected FROM (
                     SELECT count(*) AS rejected FROM events
                     WHERE issuer = \(issuer) AND client_user_id = \(clientUserID) AND status = 'rejected'
-                      AND decided_at >= \(since.seconds)
-                    """, logger: logger
-                )?.value("rejected", as: Int64.self) ?? 0)
+                      AND decided_at >= \(rejectedSince.seconds)
+                ) AS counted
+                LEFT JOIN devices ON devices.issuer = \(issuer) AND devices.client_user_id = \(clientUserID)
+                ORDER BY devices.created_at, devices.id
+                """, logger: logger)
+            let devices = try rows.filter { try $0.value("id", as: String?.self) != nil }.map(Self.device(row:))
+            return (devices, Int(try rows.first?.value("rejected", as: Int64.self) ?? 0))
         }
     }
 

@@ -67,15 +67,17 @@ extension SQLiteStore {
     }
 
     public func devices(issuer: String, clientUserID: String) async throws -> [TrustedDevice] {
-        try read { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql:
-                        "SELECT \(Self.deviceColumns) FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id"
-                ),
-                arguments: [issuer, clientUserID]
-            ).map(Self.device(row:))
-        }
+        try read { db in try Self.devices(issuer: issuer, clientUserID: clientUserID, in: db) }
+    }
+
+    static func devices(issuer: String, clientUserID: String, in db: Database) throws -> [TrustedDevice] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql:
+                    "SELECT \(deviceColumns) FROM devices WHERE issuer = ? AND client_user_id = ? ORDER BY created_at, id"
+            ),
+            arguments: [issuer, clientUserID]
+        ).map(device(row:))
     }
 
     public func revokeDevice(id: String, issuer: String, clientUserID: String, author: ChangeAuthor, now: Date)

@@ -84,15 +84,19 @@ extension SQLiteStore {
         }
     }
 
-    public func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int {
+    public func devicesAndRejections(issuer: String, clientUserID: String, rejectedSince: Date) async throws
+        -> (devices: [TrustedDevice], rejected: Int)
+    {
         try read { db in
-            try Int.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT count(*) FROM events
-                        WHERE issuer = ? AND client_user_id = ? AND status = 'rejected' AND decided_at >= ?
-                        """),
-                arguments: [issuer, clientUserID, since.timeIntervalSince1970]) ?? 0
+            let rejected =
+                try Int.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT count(*) FROM events
+                            WHERE issuer = ? AND client_user_id = ? AND status = 'rejected' AND decided_at >= ?
+                            """),
+                    arguments: [issuer, clientUserID, rejectedSince.timeIntervalSince1970]) ?? 0
+            return (try Self.devices(issuer: issuer, clientUserID: clientUserID, in: db), rejected)
         }
     }
 }

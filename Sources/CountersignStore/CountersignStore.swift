@@ -182,9 +182,12 @@ public protocol CountersignStore:
     func updateCIBARequest<Outcome: Sendable>(
         eventID: String, _ change: @escaping @Sendable (CIBARequest, ApprovalEvent) throws -> (CIBARequest?, Outcome)
     ) async throws -> Outcome
-    /// How many of a user's events were rejected (by a device, a report,
-    /// or the last wrong number) at `since` or later.
-    func rejectedEvents(issuer: String, clientUserID: String, since: Date) async throws -> Int
+    /// What a user's new event is made from, in one read: their devices as
+    /// ``devices(issuer:clientUserID:)`` reads them, and how many of their
+    /// events were rejected (by a device, a report, or the last wrong
+    /// number) at `rejectedSince` or later.
+    func devicesAndRejections(issuer: String, clientUserID: String, rejectedSince: Date) async throws
+        -> (devices: [TrustedDevice], rejected: Int)
     /// Inserts an event as it is (one that is settled at creation).
     func insertEvent(_ event: ApprovalEvent) async throws
     /// The event with this id, or nil.

@@ -115,15 +115,21 @@ extension StoreConformance {
             _ = try await store.settleEvent(
                 id: events[2].id, decision: RecordedDecision(status: .approved, deviceID: device.id, jws: "jws"),
                 now: Fixture.t0 + 6)
+            let second = try await Fixture.enrolled(in: store)
+            let alice = try await store.devicesAndRejections(
+                issuer: "ck_app", clientUserID: "alice", rejectedSince: Fixture.t0)
+            try check(alice.rejected == 2, "a device's rejection and the last wrong number")
+            let aliceDevices = try await store.devices(issuer: "ck_app", clientUserID: "alice")
             try check(
-                try await store.rejectedEvents(issuer: "ck_app", clientUserID: "alice", since: Fixture.t0) == 2,
-                "a device's rejection and the last wrong number")
+                Set(alice.devices.map(\.id)) == [device.id, second.id] && alice.devices == aliceDevices,
+                "with her devices, as they are read alone")
             try check(
-                try await store.rejectedEvents(issuer: "ck_app", clientUserID: "alice", since: Fixture.t0 + 2) == 1,
-                "only those at or after the time")
-            try check(
-                try await store.rejectedEvents(issuer: "ck_app", clientUserID: "bob", since: Fixture.t0) == 0,
-                "another user's")
+                try await store.devicesAndRejections(
+                    issuer: "ck_app", clientUserID: "alice", rejectedSince: Fixture.t0 + 2
+                ).rejected == 1, "only those at or after the time")
+            let bob = try await store.devicesAndRejections(
+                issuer: "ck_app", clientUserID: "bob", rejectedSince: Fixture.t0)
+            try check(bob.rejected == 0 && bob.devices.isEmpty, "another user's, who has no device")
         },
         Case(name: "decisions: every approval and rejection is recorded with its event, and outlives it") { store in
             let device = try await Fixture.enrolled(in: store)

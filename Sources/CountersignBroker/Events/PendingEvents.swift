@@ -61,16 +61,20 @@ struct PendingEvents {
             quorum = try await QuorumResolution(environment: environment).policy(
                 for: draft.name, requester: draft.user, key: key)
         }
+        let now = environment.now()
+        // The user's devices and recent rejections in one read (one
+        // statement on PostgreSQL), whichever of them this event needs.
+        let (userDevices, rejected) = try await environment.store.devicesAndRejections(
+            issuer: key.id, clientUserID: draft.user, rejectedSince: now - MatchNumberRule.window)
         let devices: [TrustedDevice]
         if let quorum {
             devices = try await approverDevices(quorum, requester: draft.user, key: key)
         } else {
-            devices = try await environment.store.devices(issuer: key.id, clientUserID: draft.user)
+            devices = userDevices
             guard !RequesterPolicy.tellsNoDevice(devices, callerHoldsSecret: holdsSecret) else {
                 throw APIError.noTrustedDevice
             }
         }
-        let now = environment.now()
         let requesterToken = SecretToken.generate(bytes: 32)
         let matchNumber: String?
         if draft.newDevice != nil {
@@ -78,8 +82,6 @@ struct PendingEvents {
         } else if !draft.numberMatching {
             matchNumber = nil
         } else {
-            let rejected = try await environment.store.rejectedEvents(
-                issuer: key.id, clientUserID: draft.user, since: now - MatchNumberRule.window)
             matchNumber = ApprovalEvent.newMatchNumber(digits: MatchNumberRule.digits(rejectedRecently: rejected))
         }
         let requiresUserVerification = UserVerificationRule.requires(
