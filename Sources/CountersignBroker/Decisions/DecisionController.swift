@@ -17,7 +17,18 @@ struct DecisionController {
     }
 
     @Sendable func decide(_ request: Request, context: DecisionContext) async throws -> JSONBody<EventDocument> {
-        let id = try context.parameters.require("id")
+        let settled = try await settle(try context.parameters.require("id"), context)
+        return JSONBody(try await environment.document(for: settled, withToken: false).forApprovers())
+    }
+
+    /// The decision checked against the event and applied: the event after it.
+    ///
+    /// Out of line, as ``apply(_:jws:assertion:spending:by:on:ip:now:)``:
+    /// a connection's task keeps its async frames at the deepest they ever
+    /// reached, and an approver's connection goes back to holding inbox
+    /// polls (docs/benchmarks.md, "Smaller frames for creating and deciding").
+    @inline(never)
+    private func settle(_ id: String, _ context: DecisionContext) async throws -> ApprovalEvent {
         let now = environment.now()
         let device = context.decider.device
         // What the approver was shown names the app as its API key is named now.
@@ -25,16 +36,7 @@ struct DecisionController {
             throw APIError.notFound("no such event")
         }
         let app = appName ?? ""
-        let claims: DecisionClaims
-        do {
-            claims = try await DecisionProof.verify(
-                context.decider.decision, key: device.publicKey, eventID: event.id, nonce: event.nonce,
-                shown: ShownRequest(event, app: app).digest, newDevice: event.newDevice?.publicKey.thumbprint,
-                acceptedOrigins: environment.origins, now: now,
-                leeway: environment.policy.proofLeeway)
-        } catch {
-            throw APIError.invalid(.invalidDecision, error)
-        }
+        let claims = try await verify(context.decider.decision, by: device, on: event, app: app, now: now)
         // The counter is compared only for a pending event: a decision sent
         // again once its event settled is told it was (`replayed_decision`,
         // `already_decided`), not that its passkey may have been copied.
@@ -56,7 +58,24 @@ struct DecisionController {
         } catch let error as StoreError where error.code == .conflict && error.event == nil {
             throw APIError.conflict(.signCount, "the passkey was used again meanwhile; answer the request again")
         }
-        return JSONBody(try await environment.document(for: settled, withToken: false).forApprovers())
+        return settled
+    }
+
+    /// The decision's claims, its signature and binding to `event` checked
+    /// (proto/signing.md). Out of line, as ``settle(_:_:)``: its frames
+    /// exist only while it runs.
+    @inline(never)
+    private func verify(
+        _ decision: CompactJWS.Parsed, by device: TrustedDevice, on event: ApprovalEvent, app: String, now: Date
+    ) async throws -> DecisionClaims {
+        do {
+            return try await DecisionProof.verify(
+                decision, key: device.publicKey, eventID: event.id, nonce: event.nonce,
+                shown: ShownRequest(event, app: app).digest, newDevice: event.newDevice?.publicKey.thumbprint,
+                acceptedOrigins: environment.origins, now: now, leeway: environment.policy.proofLeeway)
+        } catch {
+            throw APIError.invalid(.invalidDecision, error)
+        }
     }
 
     /// Checks the passkey assertion sent with a decision (proto/signing.md
@@ -80,6 +99,7 @@ struct DecisionController {
         }
     }
 
+    @inline(never)
     private func apply(
         _ claims: DecisionClaims, jws: String, assertion: (PasskeyAssertion, UInt32)?, spending spent: SpentProofID,
         by device: TrustedDevice, on event: ApprovalEvent, ip: String, now: Date
@@ -131,6 +151,7 @@ struct DecisionController {
     /// An answer to an event that needs a quorum: judged in the write, so
     /// that approvals arriving together (on any instance) are each counted
     /// once against the ones before them.
+    @inline(never)
     private func answerQuorum(
         _ event: ApprovalEvent, claims: DecisionClaims, jws: String, assertion: (PasskeyAssertion, UInt32)?,
         spending spent: SpentProofID, by device: TrustedDevice, ip: String, now: Date

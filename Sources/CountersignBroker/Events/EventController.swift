@@ -238,6 +238,7 @@ struct EventController {
 
     /// Seed case 1: the request comes from a trusted device itself, and its
     /// event does not require user verification.
+    @inline(never)
     private func approveOwnRequest(
         by device: TrustedDevice, name: String, body: CreateRequest, context: EventCreatorContext
     ) async throws -> JSONBody<EventTicket> {
@@ -252,6 +253,7 @@ struct EventController {
 
     /// Seed case 2: a machine that is not trusted asks (or a trusted one
     /// whose event requires user verification); a trusted device decides.
+    @inline(never)
     private func createPending(
         issuer key: APIKey, by requester: PendingRequester, name: String, body: CreateRequest,
         requesterName: String?, ip: String, pairing: Pairing?, requested: UserVerificationPolicy?,

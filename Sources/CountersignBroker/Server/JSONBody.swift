@@ -32,6 +32,11 @@ struct JSONBody<Value: Encodable & Sendable>: ResponseGenerator {
 extension Request {
     /// Decodes a JSON body: `application/json` only, at most the context's
     /// upload size, with a message that says which field is wrong.
+    ///
+    /// Out of line: inlined, the body's collection and decoding made every
+    /// caller's async frame larger, and a connection's task keeps its
+    /// frames at the deepest they reached (docs/benchmarks.md).
+    @inline(never)
     func decodeJSON<T: Decodable>(_: T.Type, context: some RequestContext) async throws -> T {
         guard let type = headers[.contentType].flatMap(MediaType.init(from:)), type.isType(.applicationJson) else {
             throw APIError(.unsupportedMediaType, .unsupportedMediaType, "send the body as application/json")
