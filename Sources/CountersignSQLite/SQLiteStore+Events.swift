@@ -300,10 +300,7 @@ extension SQLiteStore {
     /// `notFound`, or `conflict` with the event as it stands.
     static func afterConditionalWrite(id: String, in db: Database) throws -> ApprovalEvent {
         let changed = db.changesCount == 1
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: eventByID), arguments: [id]) else {
-            throw StoreError(.notFound, "no event \(id)")
-        }
-        let event = try event(row: row)
+        guard let event = try event(id: id, in: db) else { throw StoreError(.notFound, "no event \(id)") }
         guard changed else { throw StoreError(.conflict, "event \(id) is no longer pending", event: event) }
         return event
     }
