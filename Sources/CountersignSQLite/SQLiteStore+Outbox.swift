@@ -1,5 +1,5 @@
 public import CountersignCore
-import CountersignStore
+public import CountersignStore
 public import Foundation
 import GRDB
 
@@ -86,9 +86,9 @@ extension SQLiteStore {
         }
     }
 
-    public func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
-        -> [ClaimedOutboxMessage]
-    {
+    public func claimOutboxMessages(
+        limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare?
+    ) async throws -> [ClaimedOutboxMessage] {
         // The worker asks every second; an idle broker answers from a
         // reader, without taking the write lock or syncing the file.
         let due = try read { db in
@@ -101,16 +101,15 @@ extension SQLiteStore {
                 arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970]) != nil
         }
         guard due else { return [] }
+        let share = share ?? OutboxShare(perDestination: limit, inFlight: [:])
         return try await write { db in
             // One writer at a time: the select and the update are one step.
             let rows = try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT * FROM outbox
-                        WHERE state = 'queued' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-                        ORDER BY next_attempt_at, id LIMIT ?
-                        """),
-                arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970, limit])
+                db.cachedStatement(sql: Self.claimable),
+                arguments: [
+                    share.inFlightJSON, now.timeIntervalSince1970, now.timeIntervalSince1970, share.perDestination,
+                    share.candidates(limit: limit), share.perDestination, limit,
+                ])
             let leaseUntil = now + lease
             return try rows.map { row in
                 try db.cachedStatement(sql: "UPDATE outbox SET claim = ?, lease_until = ? WHERE id = ?")
@@ -120,6 +119,31 @@ extension SQLiteStore {
             }
         }
     }
+
+    /// The messages a claim takes, the longest due first: of destinations
+    /// below their share (the caller's attempts in flight, `busy`, a JSON
+    /// parameter), a bounded number of candidates, then each destination's
+    /// oldest up to its share.
+    static let claimable = """
+        WITH busy (kind, target, n) AS (
+            SELECT json_extract(value, '$.kind'), json_extract(value, '$.target'), json_extract(value, '$.n')
+            FROM json_each(?)
+        ),
+        candidates AS (
+            SELECT * FROM outbox
+            WHERE state = 'queued' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
+              AND NOT EXISTS (
+                  SELECT 1 FROM busy WHERE busy.kind = outbox.kind AND busy.target = outbox.target AND busy.n >= ?)
+            ORDER BY next_attempt_at, id LIMIT ?
+        ),
+        ranked AS (
+            SELECT candidates.*, coalesce(busy.n, 0)
+                + row_number() OVER (PARTITION BY candidates.kind, candidates.target ORDER BY next_attempt_at, id)
+                AS share_rank
+            FROM candidates LEFT JOIN busy ON busy.kind = candidates.kind AND busy.target = candidates.target
+        )
+        SELECT * FROM ranked WHERE share_rank <= ? ORDER BY next_attempt_at, id LIMIT ?
+        """
 
     public func finishOutboxAttempt(id: String, claim: String, outcome: OutboxOutcome, now: Date) async throws {
         let change = OutboxChange(outcome, now: now)

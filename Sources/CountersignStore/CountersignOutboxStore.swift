@@ -32,8 +32,13 @@ public protocol CountersignOutboxStore: Sendable {
     /// attempt time reached, no lease running), the longest due first, for
     /// `lease` seconds under `claim` (a new random token per call). Two
     /// callers, in any instances, never hold one message at once.
-    func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
-        -> [ClaimedOutboxMessage]
+    ///
+    /// With `share`, no destination gets more than its share: the caller's
+    /// attempts in flight to it and the messages claimed for it together
+    /// stay within ``OutboxShare/perDestination``, and a destination at its
+    /// share is passed over for the next due messages.
+    func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare?)
+        async throws -> [ClaimedOutboxMessage]
     /// Records one attempt of a message claimed with `claim`: counts it and
     /// applies `outcome` (queued again for a retry, or finished at `now`).
     /// `conflict` and nothing changes if the message is no longer queued
@@ -95,5 +100,47 @@ extension CountersignOutboxStore {
         -> [OutboxMessage]
     {
         try await outboxMessages(targets: targets, state: state, before: nil, limit: limit)
+    }
+}
+
+extension CountersignOutboxStore {
+    /// Claims without a share per destination (the oldest due first,
+    /// whoever they go to).
+    public func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
+        -> [ClaimedOutboxMessage]
+    {
+        try await claimOutboxMessages(limit: limit, lease: lease, claim: claim, now: now, share: nil)
+    }
+}
+
+/// How a claim shares the outbox among destinations: at most
+/// `perDestination` attempts to each at a time, counting the caller's
+/// attempts `inFlight`.
+public struct OutboxShare: Sendable, Equatable {
+    public var perDestination: Int
+    public var inFlight: [OutboxMessage.Destination: Int]
+
+    public init(perDestination: Int, inFlight: [OutboxMessage.Destination: Int]) {
+        self.perDestination = perDestination
+        self.inFlight = inFlight
+    }
+
+    /// How many due messages a claim of `limit` reads at most to fill its
+    /// slots: enough for `limit` destinations' shares, when the oldest due
+    /// belong to a few.
+    public func candidates(limit: Int) -> Int { perDestination >= limit ? limit : limit * perDestination }
+
+    /// The attempts in flight as a JSON array of `{kind, target, n}`, the
+    /// stores' statement parameter.
+    public var inFlightJSON: String {
+        struct Entry: Encodable {
+            let kind: String
+            let target: String
+            let n: Int
+        }
+        let entries = inFlight.filter { $0.value > 0 }.map {
+            Entry(kind: $0.key.kind.rawValue, target: $0.key.target, n: $0.value)
+        }
+        return String(decoding: (try? JSONEncoder().encode(entries)) ?? Data("[]".utf8), as: UTF8.self)
     }
 }

@@ -125,6 +125,46 @@ extension StoreConformance {
                 try await store.finishOutboxAttempt(id: "msg_none", claim: "x", outcome: .delivered, now: Fixture.t0)
             }
         },
+        Case(name: "outbox: a claim with a share gives no destination more than it; the others' come first") {
+            store in
+            // Six for one endpoint due first, then one each for two devices.
+            let event = Fixture.event()
+            var messages: [OutboxMessage] = (0..<6).map { index in
+                var message = Fixture.message(for: event)
+                (message.kind, message.target, message.nextAttemptAt) = (
+                    .webhook, "wh_slow", Fixture.t0 + Double(index)
+                )
+                return message
+            }
+            for (index, device) in ["device-1", "device-2"].enumerated() {
+                var message = Fixture.message(for: event)
+                (message.target, message.nextAttemptAt) = (device, Fixture.t0 + 10 + Double(index))
+                messages.append(message)
+            }
+            try await store.insertPendingEvent(
+                event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages, now: Fixture.t0)
+            let slow = OutboxMessage.Destination(kind: .webhook, target: "wh_slow")
+            let now = Fixture.t0 + 20
+            let first = try await store.claimOutboxMessages(
+                limit: 10, lease: 30, claim: "c1", now: now, share: OutboxShare(perDestination: 2, inFlight: [:]))
+            try check(
+                first.map(\.message.id) == [messages[0].id, messages[1].id, messages[6].id, messages[7].id],
+                "two of the endpoint's, its oldest, and the devices' behind them: \(first.map(\.message.target))")
+            // The share counts the caller's attempts in flight, as it says
+            // them: here one to the endpoint.
+            let second = try await store.claimOutboxMessages(
+                limit: 10, lease: 30, claim: "c2", now: now,
+                share: OutboxShare(perDestination: 2, inFlight: [slow: 1]))
+            try check(second.map(\.message.id) == [messages[2].id], "one more, to make its share")
+            try check(
+                try await store.claimOutboxMessages(
+                    limit: 10, lease: 30, claim: "c3", now: now,
+                    share: OutboxShare(perDestination: 2, inFlight: [slow: 2])
+                ).isEmpty, "none while its share is in flight")
+            let unshared = try await store.claimOutboxMessages(limit: 10, lease: 30, claim: "c4", now: now)
+            try check(
+                unshared.map(\.message.id) == Array(messages[3..<6].map(\.id)), "without a share, all that are due")
+        },
         Case(name: "outbox: a retry queues the message again at its time; failed and cancelled ones finish") { store in
             let event = Fixture.event()
             let messages = (0..<3).map { _ in Fixture.message(for: event) }

@@ -212,6 +212,48 @@ struct WebhookEndToEndTests {
         #expect(taken.first { $0.answered == 204 }?.body?.data.ID == event.event.ID)
     }
 
+    @Test("an endpoint that never answers, with a backlog, takes a few of the delivery slots, not all of them")
+    func neverAnsweringEndpointShares() async throws {
+        let (broker, receiver, hanging) = try await Self.setUp(
+            types: ["event.created"], arguments: ["--max-pending", "300"])
+        defer {
+            broker.stop()
+            receiver.stop()
+        }
+        // A backlog of 240 messages for an endpoint that takes each and
+        // never answers (each attempt ends at the client's read timeout),
+        // far more than the 64 attempts an instance makes at once.
+        try await receiver.answer("app", with: 0)
+        for _ in 0..<240 { _ = try await broker.backend.requestApproval(user: "alice", numberMatching: false) }
+        // Then a second endpoint, which answers, and one change for it. It
+        // is named by another host name (the same receiver), as a second
+        // endpoint usually is: the HTTP client keeps 8 connections per host.
+        let second = try await Self.webhook(
+            broker,
+            [
+                "set", broker.apiKeyID,
+                receiver.endpoint("second").replacingOccurrences(of: "127.0.0.1", with: "localhost"),
+                "--type", "event.created",
+            ])
+        try await receiver.configure("second", secrets: [try #require(second.secret)])
+        let event = try await broker.backend.requestApproval(user: "alice", numberMatching: false)
+        _ = try await receiver.waitUntil("the second endpoint's message", name: "second") {
+            $0.contains { $0.body?.data.ID == event.event.ID && $0.answered == 204 }
+        }
+        // It went out before the hanging endpoint's backlog. Claimed oldest
+        // first with no share per destination, it would have waited until
+        // every older message had been claimed once: no more than the 64
+        // in flight could then be still unattempted.
+        let listing = try RunningProcess(
+            "device-broker", ["webhook", "messages", broker.apiKeyID, "--limit", "1000"] + broker.storeArguments)
+        #expect(try await listing.exitCode() == 0)
+        let rows = listing.text.split(separator: "\n").map { $0.split(separator: "\t").map(String.init) }
+        let waiting = rows.filter { row in
+            row.count > 4 && row[1] == hanging.id && row[3] == "queued" && row[4] == "0"
+        }
+        #expect(waiting.count > 64, "\(waiting.count) of the hanging endpoint's messages not yet attempted")
+    }
+
     @Test("a rotated secret: messages carry both signatures during the overlap, then the new one only")
     func secretRotation() async throws {
         let (broker, receiver, endpoint) = try await Self.setUp(types: ["event.created"])

@@ -13,7 +13,10 @@ import Synchronization
 ///
 /// Attempts run side by side, up to ``maxInFlight``, and a freed slot is
 /// filled at once: a receiver that is slow to answer holds one slot for at
-/// most an attempt's deadline, never the others. The worker is rung
+/// most an attempt's deadline, never the others, and no destination holds
+/// more than ``OutboxMessage/attemptsPerDestination`` of them (a receiver
+/// that never answers, with a backlog, cannot take them all while other
+/// destinations' messages wait behind its own). The worker is rung
 /// (``WakeKey/outbox``) when this instance queues a message or an attempt
 /// ends, and looks every ``pollInterval`` for retries that came due,
 /// messages other instances queued, and events that expired (their
@@ -30,6 +33,7 @@ struct OutboxWorker: Service {
     /// that dies mid-attempt delays its messages by this much at most.
     var lease: TimeInterval = 25
     var maxInFlight = 64
+    var perDestination = OutboxMessage.attemptsPerDestination
     var pollInterval: Duration = .seconds(1)
 
     func run() async throws {
@@ -48,24 +52,32 @@ struct OutboxWorker: Service {
                     continue
                 }
                 let claimed: [ClaimedOutboxMessage]
+                let share = OutboxShare(perDestination: perDestination, inFlight: inFlight.byDestination)
                 do {
                     claimed = try await environment.store.claimOutboxMessages(
-                        limit: room, lease: lease, claim: SecretToken.generate(bytes: 16), now: environment.now())
+                        limit: room, lease: lease, claim: SecretToken.generate(bytes: 16), now: environment.now(),
+                        share: share)
                 } catch {
                     logger.warning("could not read the outbox", metadata: ["error": "\(error)"])
                     await bell.wait(timeout: .seconds(5))
                     continue
                 }
                 for message in claimed {
-                    inFlight.add(1)
+                    let destination = message.message.destination
+                    inFlight.add(1, to: destination)
                     group.addTask {
                         await deliver(message)
-                        inFlight.add(-1)
+                        inFlight.add(-1, to: destination)
                         environment.hub.notify(WakeKey.outbox)
                     }
                 }
                 // Everything due was taken: wait for more, or a freed slot.
-                if claimed.count < room { await bell.wait(timeout: pollInterval) }
+                // A destination that reached its share may have left others'
+                // messages behind its own: those are claimed at once.
+                let filled = Set(claimed.map(\.message.destination)).contains {
+                    inFlight.count(for: $0) >= perDestination
+                }
+                if claimed.count < room, !filled { await bell.wait(timeout: pollInterval) }
             }
             // Attempts under way finish (each within its deadline) before the
             // store closes.
@@ -136,7 +148,23 @@ struct OutboxWorker: Service {
 
 /// The attempts under way, shared with the tasks that make them.
 private final class AttemptCount: Sendable {
-    private let count = Mutex(0)
-    var current: Int { count.withLock { $0 } }
-    func add(_ change: Int) { count.withLock { $0 += change } }
+    private struct Counts {
+        var total = 0
+        var byDestination: [OutboxMessage.Destination: Int] = [:]
+    }
+
+    private let counts = Mutex(Counts())
+    var current: Int { counts.withLock { $0.total } }
+    var byDestination: [OutboxMessage.Destination: Int] { counts.withLock { $0.byDestination } }
+    func count(for destination: OutboxMessage.Destination) -> Int {
+        counts.withLock { $0.byDestination[destination] ?? 0 }
+    }
+
+    func add(_ change: Int, to destination: OutboxMessage.Destination) {
+        counts.withLock { counts in
+            counts.total += change
+            let count = (counts.byDestination[destination] ?? 0) + change
+            counts.byDestination[destination] = count > 0 ? count : nil
+        }
+    }
 }

@@ -90,6 +90,26 @@ public struct OutboxMessage: Sendable, Equatable {
 
     /// A new message id.
     public static func newID() -> String { "msg_" + SecretToken.generate(bytes: 16) }
+
+    /// Who receives a message: its kind and target together (a device's
+    /// pushes, an endpoint's webhooks).
+    public struct Destination: Hashable, Sendable {
+        public var kind: Kind
+        public var target: String
+        public init(kind: Kind, target: String) {
+            self.kind = kind
+            self.target = target
+        }
+    }
+
+    public var destination: Destination { Destination(kind: kind, target: target) }
+
+    /// The most attempts an instance makes to one destination at a time.
+    /// A receiver that accepts connections and never answers holds each
+    /// attempt until its deadline (12–15 s): without a share per
+    /// destination, its backlog at the head of the queue took every slot,
+    /// and everyone else's pushes and webhooks waited behind it.
+    public static let attemptsPerDestination = 8
 }
 
 /// A message a delivery worker holds for one attempt. Nobody else takes it
