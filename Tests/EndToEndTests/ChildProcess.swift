@@ -37,8 +37,23 @@ final class ChildProcess: Sendable {
         defer { posix_spawnattr_destroy(&attributes) }
         // A group of its own, as Foundation's Process gives it: a signal to
         // the test's group (a terminal's Ctrl-C) does not reach it.
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        // And with every signal unblocked and at its default action: the
+        // child inherits the spawning thread's mask, and the threads of
+        // Swift's concurrency pool (libdispatch's workers) block nearly all
+        // signals. Python helpers started from them ignored SIGTERM, and
+        // each `stop()` waited its 5 s for SIGKILL on a thread of the pool
+        // (the pool has one per core): two at once held every task of the
+        // test process for seconds, and a load loop saw no round trip for
+        // 120 s. Foundation's Process clears both in the same way.
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         posix_spawnattr_setpgroup(&attributes, 0)
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0)=\($1)") } + [nil]
