@@ -89,43 +89,40 @@ extension PostgresStore {
     ) async throws -> [ClaimedOutboxMessage] {
         let leaseUntil = now + lease
         let share = share ?? OutboxShare(perDestination: limit, inFlight: [:])
-        // One statement. The innermost select picks the longest due of
+        // One statement. The innermost select locks the longest due of
         // destinations below their share (the caller's attempts in flight,
-        // `busy`), a bounded number of candidates, then each destination's
-        // oldest up to its share. The one around it locks those rows, and
-        // skips the ones another instance is claiming at this moment rather
-        // than waiting for them (it cannot lock in a select with a window
-        // function); the lease keeps them from everyone else until the
-        // attempt is recorded.
+        // `busy`), a bounded number of candidates, skipping the rows another
+        // instance is claiming at this moment rather than waiting for them,
+        // so that rows further on take their place. The select around it
+        // keeps each destination's oldest up to its share (a window function
+        // cannot be in a select that locks), and the lease keeps the claimed
+        // rows from everyone else until the attempt is recorded.
         let rows = try await writeStatement(
             """
             UPDATE outbox SET claim = \(claim), lease_until = \(leaseUntil.seconds)
             WHERE id IN (
-                SELECT id FROM outbox
-                WHERE id IN (
-                    SELECT id FROM (
-                        SELECT candidates.id, candidates.next_attempt_at, coalesce(busy.n, 0)
-                            + row_number() OVER (
-                                PARTITION BY candidates.kind, candidates.target ORDER BY next_attempt_at, id)
-                            AS share_rank
-                        FROM (
-                            SELECT id, kind, target, next_attempt_at FROM outbox
-                            WHERE state = 'queued' AND next_attempt_at <= \(now.seconds)
-                              AND (lease_until IS NULL OR lease_until <= \(now.seconds))
-                              AND NOT EXISTS (
-                                  SELECT 1 FROM jsonb_to_recordset(\(share.inFlightJSON)::jsonb)
-                                      AS full_share (kind text, target text, n int)
-                                  WHERE full_share.kind = outbox.kind AND full_share.target = outbox.target
-                                    AND full_share.n >= \(share.perDestination))
-                            ORDER BY next_attempt_at, id LIMIT \(share.candidates(limit: limit))
-                        ) AS candidates
-                        LEFT JOIN jsonb_to_recordset(\(share.inFlightJSON)::jsonb) AS busy (kind text, target text, n int)
-                            ON busy.kind = candidates.kind AND busy.target = candidates.target
-                    ) AS ranked
-                    WHERE share_rank <= \(share.perDestination)
-                    ORDER BY next_attempt_at, id LIMIT \(limit))
-                  AND state = 'queued' AND (lease_until IS NULL OR lease_until <= \(now.seconds))
-                FOR UPDATE SKIP LOCKED)
+                SELECT id FROM (
+                    SELECT candidates.id, candidates.next_attempt_at, coalesce(busy.n, 0)
+                        + row_number() OVER (
+                            PARTITION BY candidates.kind, candidates.target ORDER BY next_attempt_at, id)
+                        AS share_rank
+                    FROM (
+                        SELECT id, kind, target, next_attempt_at FROM outbox
+                        WHERE state = 'queued' AND next_attempt_at <= \(now.seconds)
+                          AND (lease_until IS NULL OR lease_until <= \(now.seconds))
+                          AND NOT EXISTS (
+                              SELECT 1 FROM jsonb_to_recordset(\(share.inFlightJSON)::jsonb)
+                                  AS full_share (kind text, target text, n int)
+                              WHERE full_share.kind = outbox.kind AND full_share.target = outbox.target
+                                AND full_share.n >= \(share.perDestination))
+                        ORDER BY next_attempt_at, id LIMIT \(share.candidates(limit: limit))
+                        FOR NO KEY UPDATE SKIP LOCKED
+                    ) AS candidates
+                    LEFT JOIN jsonb_to_recordset(\(share.inFlightJSON)::jsonb) AS busy (kind text, target text, n int)
+                        ON busy.kind = candidates.kind AND busy.target = candidates.target
+                ) AS ranked
+                WHERE share_rank <= \(share.perDestination)
+                ORDER BY next_attempt_at, id LIMIT \(limit))
             RETURNING *
             """)
         return try rows.map {

@@ -125,10 +125,12 @@ public struct OutboxShare: Sendable, Equatable {
         self.inFlight = inFlight
     }
 
-    /// How many due messages a claim of `limit` reads at most to fill its
-    /// slots: enough for `limit` destinations' shares, when the oldest due
-    /// belong to a few.
-    public func candidates(limit: Int) -> Int { perDestination >= limit ? limit : limit * perDestination }
+    /// How many due messages a claim of `limit` reads (and on PostgreSQL
+    /// locks) at most to fill its slots: twice `limit`, so that a few
+    /// destinations' backlogs at the head leave room for others'. A claim
+    /// cut short by a share is followed by another at once, which passes
+    /// over the destinations that reached theirs.
+    public func candidates(limit: Int) -> Int { perDestination >= limit ? limit : 2 * limit }
 
     /// The attempts in flight as a JSON array of `{kind, target, n}`, the
     /// stores' statement parameter.

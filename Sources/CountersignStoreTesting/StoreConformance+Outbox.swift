@@ -141,8 +141,12 @@ extension StoreConformance {
                 (message.target, message.nextAttemptAt) = (device, Fixture.t0 + 10 + Double(index))
                 messages.append(message)
             }
+            // And one due only later, for a third device.
+            var behind = Fixture.message(for: event)
+            (behind.target, behind.nextAttemptAt) = ("device-3", Fixture.t0 + 25)
             try await store.insertPendingEvent(
-                event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages, now: Fixture.t0)
+                event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages + [behind],
+                now: Fixture.t0)
             let slow = OutboxMessage.Destination(kind: .webhook, target: "wh_slow")
             let now = Fixture.t0 + 20
             let first = try await store.claimOutboxMessages(
@@ -161,6 +165,12 @@ extension StoreConformance {
                     limit: 10, lease: 30, claim: "c3", now: now,
                     share: OutboxShare(perDestination: 2, inFlight: [slow: 2])
                 ).isEmpty, "none while its share is in flight")
+            // A claim of one, with the endpoint's backlog at the head and at
+            // its share: the message behind it is found, not the backlog's.
+            let past = try await store.claimOutboxMessages(
+                limit: 1, lease: 30, claim: "c5", now: Fixture.t0 + 26,
+                share: OutboxShare(perDestination: 2, inFlight: [slow: 2]))
+            try check(past.map(\.message.id) == [behind.id], "the next destination's, past the full one's")
             let unshared = try await store.claimOutboxMessages(limit: 10, lease: 30, claim: "c4", now: now)
             try check(
                 unshared.map(\.message.id) == Array(messages[3..<6].map(\.id)), "without a share, all that are due")
