@@ -103,7 +103,9 @@ public struct BrokerConnection: Sendable {
     /// AsyncHTTPClient's deadline ends when the answer's head arrives: a
     /// server (or a proxy) that sends a head and then stalls its body held
     /// the caller for as long as it kept the connection open. The body is
-    /// read in a task that a second one cancels at the deadline.
+    /// read in a task that a second one cancels at the deadline (the
+    /// body's stream ends with an error when its task is cancelled, and
+    /// closes the request; ClientDeadlineTests holds that).
     static func exchange(_ request: HTTPClientRequest, on client: HTTPClient, within timeout: TimeInterval)
         async throws -> (HTTPClientResponse, ByteBuffer)
     {
