@@ -85,10 +85,9 @@ extension PostgresStore {
     }
 
     public func claimOutboxMessages(
-        limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare?
+        limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare
     ) async throws -> [ClaimedOutboxMessage] {
         let leaseUntil = now + lease
-        let share = share ?? OutboxShare(perDestination: limit, inFlight: [:])
         // One statement. The innermost select locks the longest due of
         // destinations below their share (the caller's attempts in flight,
         // `busy`), a bounded number of candidates, skipping the rows another

@@ -87,7 +87,7 @@ extension SQLiteStore {
     }
 
     public func claimOutboxMessages(
-        limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare?
+        limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare
     ) async throws -> [ClaimedOutboxMessage] {
         // The worker asks every second; an idle broker answers from a
         // reader, without taking the write lock or syncing the file.
@@ -101,7 +101,6 @@ extension SQLiteStore {
                 arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970]) != nil
         }
         guard due else { return [] }
-        let share = share ?? OutboxShare(perDestination: limit, inFlight: [:])
         return try await write { db in
             // One writer at a time: the select and the update are one step.
             let rows = try Row.fetchAll(

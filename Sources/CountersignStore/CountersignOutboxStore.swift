@@ -33,11 +33,11 @@ public protocol CountersignOutboxStore: Sendable {
     /// `lease` seconds under `claim` (a new random token per call). Two
     /// callers, in any instances, never hold one message at once.
     ///
-    /// With `share`, no destination gets more than its share: the caller's
+    /// No destination gets more than its `share`: the caller's
     /// attempts in flight to it and the messages claimed for it together
     /// stay within ``OutboxShare/perDestination``, and a destination at its
     /// share is passed over for the next due messages.
-    func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare?)
+    func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare)
         async throws -> [ClaimedOutboxMessage]
     /// Records one attempt of a message claimed with `claim`: counts it and
     /// applies `outcome` (queued again for a retry, or finished at `now`).
@@ -109,7 +109,9 @@ extension CountersignOutboxStore {
     public func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
         -> [ClaimedOutboxMessage]
     {
-        try await claimOutboxMessages(limit: limit, lease: lease, claim: claim, now: now, share: nil)
+        try await claimOutboxMessages(
+            limit: limit, lease: lease, claim: claim, now: now, share: OutboxShare(perDestination: limit, inFlight: [:])
+        )
     }
 }
 
