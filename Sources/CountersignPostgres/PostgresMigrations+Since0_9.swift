@@ -224,5 +224,10 @@ extension PostgresMigrations {
                 """
             ]
         ),
+        // Who answers a message's attempts (a push service's or an app
+        // server's origin), kept when it is queued: the outbox shares its
+        // delivery slots by it. Rows queued before have none and share by
+        // their kind and target, as they did.
+        ("v35-outbox-receiver", ["ALTER TABLE outbox ADD COLUMN receiver text"]),
     ]
 }

@@ -74,9 +74,10 @@ extension PostgresStore {
         for message in messages {
             try db.send(
                 """
-                INSERT INTO outbox (id, kind, target, event_id, payload, created_at, deliver_until,
+                INSERT INTO outbox (id, kind, target, receiver, event_id, payload, created_at, deliver_until,
                     next_attempt_at, attempts, state, last_error, finished_at)
-                VALUES (\(message.id), \(message.kind.rawValue), \(message.target), \(message.eventID),
+                VALUES (\(message.id), \(message.kind.rawValue), \(message.target), \(message.receiver),
+                    \(message.eventID),
                     \(message.payload), \(message.createdAt.seconds), \(message.deliverUntil.seconds),
                     \(message.nextAttemptAt.seconds), \(message.attempts), \(message.state.rawValue),
                     \(message.lastError), \(message.finishedAt?.seconds))
@@ -89,13 +90,15 @@ extension PostgresStore {
     ) async throws -> [ClaimedOutboxMessage] {
         let leaseUntil = now + lease
         // One statement. The innermost select locks the longest due of
-        // destinations below their share (the caller's attempts in flight,
+        // receivers below their share (the caller's attempts in flight,
         // `busy`), a bounded number of candidates, skipping the rows another
         // instance is claiming at this moment rather than waiting for them,
         // so that rows further on take their place. The select around it
-        // keeps each destination's oldest up to its share (a window function
+        // keeps each receiver's oldest up to its share (a window function
         // cannot be in a select that locks), and the lease keeps the claimed
-        // rows from everyone else until the attempt is recorded.
+        // rows from everyone else until the attempt is recorded. A row
+        // queued before receivers were kept shares by its kind and target
+        // (`OutboxMessage.receiver(kind:target:)`).
         let rows = try await writeStatement(
             """
             UPDATE outbox SET claim = \(claim), lease_until = \(leaseUntil.seconds)
@@ -103,24 +106,25 @@ extension PostgresStore {
                 SELECT id FROM (
                     SELECT candidates.id, candidates.next_attempt_at, coalesce(busy.n, 0)
                         + row_number() OVER (
-                            PARTITION BY candidates.kind, candidates.target ORDER BY next_attempt_at, id)
+                            PARTITION BY candidates.share_key ORDER BY next_attempt_at, id)
                         AS share_rank
                     FROM (
-                        SELECT id, kind, target, next_attempt_at FROM outbox
+                        SELECT id, coalesce(receiver, kind || ':' || target) AS share_key, next_attempt_at
+                        FROM outbox
                         WHERE state = 'queued' AND next_attempt_at <= \(now.seconds)
                           AND (lease_until IS NULL OR lease_until <= \(now.seconds))
                           AND NOT EXISTS (
                               SELECT 1 FROM jsonb_to_recordset(\(share.inFlightJSON)::jsonb)
-                                  AS full_share (kind text, target text, n int)
-                              WHERE full_share.kind = outbox.kind AND full_share.target = outbox.target
-                                AND full_share.n >= \(share.perDestination))
+                                  AS full_share (receiver text, n int)
+                              WHERE full_share.receiver = coalesce(outbox.receiver, outbox.kind || ':' || outbox.target)
+                                AND full_share.n >= \(share.perReceiver))
                         ORDER BY next_attempt_at, id LIMIT \(share.candidates(limit: limit))
                         FOR NO KEY UPDATE SKIP LOCKED
                     ) AS candidates
-                    LEFT JOIN jsonb_to_recordset(\(share.inFlightJSON)::jsonb) AS busy (kind text, target text, n int)
-                        ON busy.kind = candidates.kind AND busy.target = candidates.target
+                    LEFT JOIN jsonb_to_recordset(\(share.inFlightJSON)::jsonb) AS busy (receiver text, n int)
+                        ON busy.receiver = candidates.share_key
                 ) AS ranked
-                WHERE share_rank <= \(share.perDestination)
+                WHERE share_rank <= \(share.perReceiver)
                 ORDER BY next_attempt_at, id LIMIT \(limit))
             RETURNING *
             """)
@@ -170,7 +174,10 @@ extension PostgresStore {
             let state = OutboxMessage.State(rawValue: try row.value("state"))
         else { throw StoreError(.backend, "unreadable outbox row") }
         return OutboxMessage(
-            id: try row.value("id"), kind: kind, target: try row.value("target"), eventID: try row.value("event_id"),
+            id: try row.value("id"), kind: kind, target: try row.value("target"),
+            receiver: try row.value("receiver", as: String?.self)
+                ?? OutboxMessage.receiver(kind: kind, target: try row.value("target")),
+            eventID: try row.value("event_id"),
             payload: try row.value("payload"), createdAt: try row.date("created_at"),
             deliverUntil: try row.date("deliver_until"), nextAttemptAt: try row.date("next_attempt_at"),
             attempts: Int(try row.value("attempts", as: Int32.self)), state: state,

@@ -297,5 +297,12 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v35-outbox-receiver") { db in
+            // Who answers a message's attempts (a push service's or an app
+            // server's origin), kept when it is queued: the outbox shares its
+            // delivery slots by it. Rows queued before have none and share
+            // by their kind and target, as they did.
+            try db.execute(sql: "ALTER TABLE outbox ADD COLUMN receiver TEXT")
+        }
     }
 }

@@ -73,12 +73,12 @@ extension SQLiteStore {
         for message in messages {
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO outbox (id, kind, target, event_id, payload, created_at, deliver_until,
+                    INSERT INTO outbox (id, kind, target, receiver, event_id, payload, created_at, deliver_until,
                         next_attempt_at, attempts, state, last_error, finished_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
-                message.id, message.kind.rawValue, message.target, message.eventID, message.payload,
+                message.id, message.kind.rawValue, message.target, message.receiver, message.eventID, message.payload,
                 message.createdAt.timeIntervalSince1970, message.deliverUntil.timeIntervalSince1970,
                 message.nextAttemptAt.timeIntervalSince1970, message.attempts, message.state.rawValue,
                 message.lastError, message.finishedAt?.timeIntervalSince1970,
@@ -106,8 +106,8 @@ extension SQLiteStore {
             let rows = try Row.fetchAll(
                 db.cachedStatement(sql: Self.claimable),
                 arguments: [
-                    share.inFlightJSON, now.timeIntervalSince1970, now.timeIntervalSince1970, share.perDestination,
-                    share.candidates(limit: limit), share.perDestination, limit,
+                    share.inFlightJSON, now.timeIntervalSince1970, now.timeIntervalSince1970, share.perReceiver,
+                    share.candidates(limit: limit), share.perReceiver, limit,
                 ])
             let leaseUntil = now + lease
             return try rows.map { row in
@@ -119,27 +119,27 @@ extension SQLiteStore {
         }
     }
 
-    /// The messages a claim takes, the longest due first: of destinations
+    /// The messages a claim takes, the longest due first: of receivers
     /// below their share (the caller's attempts in flight, `busy`, a JSON
-    /// parameter), a bounded number of candidates, then each destination's
-    /// oldest up to its share.
+    /// parameter), a bounded number of candidates, then each receiver's
+    /// oldest up to its share. A row queued before receivers were kept
+    /// shares by its kind and target (``OutboxMessage/receiver(kind:target:)``).
     static let claimable = """
-        WITH busy (kind, target, n) AS (
-            SELECT json_extract(value, '$.kind'), json_extract(value, '$.target'), json_extract(value, '$.n')
-            FROM json_each(?)
+        WITH busy (receiver, n) AS (
+            SELECT json_extract(value, '$.receiver'), json_extract(value, '$.n') FROM json_each(?)
         ),
         candidates AS (
-            SELECT * FROM outbox
+            SELECT *, coalesce(receiver, kind || ':' || target) AS share_key FROM outbox
             WHERE state = 'queued' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
               AND NOT EXISTS (
-                  SELECT 1 FROM busy WHERE busy.kind = outbox.kind AND busy.target = outbox.target AND busy.n >= ?)
+                  SELECT 1 FROM busy
+                  WHERE busy.receiver = coalesce(outbox.receiver, outbox.kind || ':' || outbox.target) AND busy.n >= ?)
             ORDER BY next_attempt_at, id LIMIT ?
         ),
         ranked AS (
             SELECT candidates.*, coalesce(busy.n, 0)
-                + row_number() OVER (PARTITION BY candidates.kind, candidates.target ORDER BY next_attempt_at, id)
-                AS share_rank
-            FROM candidates LEFT JOIN busy ON busy.kind = candidates.kind AND busy.target = candidates.target
+                + row_number() OVER (PARTITION BY candidates.share_key ORDER BY next_attempt_at, id) AS share_rank
+            FROM candidates LEFT JOIN busy ON busy.receiver = candidates.share_key
         )
         SELECT * FROM ranked WHERE share_rank <= ? ORDER BY next_attempt_at, id LIMIT ?
         """
@@ -181,7 +181,9 @@ extension SQLiteStore {
             let state = OutboxMessage.State(rawValue: row["state"])
         else { throw StoreError(.backend, "unreadable outbox row") }
         return OutboxMessage(
-            id: row["id"], kind: kind, target: row["target"], eventID: row["event_id"], payload: row["payload"],
+            id: row["id"], kind: kind, target: row["target"],
+            receiver: row["receiver"] ?? OutboxMessage.receiver(kind: kind, target: row["target"]),
+            eventID: row["event_id"], payload: row["payload"],
             createdAt: Date(timeIntervalSince1970: row["created_at"]),
             deliverUntil: Date(timeIntervalSince1970: row["deliver_until"]),
             nextAttemptAt: Date(timeIntervalSince1970: row["next_attempt_at"]), attempts: row["attempts"],

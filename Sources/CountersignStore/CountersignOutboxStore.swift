@@ -33,10 +33,10 @@ public protocol CountersignOutboxStore: Sendable {
     /// `lease` seconds under `claim` (a new random token per call). Two
     /// callers, in any instances, never hold one message at once.
     ///
-    /// No destination gets more than its `share`: the caller's
-    /// attempts in flight to it and the messages claimed for it together
-    /// stay within ``OutboxShare/perDestination``, and a destination at its
-    /// share is passed over for the next due messages.
+    /// No receiver (``OutboxMessage/receiver``) gets more than its
+    /// `share`: the caller's attempts in flight to it and the messages
+    /// claimed for it together stay within ``OutboxShare/perReceiver``, and
+    /// a receiver at its share is passed over for the next due messages.
     func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare)
         async throws -> [ClaimedOutboxMessage]
     /// Records one attempt of a message claimed with `claim`: counts it and
@@ -104,47 +104,43 @@ extension CountersignOutboxStore {
 }
 
 extension CountersignOutboxStore {
-    /// Claims without a share per destination (the oldest due first,
-    /// whoever they go to).
+    /// Claims without a share per receiver (the oldest due first, whoever
+    /// they go to).
     public func claimOutboxMessages(limit: Int, lease: TimeInterval, claim: String, now: Date) async throws
         -> [ClaimedOutboxMessage]
     {
         try await claimOutboxMessages(
-            limit: limit, lease: lease, claim: claim, now: now, share: OutboxShare(perDestination: limit, inFlight: [:])
-        )
+            limit: limit, lease: lease, claim: claim, now: now, share: OutboxShare(perReceiver: limit, inFlight: [:]))
     }
 }
 
-/// How a claim shares the outbox among destinations: at most
-/// `perDestination` attempts to each at a time, counting the caller's
-/// attempts `inFlight`.
+/// How a claim shares the outbox among receivers: at most `perReceiver`
+/// attempts to each at a time, counting the caller's attempts `inFlight`
+/// (by ``OutboxMessage/receiver``).
 public struct OutboxShare: Sendable, Equatable {
-    public var perDestination: Int
-    public var inFlight: [OutboxMessage.Destination: Int]
+    public var perReceiver: Int
+    public var inFlight: [String: Int]
 
-    public init(perDestination: Int, inFlight: [OutboxMessage.Destination: Int]) {
-        self.perDestination = perDestination
+    public init(perReceiver: Int, inFlight: [String: Int]) {
+        self.perReceiver = perReceiver
         self.inFlight = inFlight
     }
 
     /// How many due messages a claim of `limit` reads (and on PostgreSQL
     /// locks) at most to fill its slots: twice `limit`, so that a few
-    /// destinations' backlogs at the head leave room for others'. A claim
-    /// cut short by a share is followed by another at once, which passes
-    /// over the destinations that reached theirs.
-    public func candidates(limit: Int) -> Int { perDestination >= limit ? limit : 2 * limit }
+    /// receivers' backlogs at the head leave room for others'. A claim cut
+    /// short by a share is followed by another at once, which passes over
+    /// the receivers that reached theirs.
+    public func candidates(limit: Int) -> Int { perReceiver >= limit ? limit : 2 * limit }
 
-    /// The attempts in flight as a JSON array of `{kind, target, n}`, the
+    /// The attempts in flight as a JSON array of `{receiver, n}`, the
     /// stores' statement parameter.
     public var inFlightJSON: String {
         struct Entry: Encodable {
-            let kind: String
-            let target: String
+            let receiver: String
             let n: Int
         }
-        let entries = inFlight.filter { $0.value > 0 }.map {
-            Entry(kind: $0.key.kind.rawValue, target: $0.key.target, n: $0.value)
-        }
+        let entries = inFlight.filter { $0.value > 0 }.map { Entry(receiver: $0.key, n: $0.value) }
         return String(decoding: (try? JSONEncoder().encode(entries)) ?? Data("[]".utf8), as: UTF8.self)
     }
 }

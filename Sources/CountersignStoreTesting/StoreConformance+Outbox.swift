@@ -1,5 +1,5 @@
 import CountersignCore
-import CountersignStore
+public import CountersignStore
 import Crypto
 import Foundation
 
@@ -125,20 +125,24 @@ extension StoreConformance {
                 try await store.finishOutboxAttempt(id: "msg_none", claim: "x", outcome: .delivered, now: Fixture.t0)
             }
         },
-        Case(name: "outbox: a claim with a share gives no destination more than it; the others' come first") {
+        Case(name: "outbox: a claim with a share gives no receiver more than it; the others' come first") {
             store in
-            // Six for one endpoint due first, then one each for two devices.
+            // Six due first for two endpoints on one server (one receiver),
+            // then one each for two devices at two push services.
             let event = Fixture.event()
+            let hooks = "https://hooks.example:443"
             var messages: [OutboxMessage] = (0..<6).map { index in
                 var message = Fixture.message(for: event)
-                (message.kind, message.target, message.nextAttemptAt) = (
-                    .webhook, "wh_slow", Fixture.t0 + Double(index)
+                (message.kind, message.target, message.receiver, message.nextAttemptAt) = (
+                    .webhook, index.isMultiple(of: 2) ? "wh_slow" : "wh_other", hooks, Fixture.t0 + Double(index)
                 )
                 return message
             }
             for (index, device) in ["device-1", "device-2"].enumerated() {
                 var message = Fixture.message(for: event)
-                (message.target, message.nextAttemptAt) = (device, Fixture.t0 + 10 + Double(index))
+                (message.target, message.receiver, message.nextAttemptAt) = (
+                    device, "https://push-\(index).example:443", Fixture.t0 + 10 + Double(index)
+                )
                 messages.append(message)
             }
             // And one due only later, for a third device.
@@ -147,30 +151,33 @@ extension StoreConformance {
             try await store.insertPendingEvent(
                 event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages + [behind],
                 now: Fixture.t0)
-            let slow = OutboxMessage.Destination(kind: .webhook, target: "wh_slow")
             let now = Fixture.t0 + 20
             let first = try await store.claimOutboxMessages(
-                limit: 10, lease: 30, claim: "c1", now: now, share: OutboxShare(perDestination: 2, inFlight: [:]))
+                limit: 10, lease: 30, claim: "c1", now: now, share: OutboxShare(perReceiver: 2, inFlight: [:]))
             try check(
                 first.map(\.message.id) == [messages[0].id, messages[1].id, messages[6].id, messages[7].id],
-                "two of the endpoint's, its oldest, and the devices' behind them: \(first.map(\.message.target))")
+                "two of the server's, its oldest (one per endpoint), and the devices' behind them: "
+                    + "\(first.map(\.message.target))")
+            try check(
+                first.map(\.message.receiver) == [hooks, hooks, messages[6].receiver, messages[7].receiver],
+                "each as queued, with its receiver")
             // The share counts the caller's attempts in flight, as it says
-            // them: here one to the endpoint.
+            // them: here one to the server.
             let second = try await store.claimOutboxMessages(
                 limit: 10, lease: 30, claim: "c2", now: now,
-                share: OutboxShare(perDestination: 2, inFlight: [slow: 1]))
+                share: OutboxShare(perReceiver: 2, inFlight: [hooks: 1]))
             try check(second.map(\.message.id) == [messages[2].id], "one more, to make its share")
             try check(
                 try await store.claimOutboxMessages(
                     limit: 10, lease: 30, claim: "c3", now: now,
-                    share: OutboxShare(perDestination: 2, inFlight: [slow: 2])
+                    share: OutboxShare(perReceiver: 2, inFlight: [hooks: 2])
                 ).isEmpty, "none while its share is in flight")
-            // A claim of one, with the endpoint's backlog at the head and at
+            // A claim of one, with the server's backlog at the head and at
             // its share: the message behind it is found, not the backlog's.
             let past = try await store.claimOutboxMessages(
                 limit: 1, lease: 30, claim: "c5", now: Fixture.t0 + 26,
-                share: OutboxShare(perDestination: 2, inFlight: [slow: 2]))
-            try check(past.map(\.message.id) == [behind.id], "the next destination's, past the full one's")
+                share: OutboxShare(perReceiver: 2, inFlight: [hooks: 2]))
+            try check(past.map(\.message.id) == [behind.id], "the next receiver's, past the full one's")
             let unshared = try await store.claimOutboxMessages(limit: 10, lease: 30, claim: "c4", now: now)
             try check(
                 unshared.map(\.message.id) == Array(messages[3..<6].map(\.id)), "without a share, all that are due")
@@ -261,7 +268,42 @@ extension Fixture {
 
     static func message(for event: ApprovalEvent) -> OutboxMessage {
         OutboxMessage(
-            kind: .webPush, target: "device-1", eventID: event.id, payload: Data(#"{"type":"event.pending"}"#.utf8),
-            createdAt: t0, deliverUntil: event.expiresAt)
+            kind: .webPush, target: "device-1", receiver: "https://push.example:443", eventID: event.id,
+            payload: Data(#"{"type":"event.pending"}"#.utf8), createdAt: t0, deliverUntil: event.expiresAt)
+    }
+}
+
+extension StoreConformance {
+    /// Messages an older broker queued, whose rows keep no receiver, share
+    /// by their kind and target (``OutboxMessage/receiver(kind:target:)``),
+    /// as they did then. `forget` clears the receiver of these message ids
+    /// the way the store keeps such a row.
+    public static func outboxRowsWithoutReceivers(
+        _ store: any CountersignStore, forget: @Sendable ([String]) async throws -> Void
+    ) async throws {
+        let event = Fixture.event()
+        let hooks = "https://hooks.example:443"
+        let messages: [OutboxMessage] = (0..<3).map { index in
+            var message = Fixture.message(for: event)
+            (message.kind, message.target, message.receiver, message.nextAttemptAt) = (
+                .webhook, index < 2 ? "wh_old" : "wh_new", hooks, Fixture.t0 + Double(index)
+            )
+            return message
+        }
+        try await store.insertPendingEvent(
+            event, by: .backend, limits: PendingLimits(perUser: 5), announcing: messages, now: Fixture.t0)
+        try await forget([messages[0].id, messages[1].id])
+        let old = OutboxMessage.receiver(kind: .webhook, target: "wh_old")
+        let claimed = try await store.claimOutboxMessages(
+            limit: 10, lease: 30, claim: "c1", now: Fixture.t0 + 5, share: OutboxShare(perReceiver: 1, inFlight: [:]))
+        try check(
+            claimed.map(\.message.id) == [messages[0].id, messages[2].id],
+            "the old endpoint's oldest, in a share of its own, and the new one's: \(claimed.map(\.message.target))")
+        try check(claimed.map(\.message.receiver) == [old, hooks], "read back as \(old) and as queued")
+        try check(
+            try await store.claimOutboxMessages(
+                limit: 10, lease: 30, claim: "c2", now: Fixture.t0 + 5,
+                share: OutboxShare(perReceiver: 1, inFlight: [old: 1])
+            ).isEmpty, "the old endpoint's next waits for its share")
     }
 }

@@ -24,6 +24,23 @@ struct OutboxRulesTests {
         }
     }
 
+    @Test("a message's receiver is its URL's origin, port written; every device at one push service shares it")
+    func receivers() {
+        for (url, receiver) in [
+            ("https://fcm.googleapis.com/fcm/send/abc", "https://fcm.googleapis.com:443"),
+            ("https://FCM.GoogleAPIs.com:443/fcm/send/def", "https://fcm.googleapis.com:443"),
+            ("HTTP://127.0.0.1:8080/hooks/countersign", "http://127.0.0.1:8080"),
+            ("http://app.internal/ciba?x=1", "http://app.internal:80"),
+            ("not a url", "not a url"),
+        ] {
+            #expect(OutboxMessage.receiver(of: url) == receiver, "\(url)")
+        }
+        #expect(
+            OutboxMessage.receiver(of: "https://push.example/a")
+                != OutboxMessage.receiver(of: "https://push.example:8443/a"))
+        #expect(OutboxMessage.receiver(kind: .webPush, target: "dev_1") == "web_push:dev_1")
+    }
+
     @Test("a receiver's Retry-After is honoured; past the deadline it fails with the reason")
     func retryAfterAndDeadline() {
         let backoff = DeliveryBackoff.push

@@ -1,5 +1,6 @@
 import CountersignPostgresTesting
 import CountersignStore
+import CountersignStoreTesting
 import Foundation
 import PostgresNIO
 import Testing
@@ -26,6 +27,20 @@ struct PostgresMigrationTests {
                     "INSERT INTO countersign_migrations (id) VALUES ('v99-from-the-future')", logger: logger)
             }
             await #expect(throws: StoreError.self) { try await store.migrate() }
+        }
+    }
+
+    @Test("outbox rows queued before receivers were kept share by their kind and target")
+    func outboxRowsWithoutReceivers() async throws {
+        try await TestPostgres.withStore { store in
+            let logger = TestPostgres.logger
+            try await StoreConformance.outboxRowsWithoutReceivers(store) { ids in
+                let cleared = try await store.write { db in
+                    try await db.run(
+                        "UPDATE outbox SET receiver = NULL WHERE id = ANY(\(ids)) RETURNING 1", logger: logger)
+                }
+                #expect(cleared == ids.count)
+            }
         }
     }
 }

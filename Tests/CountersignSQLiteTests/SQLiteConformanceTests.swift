@@ -30,6 +30,18 @@ struct SQLiteConformanceTests {
         #expect(try relaxed.synchronousLevel() == 1)
     }
 
+    @Test("outbox rows queued before receivers were kept share by their kind and target")
+    func outboxRowsWithoutReceivers() async throws {
+        let path = try temporaryDatabasePath()
+        try await StoreConformance.outboxRowsWithoutReceivers(try SQLiteStore(path: path)) { ids in
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in
+                for id in ids { try db.execute(sql: "UPDATE outbox SET receiver = NULL WHERE id = ?", arguments: [id]) }
+            }
+            try queue.close()
+        }
+    }
+
     @Test("a second connection to the same file sees committed writes")
     func reopen() async throws {
         let path = try temporaryDatabasePath()

@@ -105,6 +105,56 @@ struct WebPushEndToEndTests {
         #expect(received.allSatisfy { $0.refused == nil })
     }
 
+    /// This broker's `countersign_outbox_attempts_in_flight` of `kind`.
+    static func attemptsInFlight(_ broker: LiveBroker, _ kind: String) async throws -> Int {
+        let pattern = try Regex(#"countersign_outbox_attempts_in_flight\{kind="\#(kind)"\} ([0-9.]+)"#)
+        let text = try await broker.metricsText()
+        guard let value = text.firstMatch(of: pattern).flatMap({ Double($0.output[1].substring ?? "") }) else {
+            throw ProcessFailure("no attempts-in-flight gauge for \(kind) in the metrics:\n\(text)")
+        }
+        return Int(value)
+    }
+
+    /// Subscribes `device` at `service`, which answers its pushes with
+    /// `status` (0: takes each and never answers).
+    static func subscribe(_ device: DeviceCredential, at service: PushServiceProcess, answering status: Int? = nil)
+        async throws
+    {
+        let subscription = try await service.subscribe()
+        if let status { try await service.answer(subscription, with: status) }
+        _ = try await CountersignClient(for: device).subscribePush(
+            PushEndpoint(endpoint: subscription.endpoint, p256dh: subscription.p256dh, auth: subscription.auth),
+            credential: device)
+    }
+
+    @Test("a push service that never answers holds 8 attempts, however many of its devices have pushes queued")
+    func hangingPushServiceShares() async throws {
+        let broker = try await LiveBroker.start(arguments: Self.brokerArguments + ["--max-pending", "20"])
+        defer { broker.stop() }
+        let hanging = try await PushServiceProcess.start(broker: broker.url)
+        defer { hanging.stop() }
+        let answering = try await PushServiceProcess.start(broker: broker.url)
+        defer { answering.stop() }
+        // Twelve of alice's devices subscribed at a push service that takes
+        // each push and never answers; six requests queue 72 pushes there,
+        // more than the 64 attempts an instance makes at once. Shared per
+        // device (8 each), they would all be under way at once.
+        for index in 0..<12 {
+            try await Self.subscribe(
+                try await broker.enrollDevice(name: "phone-\(index)"), at: hanging, answering: 0)
+        }
+        for _ in 0..<6 { _ = try await broker.backend.requestApproval(user: "alice", numberMatching: false) }
+        _ = try await hanging.waitUntil("the first pushes, never answered") { $0.count >= 8 }
+        let inFlight = try await Self.attemptsInFlight(broker, "web_push")
+        #expect((1...8).contains(inFlight), "the push service's share, no more: \(inFlight)")
+        // Bob's device, at another push service, gets its push while the
+        // first one's attempts hang (each for up to 12 s).
+        try await Self.subscribe(try await broker.enrollDevice(user: "bob", name: "phone"), at: answering)
+        let ticket = try await broker.backend.requestApproval(user: "bob", numberMatching: false)
+        _ = try await answering.waitUntil("bob's push") { $0.contains { $0.payload?.event_id == ticket.event.ID } }
+        #expect(try await Self.attemptsInFlight(broker, "web_push") <= 8)
+    }
+
     @Test("a push not sent before the request is decided is cancelled, never sent late")
     func cancelledOnceDecided() async throws {
         let broker = try await LiveBroker.start(arguments: Self.brokerArguments)

@@ -226,8 +226,9 @@ struct WebhookEndToEndTests {
         try await receiver.answer("app", with: 0)
         for _ in 0..<240 { _ = try await broker.backend.requestApproval(user: "alice", numberMatching: false) }
         // Then a second endpoint, which answers, and one change for it. It
-        // is named by another host name (the same receiver), as a second
-        // endpoint usually is: the HTTP client keeps 8 connections per host.
+        // is named by another host name (the same receiver process, another
+        // origin), as a second server's endpoint would be: the outbox shares
+        // by origin, and the HTTP client keeps 8 connections per host.
         let second = try await Self.webhook(
             broker,
             [
@@ -241,7 +242,7 @@ struct WebhookEndToEndTests {
             $0.contains { $0.body?.data.ID == event.event.ID && $0.answered == 204 }
         }
         // It went out before the hanging endpoint's backlog. Claimed oldest
-        // first with no share per destination, it would have waited until
+        // first with no share per receiver, it would have waited until
         // every older message had been claimed once: no more than the 64
         // in flight could then be still unattempted.
         let listing = try RunningProcess(

@@ -29,6 +29,7 @@ public struct BrokerMetrics: Sendable {
     /// By kind, then by outcome (`queued` counts messages written).
     private let outbox: [OutboxMessage.Kind: [String: CoreMetrics.Counter]]
     private let outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer]
+    private let outboxInFlight: [OutboxMessage.Kind: CoreMetrics.Gauge]
     /// RADIUS requests by what they were answered.
     private let radius: [RADIUSOutcome: CoreMetrics.Counter]
     private let directoryRead = CoreMetrics.Gauge(label: "countersign_directory_last_read_timestamp_seconds")
@@ -53,6 +54,7 @@ public struct BrokerMetrics: Sendable {
         self.creations = creations
         var outbox: [OutboxMessage.Kind: [String: CoreMetrics.Counter]] = [:]
         var outboxLatency: [OutboxMessage.Kind: CoreMetrics.Timer] = [:]
+        var outboxInFlight: [OutboxMessage.Kind: CoreMetrics.Gauge] = [:]
         for kind in OutboxMessage.Kind.allCases {
             outbox[kind] = Dictionary(
                 uniqueKeysWithValues: Self.outboxOutcomes.map {
@@ -66,9 +68,13 @@ public struct BrokerMetrics: Sendable {
             outboxLatency[kind] = CoreMetrics.Timer(
                 label: "countersign_outbox_delivery_seconds", dimensions: [("kind", kind.rawValue)],
                 preferredDisplayUnit: .seconds)
+            outboxInFlight[kind] = CoreMetrics.Gauge(
+                label: "countersign_outbox_attempts_in_flight", dimensions: [("kind", kind.rawValue)])
+            outboxInFlight[kind]?.record(0)
         }
         self.outbox = outbox
         self.outboxLatency = outboxLatency
+        self.outboxInFlight = outboxInFlight
         self.radius = Dictionary(
             uniqueKeysWithValues: RADIUSOutcome.allCases.map {
                 (
@@ -129,6 +135,11 @@ public struct BrokerMetrics: Sendable {
     /// Messages written to the outbox.
     func queued(_ messages: [OutboxMessage]) {
         for message in messages { outbox[message.kind]?["queued"]?.increment() }
+    }
+
+    /// This instance's attempts of a kind under way now.
+    func outboxInFlight(_ kind: OutboxMessage.Kind, _ count: Int) {
+        outboxInFlight[kind]?.record(count)
     }
 
     /// One attempt's outcome; a delivery also records the time since the

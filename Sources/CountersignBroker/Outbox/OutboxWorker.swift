@@ -13,10 +13,11 @@ import Synchronization
 ///
 /// Attempts run side by side, up to ``maxInFlight``, and a freed slot is
 /// filled at once: a receiver that is slow to answer holds one slot for at
-/// most an attempt's deadline, never the others, and no destination holds
-/// more than ``OutboxMessage/attemptsPerDestination`` of them (a receiver
-/// that never answers, with a backlog, cannot take them all while other
-/// destinations' messages wait behind its own). The worker is rung
+/// most an attempt's deadline, never the others, and no receiver (a push
+/// service, an app's server) holds more than
+/// ``OutboxMessage/attemptsPerReceiver`` of them (one that never answers,
+/// with a backlog, cannot take them all while other receivers' messages
+/// wait behind its own). The worker is rung
 /// (``WakeKey/outbox``) when this instance queues a message or an attempt
 /// ends, and looks every ``pollInterval`` for retries that came due,
 /// messages other instances queued, and events that expired (their
@@ -33,11 +34,11 @@ struct OutboxWorker: Service {
     /// that dies mid-attempt delays its messages by this much at most.
     var lease: TimeInterval = 25
     var maxInFlight = 64
-    var perDestination = OutboxMessage.attemptsPerDestination
+    var perReceiver = OutboxMessage.attemptsPerReceiver
     var pollInterval: Duration = .seconds(1)
 
     func run() async throws {
-        let inFlight = AttemptCount()
+        let inFlight = AttemptCount(metrics: environment.metrics)
         var lastSweep: ContinuousClock.Instant? = nil
         await withDiscardingTaskGroup { group in
             while !Task.isShuttingDownGracefully, !Task.isCancelled {
@@ -52,7 +53,7 @@ struct OutboxWorker: Service {
                     continue
                 }
                 let claimed: [ClaimedOutboxMessage]
-                let share = OutboxShare(perDestination: perDestination, inFlight: inFlight.byDestination)
+                let share = OutboxShare(perReceiver: perReceiver, inFlight: inFlight.byReceiver)
                 do {
                     claimed = try await environment.store.claimOutboxMessages(
                         limit: room, lease: lease, claim: SecretToken.generate(bytes: 16), now: environment.now(),
@@ -63,19 +64,18 @@ struct OutboxWorker: Service {
                     continue
                 }
                 for message in claimed {
-                    let destination = message.message.destination
-                    inFlight.add(1, to: destination)
+                    inFlight.add(1, message.message)
                     group.addTask {
                         await deliver(message)
-                        inFlight.add(-1, to: destination)
+                        inFlight.add(-1, message.message)
                         environment.hub.notify(WakeKey.outbox)
                     }
                 }
                 // Everything due was taken: wait for more, or a freed slot.
-                // A destination that reached its share may have left others'
+                // A receiver that reached its share may have left others'
                 // messages behind its own: those are claimed at once.
-                let filled = Set(claimed.map(\.message.destination)).contains {
-                    inFlight.count(for: $0) >= perDestination
+                let filled = Set(claimed.map(\.message.receiver)).contains {
+                    inFlight.count(for: $0) >= perReceiver
                 }
                 if claimed.count < room, !filled { await bell.wait(timeout: pollInterval) }
             }
@@ -146,25 +146,36 @@ struct OutboxWorker: Service {
     }
 }
 
-/// The attempts under way, shared with the tasks that make them.
+/// The attempts under way, shared with the tasks that make them, and
+/// shown by kind in the metrics.
 private final class AttemptCount: Sendable {
     private struct Counts {
         var total = 0
-        var byDestination: [OutboxMessage.Destination: Int] = [:]
+        var byReceiver: [String: Int] = [:]
+        var byKind: [OutboxMessage.Kind: Int] = [:]
     }
 
     private let counts = Mutex(Counts())
+    private let metrics: BrokerMetrics
+
+    init(metrics: BrokerMetrics) { self.metrics = metrics }
+
     var current: Int { counts.withLock { $0.total } }
-    var byDestination: [OutboxMessage.Destination: Int] { counts.withLock { $0.byDestination } }
-    func count(for destination: OutboxMessage.Destination) -> Int {
-        counts.withLock { $0.byDestination[destination] ?? 0 }
+    var byReceiver: [String: Int] { counts.withLock { $0.byReceiver } }
+    func count(for receiver: String) -> Int {
+        counts.withLock { $0.byReceiver[receiver] ?? 0 }
     }
 
-    func add(_ change: Int, to destination: OutboxMessage.Destination) {
+    /// Counts an attempt of `message` begun (1) or ended (-1).
+    func add(_ change: Int, _ message: OutboxMessage) {
         counts.withLock { counts in
             counts.total += change
-            let count = (counts.byDestination[destination] ?? 0) + change
-            counts.byDestination[destination] = count > 0 ? count : nil
+            let count = (counts.byReceiver[message.receiver] ?? 0) + change
+            counts.byReceiver[message.receiver] = count > 0 ? count : nil
+            let ofKind = (counts.byKind[message.kind] ?? 0) + change
+            counts.byKind[message.kind] = ofKind
+            // Under the lock, so that the gauge's last value is the count's.
+            metrics.outboxInFlight(message.kind, ofKind)
         }
     }
 }

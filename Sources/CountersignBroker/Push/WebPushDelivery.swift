@@ -16,10 +16,12 @@ struct WebPushDelivery {
         -> [OutboxMessage]
     {
         let payload = Data(PushNotice(for: event, app: app).wireJSON())
-        return PushRules.recipients(of: devices).map {
-            OutboxMessage(
-                kind: .webPush, target: $0.id, eventID: event.id, payload: payload, createdAt: now,
-                deliverUntil: event.expiresAt)
+        return PushRules.recipients(of: devices).compactMap { device in
+            device.push.map {
+                OutboxMessage(
+                    kind: .webPush, target: device.id, receiver: OutboxMessage.receiver(of: $0.endpoint),
+                    eventID: event.id, payload: payload, createdAt: now, deliverUntil: event.expiresAt)
+            }
         }
     }
 

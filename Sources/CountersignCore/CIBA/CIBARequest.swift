@@ -53,11 +53,11 @@ public struct CIBARequest: Sendable, Equatable {
     /// its request was answered (or ran out), to be sent through the
     /// outbox; nil for a request in poll mode.
     public func ping(now: Date) -> OutboxMessage? {
-        guard notificationToken != nil, notificationEndpoint != nil, let authRequestID else { return nil }
+        guard notificationToken != nil, let notificationEndpoint, let authRequestID else { return nil }
         let body = try? JSONSerialization.data(withJSONObject: ["auth_req_id": authRequestID], options: [.sortedKeys])
         return OutboxMessage(
-            kind: .cibaPing, target: eventID, eventID: eventID, payload: body ?? Data(), createdAt: now,
-            deliverUntil: now + Self.pingDeliveryTime)
+            kind: .cibaPing, target: eventID, receiver: OutboxMessage.receiver(of: notificationEndpoint),
+            eventID: eventID, payload: body ?? Data(), createdAt: now, deliverUntil: now + Self.pingDeliveryTime)
     }
 
     /// Whether a `client_notification_token` can be sent back as a bearer

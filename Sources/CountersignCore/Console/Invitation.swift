@@ -363,8 +363,9 @@ public enum InvitationRules {
                 digest: invitation.tokenDigest, issuer: request.issuer, clientUserID: request.clientUserID,
                 createdAt: request.now, expiresAt: expiresAt),
             mail: OutboxMessage(
-                id: invitation.messageID, kind: .mail, target: invitation.id, eventID: nil,
-                payload: mail.payload, createdAt: request.now, deliverUntil: expiresAt),
+                id: invitation.messageID, kind: .mail, target: invitation.id,
+                receiver: OutboxMessage.mailReceiver, eventID: nil, payload: mail.payload, createdAt: request.now,
+                deliverUntil: expiresAt),
             audit: AuditRecord(
                 at: request.now, actor: request.operatorName, action: action,
                 target: request.issuer + "/" + request.clientUserID, ip: request.ip))

@@ -53,6 +53,11 @@ public struct OutboxMessage: Sendable, Equatable {
     /// Who it goes to: for ``Kind/webPush`` a device id, for
     /// ``Kind/webhook`` an endpoint id, for ``Kind/mail`` an invitation id.
     public var target: String
+    /// Who answers its attempts, as it was when the message was queued: the
+    /// origin of the URL they go to (``receiver(of:)``: a push service, an
+    /// app's server), or ``mailReceiver``. The outbox shares its delivery
+    /// slots among receivers (``attemptsPerReceiver``).
+    public var receiver: String
     /// The event it is about, if any.
     public var eventID: String?
     /// The plaintext body; the sender encrypts or signs it per attempt.
@@ -70,13 +75,14 @@ public struct OutboxMessage: Sendable, Equatable {
     public var finishedAt: Date?
 
     public init(
-        id: String = OutboxMessage.newID(), kind: Kind, target: String, eventID: String?, payload: Data,
-        createdAt: Date, deliverUntil: Date, nextAttemptAt: Date? = nil, attempts: Int = 0,
+        id: String = OutboxMessage.newID(), kind: Kind, target: String, receiver: String, eventID: String?,
+        payload: Data, createdAt: Date, deliverUntil: Date, nextAttemptAt: Date? = nil, attempts: Int = 0,
         state: State = .queued, lastError: String? = nil, finishedAt: Date? = nil
     ) {
         self.id = id
         self.kind = kind
         self.target = target
+        self.receiver = receiver
         self.eventID = eventID
         self.payload = payload
         self.createdAt = createdAt
@@ -91,25 +97,36 @@ public struct OutboxMessage: Sendable, Equatable {
     /// A new message id.
     public static func newID() -> String { "msg_" + SecretToken.generate(bytes: 16) }
 
-    /// Who receives a message: its kind and target together (a device's
-    /// pushes, an endpoint's webhooks).
-    public struct Destination: Hashable, Sendable {
-        public var kind: Kind
-        public var target: String
-        public init(kind: Kind, target: String) {
-            self.kind = kind
-            self.target = target
-        }
+    /// The receiver of messages sent to `url`: its origin (RFC 6454), the
+    /// scheme and host in lower case and the port, written even when it is
+    /// the scheme's default. Every device subscribed at one push service,
+    /// and every endpoint on one server, share it. A URL that does not
+    /// parse is its own receiver (its attempts fail at once).
+    public static func receiver(of url: String) -> String {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            let host = components.host?.lowercased(), !host.isEmpty
+        else { return url }
+        let port = components.port ?? (scheme == "http" ? 80 : 443)
+        return "\(scheme)://\(host):\(port)"
     }
 
-    public var destination: Destination { Destination(kind: kind, target: target) }
+    /// The receiver of every mail message: the broker's one mail server.
+    public static let mailReceiver = "mail"
 
-    /// The most attempts an instance makes to one destination at a time.
-    /// A receiver that accepts connections and never answers holds each
-    /// attempt until its deadline (12–15 s): without a share per
-    /// destination, its backlog at the head of the queue took every slot,
-    /// and everyone else's pushes and webhooks waited behind it.
-    public static let attemptsPerDestination = 8
+    /// The receiver of a message queued before receivers were kept (its
+    /// row has none): its kind and target, the share it had then. The
+    /// stores' claims compute the same text for such a row.
+    public static func receiver(kind: Kind, target: String) -> String { kind.rawValue + ":" + target }
+
+    /// The most attempts an instance makes to one receiver at a time: the
+    /// HTTP client's connections per host. A receiver that accepts
+    /// connections and never answers holds each attempt until its deadline
+    /// (12–15 s): without a share per receiver, its backlog at the head of
+    /// the queue took every slot, and everyone else's pushes and webhooks
+    /// waited behind it. The share is per receiver, not per device or
+    /// endpoint: a push service that stops answering holds at most this
+    /// many attempts, however many of its devices have pushes queued.
+    public static let attemptsPerReceiver = 8
 }
 
 /// A message a delivery worker holds for one attempt. Nobody else takes it

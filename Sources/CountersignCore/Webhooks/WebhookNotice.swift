@@ -102,8 +102,8 @@ public struct WebhookNotice: Sendable, Equatable {
     public func messages(to endpoints: [WebhookEndpoint]) -> [OutboxMessage] {
         endpoints.filter { $0.apiKeyID == apiKeyID && $0.disabledAt == nil && $0.wants(type) }.map {
             OutboxMessage(
-                kind: .webhook, target: $0.id, eventID: eventID, payload: body, createdAt: at,
-                deliverUntil: at + Self.deliveryTime)
+                kind: .webhook, target: $0.id, receiver: OutboxMessage.receiver(of: $0.url), eventID: eventID,
+                payload: body, createdAt: at, deliverUntil: at + Self.deliveryTime)
         }
     }
 
