@@ -89,26 +89,22 @@ extension SQLiteStore {
     public func claimOutboxMessages(
         limit: Int, lease: TimeInterval, claim: String, now: Date, share: OutboxShare
     ) async throws -> [ClaimedOutboxMessage] {
-        // The worker asks every second; an idle broker answers from a
-        // reader, without taking the write lock or syncing the file.
-        let due = try read { db in
-            try Bool.fetchOne(
-                db.cachedStatement(
-                    sql: """
-                        SELECT 1 FROM outbox WHERE state = 'queued' AND next_attempt_at <= ?
-                            AND (lease_until IS NULL OR lease_until <= ?) LIMIT 1
-                        """),
-                arguments: [now.timeIntervalSince1970, now.timeIntervalSince1970]) != nil
+        let arguments: StatementArguments = [
+            share.inFlightJSON, now.timeIntervalSince1970, now.timeIntervalSince1970, share.perReceiver,
+            share.candidates(limit: limit), share.perReceiver, limit,
+        ]
+        // The worker asks every second and whenever an attempt ends. A claim
+        // that would take nothing (nothing due, or only the backlogs of
+        // receivers at their share, which the select passes over row by
+        // row: 11–17 ms for 20,000) is answered from a reader, without
+        // taking the write lock from the requests' writes.
+        let claimable = try await scan { db in
+            try Row.fetchOne(db.cachedStatement(sql: Self.claimable), arguments: arguments) != nil
         }
-        guard due else { return [] }
+        guard claimable else { return [] }
         return try await write { db in
             // One writer at a time: the select and the update are one step.
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: Self.claimable),
-                arguments: [
-                    share.inFlightJSON, now.timeIntervalSince1970, now.timeIntervalSince1970, share.perReceiver,
-                    share.candidates(limit: limit), share.perReceiver, limit,
-                ])
+            let rows = try Row.fetchAll(db.cachedStatement(sql: Self.claimable), arguments: arguments)
             let leaseUntil = now + lease
             return try rows.map { row in
                 try db.cachedStatement(sql: "UPDATE outbox SET claim = ?, lease_until = ? WHERE id = ?")

@@ -132,6 +132,18 @@ public final class SQLiteStore: CountersignStore {
         }
     }
 
+    /// Runs a read that may scan many rows on a reader connection's own
+    /// queue, off the calling thread: one of Swift's cooperative threads,
+    /// of which there are as many as cores, would be held for as long as
+    /// the scan takes. Errors as ``read(_:)``.
+    func scan<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch let error as DatabaseError {
+            throw Self.storeError(error)
+        }
+    }
+
     /// SQLite's error as the store's, with a sentence an operator can act
     /// on for the failures of an ordinary bad day.
     @inline(never)

@@ -42,6 +42,35 @@ struct SQLiteConformanceTests {
         }
     }
 
+    @Test("a claim that would take nothing leaves the writer alone, though messages are due behind a full share")
+    func claimWithoutTakingTheWriter() async throws {
+        let path = try temporaryDatabasePath()
+        let store = try SQLiteStore(path: path)
+        let hooks = "https://hooks.example:443"
+        let queue = try DatabaseQueue(path: path)
+        try await queue.write { db in
+            for index in 0..<50 {
+                try db.execute(
+                    sql: """
+                        INSERT INTO outbox (id, kind, target, receiver, payload, created_at, deliver_until,
+                            next_attempt_at, attempts, state)
+                        VALUES (?, 'webhook', 'wh_slow', ?, x'00', 1, 1000, ?, 0, 'queued')
+                        """, arguments: ["msg_\(index)", hooks, Double(index)])
+            }
+        }
+        try queue.close()
+        let now = Date(timeIntervalSince1970: 100)
+        let before = store.committer.commits
+        let none = try await store.claimOutboxMessages(
+            limit: 64, lease: 30, claim: "c1", now: now, share: OutboxShare(perReceiver: 8, inFlight: [hooks: 8]))
+        #expect(none.isEmpty)
+        #expect(store.committer.commits == before, "no write transaction for a claim of nothing")
+        let some = try await store.claimOutboxMessages(
+            limit: 64, lease: 30, claim: "c2", now: now, share: OutboxShare(perReceiver: 8, inFlight: [hooks: 5]))
+        #expect(some.map(\.message.id) == ["msg_0", "msg_1", "msg_2"], "what the share leaves room for")
+        #expect(store.committer.commits > before)
+    }
+
     @Test("a second connection to the same file sees committed writes")
     func reopen() async throws {
         let path = try temporaryDatabasePath()
