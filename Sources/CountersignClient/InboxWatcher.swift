@@ -8,6 +8,9 @@ public struct InboxSnapshot: Decodable, Sendable {
     /// Absent from a broker older than states: the poll is then held only
     /// while nothing is pending.
     public let state: String?
+    /// The longest the broker holds a poll, in seconds (its `--max-wait`);
+    /// absent from a broker older than it.
+    public let hold: Int?
 }
 
 /// Follows a device's inbox over held polls: the pending requests each
@@ -25,13 +28,24 @@ public struct InboxWatcher: Sendable {
 
     let client: CountersignClient
     let credential: DeviceCredential
-    /// How long one poll is held (the broker holds 25 s at most).
-    let hold: Int
+    /// The longest one poll is asked to be held: nil for as long as the
+    /// broker holds one (its answers' `hold`, less a margin), or a bound of
+    /// the caller's, for a network that cuts idle requests off sooner.
+    let longestHold: Int?
 
-    public init(client: CountersignClient, credential: DeviceCredential, hold: Int = 25) {
+    public init(client: CountersignClient, credential: DeviceCredential, longestHold: Int? = nil) {
         self.client = client
         self.credential = credential
-        self.hold = hold
+        self.longestHold = longestHold
+    }
+
+    /// The hold to ask for after an answer that said the broker's is
+    /// `brokerHold` seconds: 5 s short of it, so that the broker answers
+    /// (with the set as it is) before anything in between gives up at its
+    /// own round number; 25 s from a broker that does not say.
+    func hold(brokerHold: Int?) -> Int {
+        let broker = brokerHold.map { $0 > 10 ? $0 - 5 : $0 } ?? 25
+        return max(1, min(broker, longestHold ?? broker))
     }
 
     /// The changes until `deadline` (the stream then ends) or until the
@@ -58,13 +72,14 @@ public struct InboxWatcher: Sendable {
 
     private func follow(until deadline: Date?, ridingOutOutages: Bool, _ emit: (Change) -> Void) async throws {
         var state: String?
+        var brokerHold: Int?
         var shown = false
         var lost = 0
         while !Task.isCancelled {
             let left = deadline?.timeIntervalSinceNow ?? .infinity
             // One look whatever the deadline; none after it.
             if shown || lost > 0, left <= 0 { return }
-            let wait = shown ? Int(min(Double(hold), left.rounded(.up))) : 0
+            let wait = shown ? Int(min(Double(hold(brokerHold: brokerHold)), left.rounded(.up))) : 0
             let asked = ContinuousClock.now
             do {
                 let snapshot = try await client.inbox(credential, wait: wait, unchangedFrom: state)
@@ -89,6 +104,7 @@ public struct InboxWatcher: Sendable {
                     try await Task.sleep(for: .seconds(2))
                 }
                 state = snapshot.state
+                brokerHold = snapshot.hold
             } catch let error as CountersignError where ridingOutOutages && error.isTransient {
                 if lost == 0 { emit(.lost(error)) }
                 lost += 1

@@ -123,6 +123,15 @@ extension DeviceBroker {
         @Option(help: "How long a connection may wait idle for its next request.")
         var idleTimeout = DurationArgument(seconds: 75)
 
+        @Option(
+            help: ArgumentHelp(
+                "The longest a long-poll is held (a device's inbox, a requester's wait), e.g. 30s, 2m.",
+                discussion: """
+                    Devices poll again after each hold: longer holds mean fewer polls, each a proof to check and \
+                    spend. Behind a proxy, keep it below the proxy's read timeout. 1s to 15m.
+                    """))
+        var maxWait = DurationArgument(seconds: ApprovalPolicy().maxWait)
+
         @OptionGroup(title: "Code delivery") var senders: SenderOptions
 
         @Option(
@@ -193,6 +202,9 @@ extension DeviceBroker {
             guard approvalWindow.seconds >= 1, approvalWindow.seconds <= 600 else {
                 throw ValidationError("--approval-window must be between 1s and 10m")
             }
+            guard maxWait.seconds >= 1, maxWait.seconds <= 900 else {
+                throw ValidationError("--max-wait must be between 1s and 15m")
+            }
             guard fraudProtection.seconds >= 1, fraudProtection.seconds <= 7 * 86400 else {
                 throw ValidationError("--fraud-protection must be between 1s and 7d")
             }
@@ -222,6 +234,7 @@ extension DeviceBroker {
             MetricsSystem.bootstrap(BrokerMetrics.factory(for: registry))
             var policy = ApprovalPolicy()
             policy.window = approvalWindow.seconds
+            policy.maxWait = maxWait.seconds
             policy.fraudProtection = FraudProtection(duration: fraudProtection.seconds)
             policy.pendingLimits = PendingLimits(
                 perUser: maxPending, perUserFromRequesters: maxRequesterPending, perAddress: maxPendingPerAddress,

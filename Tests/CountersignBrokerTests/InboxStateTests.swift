@@ -17,6 +17,17 @@ struct InboxStateTests {
         try await TestBroker(policy: ApprovalPolicy(window: 3600, maxWait: 3600))
     }
 
+    @Test("every answer says how long the broker holds a poll: its --max-wait")
+    func hold() async throws {
+        var policy = ApprovalPolicy()
+        policy.maxWait = 240
+        let broker = try await TestBroker(policy: policy)
+        try await broker.test { client in
+            let phone = try await broker.enroll(client)
+            #expect(try await broker.inboxSnapshot(client, phone.device).hold == 240)
+        }
+    }
+
     @Test(
         "a request withdrawn, answered on another device, or rejected by a report ends a held poll",
         .timeLimit(.minutes(5)))

@@ -91,6 +91,20 @@ struct OperationsEndToEndTests {
         #expect(!local.process.text.contains("plain http") && !local.process.text.contains("no passkeys"))
     }
 
+    @Test("--max-wait sets the longest hold and the inbox says it; past 15 minutes it is refused at start")
+    func maxWait() async throws {
+        let broker = try await LiveBroker.start(arguments: ["--max-wait", "4m"])
+        defer { broker.stop() }
+        let device = try await broker.enrollDevice()
+        let snapshot = try await CountersignClient(for: device).inbox(device, wait: 0, unchangedFrom: nil)
+        #expect(snapshot.hold == 240)
+        let refused = try RunningProcess(
+            "device-broker",
+            ["serve", "--data-dir", try temporaryDirectory("max-wait").path, "--max-wait", "16m"])
+        #expect(try await refused.exitCode() != 0)
+        #expect(refused.text.contains("--max-wait must be between 1s and 15m"), "\(refused.text)")
+    }
+
     @Test("readyz, Prometheus metrics of a round trip, and one JSON log line per request with its id and no secret")
     func observability() async throws {
         let broker = try await LiveBroker.start(arguments: ["--log-format", "json", "--log-level", "debug"])

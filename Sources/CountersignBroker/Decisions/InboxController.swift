@@ -19,9 +19,14 @@ struct InboxController {
         let events: [InboxItem]
         /// Names this set of pending events, for the next poll's `state`.
         let state: String
+        /// The longest this broker holds a poll (`--max-wait`), in seconds:
+        /// what a device asks for, as long as nothing between it and the
+        /// broker cuts a request off sooner.
+        let hold: Int
 
         func write(to object: inout WireJSON.Object) {
             object.field("events", events)
+            object.field("hold", hold)
             object.field("state", state)
         }
     }
@@ -113,7 +118,7 @@ struct InboxController {
                     app: context.apiKey.name,
                     nonce: $0.nonce, matchRequired: $0.matchNumber != nil, matchDigits: $0.matchNumber?.count,
                     newDevice: $0.newDevice.map(NewDeviceSummary.init))
-            }, state: state)
+            }, state: state, hold: Int(environment.policy.maxWait))
     }
 
     /// The user's pending events; none for a suspended device, which can
