@@ -103,4 +103,27 @@ struct ConnectionEndToEndTests {
         #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer)")
     }
 
+    @Test("every accepted connection has TCP keep-alive: a probe after 30 s of silence, so a held poll stays known")
+    func keepAlive() async throws {
+        let broker = try await LiveBroker.start()
+        defer { broker.stop() }
+        let port = Int(broker.url.split(separator: ":").last!)!
+        // From an address of its own, so that the broker's end of this
+        // connection is the one ss lists.
+        let connection = try RawConnection(port: port, from: "127.0.0.71", receiveTimeout: 60)
+        defer { _ = connection }
+        var listed = ""
+        var patience = WaitBudget(.seconds(30))
+        while patience.left() {
+            let ss = try RunningProcess(
+                "/usr/bin/ss", ["-tnoH", "state", "established", "( sport = :\(port) and dst 127.0.0.71 )"])
+            _ = try await ss.exitCode()
+            listed = ss.text
+            if listed.contains("keepalive") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let timer = try #require(listed.firstMatch(of: #/timer:\(keepalive,([0-9.]+)(ms|sec|min)/#), "\(listed)")
+        let seconds = Double(timer.output.1)! * (timer.output.2 == "ms" ? 0.001 : timer.output.2 == "min" ? 60 : 1)
+        #expect(seconds <= 30, "the first probe is due within 30 s: \(listed)")
+    }
 }

@@ -40,6 +40,8 @@ struct BrokerHTTP1Channel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let address = channel.remoteAddress
+        // Best effort: a socket that refuses the options is served without.
+        try? TCPKeepAlive.enable(on: channel)
         let admission = counter.admit(from: address)
         channel.closeFuture.whenComplete { [counter] _ in counter.release(admission, from: address) }
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { asyncChannel in
