@@ -39,13 +39,17 @@ public struct InboxWatcher: Sendable {
         self.longestHold = longestHold
     }
 
-    /// The hold to ask for after an answer that said the broker's is
+    /// The hold to ask of a broker whose answers say it holds a poll
     /// `brokerHold` seconds: 5 s short of it, so that the broker answers
     /// (with the set as it is) before anything in between gives up at its
-    /// own round number; 25 s from a broker that does not say.
+    /// own round number; 25 s of a broker that does not say.
+    public static func hold(askingOf brokerHold: Int?) -> Int {
+        brokerHold.map { $0 > 10 ? $0 - 5 : max(1, $0) } ?? 25
+    }
+
+    /// The hold to ask for next, within the caller's bound.
     func hold(brokerHold: Int?) -> Int {
-        let broker = brokerHold.map { $0 > 10 ? $0 - 5 : $0 } ?? 25
-        return max(1, min(broker, longestHold ?? broker))
+        max(1, min(Self.hold(askingOf: brokerHold), longestHold ?? .max))
     }
 
     /// The changes until `deadline` (the stream then ends) or until the

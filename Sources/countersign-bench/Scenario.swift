@@ -54,11 +54,19 @@ final class IdleWaiters: Sendable {
                 await withTaskGroup(of: Void.self) { group in
                     for device in devices {
                         group.addTask {
-                            // Holds of 20 to 30 s, as clients that started at different
-                            // times would: the polls do not all return and re-poll at once.
+                            // A first look, as an agent's (InboxWatcher), says the
+                            // broker's hold; then holds around what agents ask for
+                            // (that less 5 s), a fifth either way, as clients that
+                            // started at different times would: the polls do not all
+                            // return and re-poll at once. The broker cuts what is
+                            // past its hold down to it.
+                            var hold = 0
                             while !Task.isCancelled {
                                 do {
-                                    _ = try await client.inbox(device, wait: Int.random(in: 20...30))
+                                    let wait =
+                                        hold == 0 ? 0 : Int.random(in: max(1, hold * 4 / 5)...max(1, hold * 6 / 5))
+                                    let snapshot = try await client.inbox(device, wait: wait, unchangedFrom: nil)
+                                    hold = InboxWatcher.hold(askingOf: snapshot.hold)
                                 } catch {
                                     // A refused or failed poll is tried again in a while, as
                                     // agents do, not at once: a loop of failures would burn
