@@ -39,6 +39,13 @@ public struct InboxWatcher: Sendable {
         self.longestHold = longestHold
     }
 
+    /// A fixed hold, as the watcher asked of brokers whose longest was 30 s:
+    /// now a bound on what a broker that holds longer is asked.
+    @available(*, deprecated, renamed: "init(client:credential:longestHold:)")
+    public init(client: CountersignClient, credential: DeviceCredential, hold: Int) {
+        self.init(client: client, credential: credential, longestHold: hold)
+    }
+
     /// The hold to ask of a broker whose answers say it holds a poll
     /// `brokerHold` seconds: 5 s short of it, so that the broker answers
     /// (with the set as it is) before anything in between gives up at its
