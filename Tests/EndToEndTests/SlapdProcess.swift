@@ -61,6 +61,13 @@ struct SlapdProcess {
 
     /// Stops the server (the script runs on; the test need not wait).
     func stop() {
-        _ = try? RunningProcess(Self.fixtures.appendingPathComponent("stop-slapd.sh").path, [directory.path])
+        guard
+            let stopping = try? RunningProcess(
+                Self.fixtures.appendingPathComponent("stop-slapd.sh").path, [directory.path])
+        else { return }
+        // Kept until it exits: a RunningProcess let go of terminates its
+        // process, which ended the script before it had stopped slapd (one
+        // slapd left running per directory test).
+        Thread.detachNewThread { stopping.process.waitUntilExit() }
     }
 }
